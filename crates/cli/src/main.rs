@@ -1,0 +1,80 @@
+//! The `tlskit` binary: argument parsing and output only. Each command group lives in
+//! its own module under `cmd/`; the libraries do the work.
+
+mod cmd;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A TLS toolkit: trust store, verifier, certificate tooling, server, client, probe.
+///
+/// Exit codes: 0 success, 1 a negative answer (invalid chain, lint findings),
+/// 2 an error (bad usage, nothing loadable, unreadable input).
+#[derive(Parser)]
+#[command(name = "tlskit", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Report on this machine's trust setup (system store, load time, lint findings).
+    Doctor(cmd::doctor::DoctorArgs),
+    /// Load, compile, lint and prune trust stores.
+    #[command(subcommand)]
+    Store(cmd::store::StoreCmd),
+    /// Verify a certificate chain against a trust store.
+    Verify(cmd::verify::VerifyArgs),
+    /// In-process benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+    /// Private keys.
+    #[command(subcommand)]
+    Key(cmd::pki::KeyCmd),
+    /// Certificate signing requests.
+    #[command(subcommand)]
+    Csr(cmd::pki::CsrCmd),
+    /// Certificates.
+    #[command(subcommand)]
+    Cert(cmd::pki::CertCmd),
+    /// A small certificate authority.
+    #[command(subcommand)]
+    Ca(cmd::pki::CaCmd),
+    /// Show certificates, chains, requests, public keys and CRLs.
+    Show(cmd::pki::ShowArgs),
+    /// Lint a certificate or chain.
+    Lint(cmd::pki::LintArgs),
+    /// PKCS#12 files.
+    #[command(subcommand)]
+    P12(cmd::pki::P12Cmd),
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Time loading a store from its sources and from a snapshot, and one lookup.
+    Store(cmd::store::BenchStoreArgs),
+    /// Time verifying one chain, with and without the cache, on one and two threads.
+    Verify(cmd::verify::BenchVerifyArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Store(c) => cmd::store::run(c),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Bench(BenchCmd::Store(a)) => cmd::store::bench(a),
+        Command::Bench(BenchCmd::Verify(a)) => cmd::verify::bench(a),
+        Command::Key(c) => cmd::pki::key(c),
+        Command::Csr(c) => cmd::pki::csr(c),
+        Command::Cert(c) => cmd::pki::cert(c),
+        Command::Ca(c) => cmd::pki::ca(c),
+        Command::Show(a) => cmd::pki::show(a),
+        Command::Lint(a) => cmd::pki::lint(a),
+        Command::P12(c) => cmd::pki::p12(c),
+    };
+    output::finish(result)
+}

@@ -1,0 +1,79 @@
+//! Shared output conventions: exit codes, error printing, JSON, colour on a terminal only.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+/// What a command concluded. Errors (exit 2) travel as `anyhow::Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Exit 0: the command did its job and the answer is positive.
+    Success,
+    /// Exit 1: a negative answer (invalid chain, lint findings).
+    Negative,
+}
+
+/// Result type of every command.
+pub(crate) type CmdResult = anyhow::Result<Outcome>;
+
+/// Map a command's result to the process exit code, printing errors as `tlskit: error: ...`.
+pub(crate) fn finish(result: CmdResult) -> ExitCode {
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Negative) => ExitCode::from(1),
+        Err(e) => {
+            // A closed pipe (e.g. `tlskit show x | head`) is not an error.
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            eprintln!("tlskit: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Print a value as pretty JSON on stdout, followed by a newline.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Report one problem with one input (a file in a batch) on stderr; the batch goes on.
+pub(crate) fn warn(path: &std::path::Path, reason: &dyn std::fmt::Display) {
+    eprintln!("tlskit: {}: {reason}", path.display());
+}
+
+/// Colours for human output: enabled only when stdout is a terminal and NO_COLOR is unset.
+#[derive(Clone, Copy)]
+pub(crate) struct Style {
+    on: bool,
+}
+
+impl Style {
+    pub(crate) fn stdout() -> Self {
+        let on = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        Self { on }
+    }
+    fn paint(self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub(crate) fn bold(self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    pub(crate) fn good(self, s: &str) -> String {
+        self.paint("32", s)
+    }
+    pub(crate) fn warn(self, s: &str) -> String {
+        self.paint("33", s)
+    }
+    pub(crate) fn bad(self, s: &str) -> String {
+        self.paint("31", s)
+    }
+}

@@ -1,0 +1,1 @@
+//! tlskit store crate.

@@ -1,0 +1,1 @@
+//! tlskit verify crate.
