@@ -7,7 +7,8 @@
 //!   is emptied the first time a newer generation is seen.
 //! - Bounded: at most `max_entries` answers and `max_bytes` of stored chains, split
 //!   evenly over the shards; the oldest answers of a shard go first.
-//! - No cache-wide lock: 16 independently locked shards picked by the key hash. A hit
+//! - The generation must identify the store: stores handed out by one `StoreHandle` do.
+//! - No cache-wide lock: up to 16 independently locked shards picked by the key hash. A hit
 //!   compares the full chain bytes, so a hash collision can never return a wrong answer.
 
 use std::collections::{HashMap, VecDeque};
@@ -165,12 +166,16 @@ impl VerifyCache {
     pub(crate) fn new(limits: CacheLimits) -> Self {
         // A per-process random seed: keys cannot be steered into one shard or bucket.
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x746c_736b_6974u64);
+        // Fewer shards for tiny caches, so that the per-shard bounds add up to at most
+        // the configured totals.
+        let shards = SHARDS.min(limits.max_entries.max(1)).next_power_of_two();
+        let shards = if shards > limits.max_entries.max(1) { shards / 2 } else { shards }.max(1);
         Self {
-            shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
+            shards: (0..shards).map(|_| RwLock::new(Shard::default())).collect(),
             seed,
             generation: AtomicU64::new(0),
-            per_shard_entries: limits.max_entries.div_ceil(SHARDS).max(1),
-            per_shard_bytes: limits.max_bytes.div_ceil(SHARDS),
+            per_shard_entries: (limits.max_entries / shards).max(1),
+            per_shard_bytes: limits.max_bytes / shards,
         }
     }
 
@@ -199,7 +204,7 @@ impl VerifyCache {
     }
 
     fn shard(&self, hash: u64) -> &RwLock<Shard> {
-        &self.shards[(hash >> 60) as usize % SHARDS]
+        &self.shards[(hash >> 32) as usize % self.shards.len()]
     }
 
     /// Empty the cache when a newer store generation shows up.

@@ -128,6 +128,16 @@ pub struct VerifiedChain {
     pub valid_until: i64,
 }
 
+impl VerifiedChain {
+    /// Subjects from the end entity to the anchor, RFC 4514-like.
+    pub fn subjects(&self) -> Vec<String> {
+        self.certs
+            .iter()
+            .map(|c| der::cert_fields(c).map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject)))
+            .collect()
+    }
+}
+
 /// The result of a successful verification.
 #[derive(Debug, Clone)]
 pub struct Verified {
@@ -340,6 +350,11 @@ impl ChainVerifier {
         if let Some(c) = &self.cache {
             c.clear();
         }
+    }
+
+    /// Bytes of chains and names held by the cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.bytes())
     }
 
     /// Number of cached answers.
