@@ -90,7 +90,10 @@ impl Entry {
             return false;
         }
         let mut off = 0usize;
-        for (c, &len) in std::iter::once(ee).chain(intermediates).zip(self.lens.iter()) {
+        for (c, &len) in std::iter::once(ee)
+            .chain(intermediates)
+            .zip(self.lens.iter())
+        {
             let c: &[u8] = c.as_ref();
             let end = off + len as usize;
             if c.len() != len as usize || self.chain.get(off..end) != Some(c) {
@@ -169,7 +172,12 @@ impl VerifyCache {
         // Fewer shards for tiny caches, so that the per-shard bounds add up to at most
         // the configured totals.
         let shards = SHARDS.min(limits.max_entries.max(1)).next_power_of_two();
-        let shards = if shards > limits.max_entries.max(1) { shards / 2 } else { shards }.max(1);
+        let shards = if shards > limits.max_entries.max(1) {
+            shards / 2
+        } else {
+            shards
+        }
+        .max(1);
         Self {
             shards: (0..shards).map(|_| RwLock::new(Shard::default())).collect(),
             seed,
@@ -232,7 +240,10 @@ impl VerifyCache {
         now: i64,
     ) -> Option<Arc<VerifiedChain>> {
         self.observe(generation);
-        let shard = self.shard(key.hash).read().unwrap_or_else(|p| p.into_inner());
+        let shard = self
+            .shard(key.hash)
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
         let e = shard.map.get(&key.hash)?;
         if !e.matches(generation, ee, intermediates, key.name.as_slice(), purpose) {
             return None;
@@ -256,7 +267,8 @@ impl VerifyCache {
         if generation < self.generation.load(Ordering::Acquire) {
             return; // an answer from a store that has been replaced meanwhile
         }
-        let mut chain = Vec::with_capacity(ee.len() + intermediates.iter().map(|c| c.len()).sum::<usize>());
+        let mut chain =
+            Vec::with_capacity(ee.len() + intermediates.iter().map(|c| c.len()).sum::<usize>());
         let mut lens = Vec::with_capacity(intermediates.len() + 1);
         for c in std::iter::once(ee).chain(intermediates) {
             chain.extend_from_slice(c);
@@ -274,7 +286,10 @@ impl VerifyCache {
         if size > self.per_shard_bytes {
             return;
         }
-        let mut shard = self.shard(key.hash).write().unwrap_or_else(|p| p.into_inner());
+        let mut shard = self
+            .shard(key.hash)
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         match shard.map.insert(key.hash, entry) {
             Some(old) => shard.bytes -= old.size(),
             None => shard.order.push_back(key.hash),

@@ -133,7 +133,10 @@ impl VerifiedChain {
     pub fn subjects(&self) -> Vec<String> {
         self.certs
             .iter()
-            .map(|c| der::cert_fields(c).map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject)))
+            .map(|c| {
+                der::cert_fields(c)
+                    .map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
+            })
             .collect()
     }
 }
@@ -443,15 +446,18 @@ impl ChainVerifier {
         let mut skipped: Option<&[u8]> = None;
         let mut usable: Vec<Anchor<'_>> = Vec::with_capacity(candidates.len());
         for a in candidates {
-            if self.config.accept_expired_anchors || (a.not_before() <= secs && secs <= a.not_after())
+            if self.config.accept_expired_anchors
+                || (a.not_before() <= secs && secs <= a.not_after())
             {
                 usable.push(a);
             } else {
                 skipped = Some(a.subject());
             }
         }
-        let ders: Vec<CertificateDer<'_>> =
-            usable.iter().map(|a| CertificateDer::from(a.der())).collect();
+        let ders: Vec<CertificateDer<'_>> = usable
+            .iter()
+            .map(|a| CertificateDer::from(a.der()))
+            .collect();
         let mut anchors = Vec::with_capacity(ders.len());
         let mut anchor_of = Vec::with_capacity(ders.len());
         for (i, d) in ders.iter().enumerate() {
@@ -532,7 +538,9 @@ impl ChainVerifier {
             .map(|i| anchor_of[i]);
         // Invariant: rustls-webpki returns a reference into the anchors slice we gave it.
         let Some(idx) = idx else {
-            return Err(VerifyError::Other("path anchor not among candidates".into()));
+            return Err(VerifyError::Other(
+                "path anchor not among candidates".into(),
+            ));
         };
         let anchor = usable[idx];
         let mut certs = Vec::with_capacity(2 + intermediates.len());
@@ -568,7 +576,11 @@ impl ChainVerifier {
 }
 
 /// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
-fn add_candidates<'s>(store: &'s TrustStore, cert: &der::CertFields<'_>, out: &mut Vec<Anchor<'s>>) {
+fn add_candidates<'s>(
+    store: &'s TrustStore,
+    cert: &der::CertFields<'_>,
+    out: &mut Vec<Anchor<'s>>,
+) {
     let mut push = |a: Anchor<'s>| {
         if !out.iter().any(|b| b.sha256() == a.sha256()) {
             out.push(a);
@@ -647,7 +659,8 @@ fn map_name_error(e: webpki::Error, name: &ServerName<'_>) -> VerifyError {
 impl From<VerifyError> for rustls::Error {
     fn from(e: VerifyError) -> Self {
         use rustls::{CertRevocationListError, CertificateError, OtherError};
-        let ts = |s: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s.max(0) as u64));
+        let ts =
+            |s: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s.max(0) as u64));
         match e {
             VerifyError::BadEncoding(_) => CertificateError::BadEncoding.into(),
             VerifyError::BadCrl(_) => CertRevocationListError::ParseError.into(),
@@ -657,13 +670,11 @@ impl From<VerifyError> for rustls::Error {
                 not_after: ts(not_after),
             }
             .into(),
-            VerifyError::NotYetValid { time, not_before } => {
-                CertificateError::NotValidYetContext {
-                    time: ts(time),
-                    not_before: ts(not_before),
-                }
-                .into()
+            VerifyError::NotYetValid { time, not_before } => CertificateError::NotValidYetContext {
+                time: ts(time),
+                not_before: ts(not_before),
             }
+            .into(),
             VerifyError::NameMismatch { .. } => CertificateError::NotValidForName.into(),
             VerifyError::WrongPurpose { .. } => CertificateError::InvalidPurpose.into(),
             VerifyError::Revoked => CertificateError::Revoked.into(),

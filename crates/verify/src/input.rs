@@ -53,7 +53,7 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, InputErro
     }
     for (i, c) in certs.iter().enumerate() {
         match x509_parser::parse_x509_certificate(c) {
-            Ok((rest, _)) if rest.is_empty() => {}
+            Ok(([], _)) => {}
             Ok(_) => {
                 return Err(err(
                     path,

@@ -21,8 +21,8 @@ mod tls;
 
 pub use cache::CacheLimits;
 pub use chain::{
-    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig,
-    VerifyError, MAX_SUPPORTED_DEPTH,
+    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
+    MAX_SUPPORTED_DEPTH,
 };
 pub use input::{load_certs, load_crl, InputError};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
@@ -31,7 +31,7 @@ pub use tls::{
     MAX_HINT_SETS,
 };
 
-/// Types from rustls-pki-types that appear in this crate's API.
-pub use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 /// Re-exported so embedders use the same rustls version.
 pub use rustls;
+/// Types from rustls-pki-types that appear in this crate's API.
+pub use rustls_pki_types::{CertificateDer, ServerName, UnixTime};

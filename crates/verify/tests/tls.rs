@@ -18,8 +18,7 @@ use rustls::{ClientConfig, HandshakeKind, ServerConfig};
 use tlskit_store::StoreHandle;
 use tlskit_verify::{
     GenerationClientSessions, GenerationSessionCache, GenerationTickets, HintOverflow, RootHints,
-    ServerName, StoreClientVerifier, StoreServerVerifier, UnixTime, VerifierConfig,
-    MAX_HINT_BYTES,
+    ServerName, StoreClientVerifier, StoreServerVerifier, UnixTime, VerifierConfig, MAX_HINT_BYTES,
 };
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -41,14 +40,25 @@ fn world() -> World {
     let root = root("Handshake Root");
     let other_root = root_fn("Unrelated Root");
     let server = leaf_with(
-        with_eku(leaf_params(&["server.test"]), &[ExtendedKeyUsagePurpose::ServerAuth]),
+        with_eku(
+            leaf_params(&["server.test"]),
+            &[ExtendedKeyUsagePurpose::ServerAuth],
+        ),
         &root,
     );
     let client = leaf_with(
-        with_eku(leaf_params(&["client.test"]), &[ExtendedKeyUsagePurpose::ClientAuth]),
+        with_eku(
+            leaf_params(&["client.test"]),
+            &[ExtendedKeyUsagePurpose::ClientAuth],
+        ),
         &root,
     );
-    World { root, other_root, server, client }
+    World {
+        root,
+        other_root,
+        server,
+        client,
+    }
 }
 
 fn root_fn(cn: &str) -> Ca {
@@ -87,7 +97,10 @@ fn server_config(w: &World, handle: &Arc<StoreHandle>, mode: Resume) -> Arc<Serv
 }
 
 fn client_config(w: &World, client_handle: &Arc<StoreHandle>, bound: bool) -> Arc<ClientConfig> {
-    let verifier = Arc::new(StoreServerVerifier::new(client_handle.clone(), VerifierConfig::default()));
+    let verifier = Arc::new(StoreServerVerifier::new(
+        client_handle.clone(),
+        VerifierConfig::default(),
+    ));
     let mut cfg = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap()
@@ -129,8 +142,11 @@ fn handshake(
     });
     let client_result = (|| -> Result<HandshakeKind, String> {
         let sock = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-        let conn = rustls::ClientConnection::new(client.clone(), ServerName::try_from("server.test").unwrap())
-            .map_err(|e| e.to_string())?;
+        let conn = rustls::ClientConnection::new(
+            client.clone(),
+            ServerName::try_from("server.test").unwrap(),
+        )
+        .map_err(|e| e.to_string())?;
         let mut tls = rustls::StreamOwned::new(conn, sock);
         let mut buf = [0u8; 5];
         tls.read_exact(&mut buf).map_err(|e| e.to_string())?;
@@ -176,7 +192,10 @@ fn resumption_after_reload(mode: Resume) {
     server_handle.replace(store(&[&w.other_root.der]));
     let (s, _c) = handshake(&scfg, &ccfg);
     let err = s.expect_err("the client's CA is gone: the handshake must fail");
-    assert!(err.contains("UnknownIssuer") || err.contains("unknown"), "{err}");
+    assert!(
+        err.contains("UnknownIssuer") || err.contains("unknown"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -213,17 +232,33 @@ fn server_verifier_follows_reloads() {
     let h = Arc::new(StoreHandle::from_store(store(&[&w.root.der])));
     let v = StoreServerVerifier::new(h.clone(), VerifierConfig::default());
     let name = ServerName::try_from("server.test").unwrap();
-    let now = UnixTime::since_unix_epoch(std::time::Duration::from_secs(ymd(2030, 1, 1).unix_timestamp() as u64));
-    assert!(v.verify_server_cert(&w.server.der, &[], &name, &[], now).is_ok());
-    assert!(v.verify_server_cert(&w.server.der, &[], &name, &[], now).is_ok()); // cached
+    let now = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+        ymd(2030, 1, 1).unix_timestamp() as u64,
+    ));
+    assert!(v
+        .verify_server_cert(&w.server.der, &[], &name, &[], now)
+        .is_ok());
+    assert!(v
+        .verify_server_cert(&w.server.der, &[], &name, &[], now)
+        .is_ok()); // cached
     h.replace(store(&[&w.other_root.der]));
-    let e = v.verify_server_cert(&w.server.der, &[], &name, &[], now).unwrap_err();
-    assert_eq!(e, rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer));
+    let e = v
+        .verify_server_cert(&w.server.der, &[], &name, &[], now)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)
+    );
     // A wrong name maps to rustls's name error.
     h.replace(store(&[&w.root.der]));
     let other = ServerName::try_from("other.test").unwrap();
-    let e = v.verify_server_cert(&w.server.der, &[], &other, &[], now).unwrap_err();
-    assert_eq!(e, rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName));
+    let e = v
+        .verify_server_cert(&w.server.der, &[], &other, &[], now)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
+    );
     assert!(!v.supported_verify_schemes().is_empty());
 }
 
@@ -248,18 +283,40 @@ fn client_auth_hints_are_capped_follow_reloads_and_can_be_off() {
     let off = mk(RootHints::Off);
     assert!(off.root_hint_subjects().is_empty());
 
-    let huge = RootHints::FromStore { max_names: usize::MAX, max_bytes: usize::MAX, overflow: HintOverflow::Truncate };
+    let huge = RootHints::FromStore {
+        max_names: usize::MAX,
+        max_bytes: usize::MAX,
+        overflow: HintOverflow::Truncate,
+    };
     let trunc = mk(huge);
-    let omit = mk(RootHints::FromStore { max_names: usize::MAX, max_bytes: usize::MAX, overflow: HintOverflow::Omit });
-    let capped = mk(RootHints::FromStore { max_names: 10, max_bytes: 1 << 20, overflow: HintOverflow::Truncate });
+    let omit = mk(RootHints::FromStore {
+        max_names: usize::MAX,
+        max_bytes: usize::MAX,
+        overflow: HintOverflow::Omit,
+    });
+    let capped = mk(RootHints::FromStore {
+        max_names: 10,
+        max_bytes: 1 << 20,
+        overflow: HintOverflow::Truncate,
+    });
     // Reload to the big store: every verifier follows it.
     h.replace(store(&refs));
     assert!(h.current().ca_names().encoded_len() > MAX_HINT_BYTES);
     let t = trunc.root_hint_subjects();
-    assert!(!t.is_empty() && hint_bytes(t) <= MAX_HINT_BYTES, "{}", hint_bytes(t));
-    assert!(omit.root_hint_subjects().is_empty(), "over the limit: omitted");
+    assert!(
+        !t.is_empty() && hint_bytes(t) <= MAX_HINT_BYTES,
+        "{}",
+        hint_bytes(t)
+    );
+    assert!(
+        omit.root_hint_subjects().is_empty(),
+        "over the limit: omitted"
+    );
     assert_eq!(capped.root_hint_subjects().len(), 10);
-    assert!(default.root_hint_subjects().is_empty(), "default caps at 16 KiB, Omit");
+    assert!(
+        default.root_hint_subjects().is_empty(),
+        "default caps at 16 KiB, Omit"
+    );
     // And back.
     h.replace(store(&[&w.root.der]));
     assert_eq!(trunc.root_hint_subjects().len(), 1);

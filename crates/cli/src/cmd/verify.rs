@@ -176,7 +176,8 @@ fn reference(
             if let Some(addr) = tlskit_verify::names::parse_ip(h) {
                 ReferenceName::Ip(addr)
             } else {
-                let d = tlskit_verify::names::DnsName::parse(h).map_err(|e| anyhow!("--host: {e}"))?;
+                let d =
+                    tlskit_verify::names::DnsName::parse(h).map_err(|e| anyhow!("--host: {e}"))?;
                 if d.is_wildcard() {
                     bail!("--host {h:?}: a reference name cannot be a wildcard; give the host name a client would use");
                 }
@@ -329,7 +330,7 @@ fn print_human(r: &VerifyJson) {
             r.at
         );
         if let Some(reason) = &r.reason {
-            println!("  reason: {reason}");
+            println!("  reason: {}", st.warn(reason));
         }
     }
 }
@@ -377,7 +378,9 @@ where
             .collect();
         let mut total = 0u64;
         for h in handles {
-            total += h.join().map_err(|_| anyhow!("benchmark thread panicked"))??;
+            total += h
+                .join()
+                .map_err(|_| anyhow!("benchmark thread panicked"))??;
         }
         Ok::<_, anyhow::Error>((total, start.elapsed()))
     })?;

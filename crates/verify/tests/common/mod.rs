@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, SanType, SerialNumber,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, SanType, SerialNumber,
 };
 use time::OffsetDateTime;
 use tlskit_store::{StoreBuilder, StoreHandle, TrustStore};
@@ -68,13 +68,17 @@ pub fn intermediate(cn: &str, issuer: &Ca) -> Ca {
 }
 
 pub fn intermediate_with(params: CertificateParams, key: KeyPair, issuer: &Ca) -> Ca {
-    let der = params.signed_by(&key, &issuer.issuer()).unwrap().der().clone();
+    let der = params
+        .signed_by(&key, &issuer.issuer())
+        .unwrap()
+        .der()
+        .clone();
     Ca { params, key, der }
 }
 
 pub fn leaf_params(names: &[&str]) -> CertificateParams {
-    let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-        .unwrap();
+    let mut p =
+        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, names.first().copied().unwrap_or("leaf"));
     p.distinguished_name = dn;
@@ -89,7 +93,11 @@ pub fn leaf(names: &[&str], issuer: &Ca) -> Ca {
 
 pub fn leaf_with(params: CertificateParams, issuer: &Ca) -> Ca {
     let key = KeyPair::generate().unwrap();
-    let der = params.signed_by(&key, &issuer.issuer()).unwrap().der().clone();
+    let der = params
+        .signed_by(&key, &issuer.issuer())
+        .unwrap()
+        .der()
+        .clone();
     Ca { params, key, der }
 }
 
@@ -99,7 +107,8 @@ pub fn with_eku(mut p: CertificateParams, eku: &[ExtendedKeyUsagePurpose]) -> Ce
 }
 
 pub fn with_ip(mut p: CertificateParams, ip: &str) -> CertificateParams {
-    p.subject_alt_names.push(SanType::IpAddress(ip.parse().unwrap()));
+    p.subject_alt_names
+        .push(SanType::IpAddress(ip.parse().unwrap()));
     p
 }
 
