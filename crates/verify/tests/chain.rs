@@ -1,6 +1,10 @@
 //! Chain building on the store index: names, purposes, validity, same-subject roots,
 //! cross-signing, CRLs, depth, and the cache.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cloned_ref_to_slice_refs
+)]
 
 mod common;
 
@@ -193,7 +197,7 @@ fn ip_address_names() {
         Err(VerifyError::NameMismatch { .. })
     ));
     // A DNS reference never matches an IP SAN.
-    assert!(matches!(check("a.example"), Ok(_)));
+    assert!(check("a.example").is_ok());
 }
 
 #[test]

@@ -1,6 +1,10 @@
 //! rustls integration over real loopback TCP handshakes: client certificates verified on
 //! the live store, resumption bound to the store generation, CA hints.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cloned_ref_to_slice_refs
+)]
 
 mod common;
 
