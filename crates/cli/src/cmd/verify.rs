@@ -456,8 +456,20 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
     let mut speedup = Vec::new();
     let mut c_one = Vec::new();
     let mut c_speedup = Vec::new();
+    let v_rustls = || -> anyhow::Result<()> {
+        if let Some(rv) = &rustls_verifier {
+            rv.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
+        }
+        Ok(())
+    };
+    v_rustls()?;
+    let mut rustls_us = Vec::new();
+    // Interleaved, so every measurement of a run sees the same machine conditions.
     for _ in 0..runs {
         let r1 = rate(1, min, &v_uncached)?;
+        if rustls_verifier.is_some() {
+            rustls_us.push(1e6 / rate(1, min, &v_rustls)?);
+        }
         let r2 = rate(2, min, &v_uncached)?;
         one.push(r1);
         two.push(r2);
@@ -467,21 +479,7 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         c_one.push(c1);
         c_speedup.push(c2 / c1);
     }
-    let rustls_webpki_us = match &rustls_verifier {
-        Some(rv) => {
-            let f = || -> anyhow::Result<()> {
-                rv.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
-                Ok(())
-            };
-            f()?;
-            let mut r = Vec::new();
-            for _ in 0..runs {
-                r.push(1e6 / rate(1, min, &f)?);
-            }
-            Some(median(r))
-        }
-        None => None,
-    };
+    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median(rustls_us));
     let one_rate = median(one);
     let report = BenchJson {
         anchors,
