@@ -154,7 +154,12 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     p.distinguished_name = subject;
     p.serial_number = Some(SerialNumber::from_slice(&cert::random_serial()?));
     (p.not_before, p.not_after) = cert::validity(opts.days);
-    cert::set_ca_usages(&mut p, opts.path_len);
+    // An intermediate defaults to pathlen 0 (it issues leaves only).
+    let path_len = match &opts.parent {
+        Some(_) => Some(opts.path_len.unwrap_or(0)),
+        None => opts.path_len,
+    };
+    cert::set_ca_usages(&mut p, path_len);
     if !permitted.is_empty() {
         p.name_constraints = Some(NameConstraints {
             permitted_subtrees: permitted,
@@ -171,6 +176,13 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         ),
         Some(parent) => {
             let parent = Ca::open(parent)?;
+            if let (Some(limit), Some(mine)) = (parent.path_len, path_len) {
+                if u32::from(mine) >= limit {
+                    return Err(PkiError::Refused(format!(
+                        "refusing: the parent CA allows {limit} more CA level(s), so --path-len must be below {limit}"
+                    )));
+                }
+            }
             let spki = rcgen::SubjectPublicKeyInfo::from_der(
                 &rcgen::PublicKeyData::subject_public_key_info(&key),
             )
@@ -354,16 +366,16 @@ impl Ca {
         spki: &rcgen::SubjectPublicKeyInfo,
         profile: Profile,
     ) -> Result<Issued> {
+        if profile == Profile::Intermediate && self.path_len == Some(0) {
+            return Err(PkiError::Refused(
+                "refusing to issue an intermediate: this CA has pathlen 0".into(),
+            ));
+        }
         if p.not_after > self.not_after {
             return Err(PkiError::Refused(format!(
                 "refusing to issue: the certificate would outlive the CA (CA expires {}); ask for fewer --days",
                 self.not_after.format(&Rfc3339).unwrap_or_default()
             )));
-        }
-        if profile == Profile::Intermediate && self.path_len == Some(0) {
-            return Err(PkiError::Refused(
-                "refusing to issue an intermediate: this CA has pathlen 0".into(),
-            ));
         }
         p.use_authority_key_identifier_extension = true;
         let issuer = Issuer::from_ca_cert_der(&self.cert_der.as_slice().into(), &self.key)
