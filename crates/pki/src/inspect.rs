@@ -518,8 +518,48 @@ fn crl_info(der: &[u8], crl: &CertificateRevocationList<'_>) -> CrlInfo {
     }
 }
 
+/// Bits of an RSA private key that aws-lc-rs refuses to load (under 2048 bits), read
+/// from the PKCS#8 or PKCS#1 structure: only the modulus length is taken.
+fn weak_rsa_bits(der: &[u8]) -> Option<usize> {
+    use x509_parser::der_parser::ber::BerObjectContent;
+    use x509_parser::der_parser::parse_der;
+    let (_, obj) = parse_der(der).ok()?;
+    let items = obj.as_sequence().ok()?;
+    // PKCS#8: version, AlgorithmIdentifier, OCTET STRING(RSAPrivateKey).
+    let rsa_der;
+    let rsa_items = if let Some(BerObjectContent::Sequence(alg)) = items.get(1).map(|o| &o.content)
+    {
+        if alg.first()?.as_oid().ok()? != &x509_parser::oid_registry::OID_PKCS1_RSAENCRYPTION {
+            return None;
+        }
+        rsa_der = items.get(2)?.as_slice().ok()?;
+        let (_, inner) = parse_der(rsa_der).ok()?;
+        inner.as_sequence().ok()?.clone()
+    } else {
+        items.clone()
+    };
+    // RSAPrivateKey: version, modulus, publicExponent, ...
+    let n = rsa_items.get(1)?.as_slice().ok()?;
+    let n = match n.iter().position(|b| *b != 0) {
+        Some(i) => &n[i..],
+        None => return None,
+    };
+    Some(n.len() * 8 - n[0].leading_zeros() as usize)
+}
+
 fn private_key_info(der: &[u8]) -> Option<PrivateKeyInfo> {
-    let kp = rcgen::KeyPair::try_from(der).ok()?;
+    let Ok(kp) = rcgen::KeyPair::try_from(der) else {
+        return weak_rsa_bits(der).map(|bits| PrivateKeyInfo {
+            kind: "private key",
+            key: Some(KeyInfo {
+                kind: "rsa".into(),
+                bits,
+                curve: None,
+            }),
+            public_key_sha256: None,
+            encrypted: false,
+        });
+    };
     let spki_der = rcgen::PublicKeyData::subject_public_key_info(&kp);
     let (_, spki) = SubjectPublicKeyInfo::from_der(&spki_der).ok()?;
     Some(PrivateKeyInfo {
