@@ -492,6 +492,10 @@ fn ca_issue_keeps_sans_writes_index_and_chain_without_root() {
         fs::read_to_string(d.join("ca/serial")).unwrap().trim(),
         v["serial"].as_str().unwrap()
     );
+    assert_eq!(
+        listing(&d.join("ca")),
+        vec!["ca.key", "ca.pem", "index.jsonl", "lock", "serial"]
+    );
 
     // Client profile and the existing-output rule (no index entry for a refused issue).
     let err = fails(
@@ -983,6 +987,8 @@ fn p12_round_trip_and_bad_inputs() {
         ],
     );
     assert_eq!(mode(&d.join("x.p12")), 0o600);
+    let err = fails(d, &["show", "x.p12"]);
+    assert!(err.contains("PKCS#12"), "{err}");
     let err = fails(
         d,
         &[

@@ -366,6 +366,13 @@ impl Ca {
         spki: &rcgen::SubjectPublicKeyInfo,
         profile: Profile,
     ) -> Result<Issued> {
+        let now = ::time::OffsetDateTime::now_utc();
+        if self.not_after < now {
+            return Err(PkiError::Refused(format!(
+                "refusing to issue: the CA certificate expired on {}",
+                self.not_after.format(&Rfc3339).unwrap_or_default()
+            )));
+        }
         if profile == Profile::Intermediate && self.path_len == Some(0) {
             return Err(PkiError::Refused(
                 "refusing to issue an intermediate: this CA has pathlen 0".into(),
@@ -430,12 +437,7 @@ impl Ca {
         idx.write_all(line.as_bytes())
             .and_then(|()| idx.sync_all())
             .map_err(|e| PkiError::io(&index_path, e))?;
-        fsx::write_atomic(
-            &self.dir.join(SERIAL),
-            format!("{serial_hex}\n").as_bytes(),
-            false,
-            true,
-        )?;
+        fsx::replace_state(&self.dir.join(SERIAL), format!("{serial_hex}\n").as_bytes())?;
         drop(lock); // releases the lock
         Ok(Issued {
             pem: c.pem(),

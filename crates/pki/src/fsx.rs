@@ -87,6 +87,19 @@ pub fn write_all_or_nothing(outputs: &[Output<'_>], force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Replace a small state file atomically, without keeping a backup (for state that is
+/// rewritten on every operation, such as a CA's `serial`).
+pub(crate) fn replace_state(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = prepare(&Output {
+        path,
+        bytes,
+        private: false,
+    })?;
+    tmp.persist(path)
+        .map(|_| ())
+        .map_err(|e| PkiError::io(path, e.error))
+}
+
 fn parent_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -633,10 +633,25 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
     }
     match label {
         Some(l) => Err(format!("PEM block {l:?} is not something tlskit shows")),
+        None if looks_like_pkcs12(der) => Err(
+            "a PKCS#12 file: read it with `tlskit p12 import FILE --key-out K --cert-out C`".into(),
+        ),
         None => {
             Err("not PEM, and not a DER certificate, request, CRL, public or private key".into())
         }
     }
+}
+
+/// PFX: SEQUENCE { INTEGER 3, ContentInfo ... }.
+fn looks_like_pkcs12(der: &[u8]) -> bool {
+    use x509_parser::der_parser::parse_der;
+    parse_der(der)
+        .ok()
+        .and_then(|(_, o)| {
+            let items = o.as_sequence().ok()?;
+            Some(items.first()?.as_u32().ok()? == 3 && items.len() >= 2)
+        })
+        .unwrap_or(false)
 }
 
 /// What `describe` found: the items and the problems with individual PEM blocks.
