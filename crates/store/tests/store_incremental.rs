@@ -29,7 +29,9 @@ fn pool() -> &'static Vec<(String, Vec<u8>)> {
     })
 }
 
-fn summary(s: &TrustStore) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, usize, Vec<Vec<Vec<u8>>>) {
+type Summary = (Vec<Vec<u8>>, Vec<Vec<u8>>, usize, Vec<Vec<Vec<u8>>>);
+
+fn summary(s: &TrustStore) -> Summary {
     let ders = s.anchors().map(|a| a.der().to_vec()).collect();
     let names: Vec<Vec<u8>> = s.ca_names().iter().map(<[u8]>::to_vec).collect();
     let groups = names
