@@ -420,6 +420,25 @@ fn self_signed_leaf_and_ca() {
         ],
     );
     assert!(err.contains("already exists"));
+    for days in ["0", "4000000000"] {
+        let err = fails(
+            d,
+            &[
+                "cert",
+                "self-sign",
+                "--key",
+                "k.pem",
+                "--subject",
+                "CN=x.example",
+                "--days",
+                days,
+                "-o",
+                "d.pem",
+            ],
+        );
+        assert!(err.contains("day"), "{err}");
+    }
+    assert!(!d.join("d.pem").exists());
 }
 
 #[test]

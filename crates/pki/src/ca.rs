@@ -153,7 +153,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let mut p = CertificateParams::default();
     p.distinguished_name = subject;
     p.serial_number = Some(SerialNumber::from_slice(&cert::random_serial()?));
-    (p.not_before, p.not_after) = cert::validity(opts.days);
+    (p.not_before, p.not_after) = cert::validity(opts.days)?;
     // An intermediate defaults to pathlen 0 (it issues leaves only).
     let path_len = match &opts.parent {
         Some(_) => Some(opts.path_len.unwrap_or(0)),
@@ -620,7 +620,7 @@ pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, Ind
     let mut p = CertificateParams::default();
     p.distinguished_name = req.subject;
     p.subject_alt_names = sans;
-    (p.not_before, p.not_after) = cert::validity(days);
+    (p.not_before, p.not_after) = cert::validity(days)?;
     match opts.profile {
         Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
         Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),

@@ -56,12 +56,22 @@ pub(crate) fn random_serial() -> Result<Vec<u8>> {
     Ok(b.to_vec())
 }
 
-/// Validity from one minute ago (clock skew) for `days` days, whole seconds.
-pub(crate) fn validity(days: u32) -> (OffsetDateTime, OffsetDateTime) {
+/// Validity from one minute ago (clock skew) for `days` days, whole seconds. At least one
+/// day, and it must end before the year 9999 (the last GeneralizedTime year).
+pub(crate) fn validity(days: u32) -> Result<(OffsetDateTime, OffsetDateTime)> {
+    if days == 0 {
+        return Err(PkiError::Refused(
+            "the validity must be at least 1 day".into(),
+        ));
+    }
     let now = OffsetDateTime::now_utc();
     let now = now - Duration::nanoseconds(i64::from(now.nanosecond()));
     let start = now - Duration::minutes(1);
-    (start, now + Duration::days(i64::from(days)))
+    let end = now
+        .checked_add(Duration::days(i64::from(days)))
+        .filter(|e| e.year() < 9999)
+        .ok_or_else(|| PkiError::Refused(format!("{days} days is too long a validity")))?;
+    Ok((start, end))
 }
 
 /// Usages of an end-entity certificate.
@@ -113,7 +123,7 @@ pub fn self_signed_pem(key: &KeyPair, names: &Names, days: u32, ca: bool) -> Res
     p.distinguished_name = names.subject.clone();
     p.subject_alt_names = names.sans.clone();
     p.serial_number = Some(SerialNumber::from_slice(&random_serial()?));
-    (p.not_before, p.not_after) = validity(days);
+    (p.not_before, p.not_after) = validity(days)?;
     if ca {
         set_ca_usages(&mut p, None);
     } else {
