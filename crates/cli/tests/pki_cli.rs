@@ -523,6 +523,20 @@ fn ca_issue_keeps_sans_writes_index_and_chain_without_root() {
     );
     assert!(err.contains("already exists"));
     assert_eq!(fs::read_to_string(d.join("ca/index.jsonl")).unwrap(), idx);
+    let err = fails(
+        d,
+        &[
+            "ca",
+            "issue",
+            "ca",
+            "--csr",
+            "r.csr",
+            "-o",
+            "no/such/dir/x.pem",
+        ],
+    );
+    assert!(err.contains("no/such/dir"), "{err}");
+    assert_eq!(fs::read_to_string(d.join("ca/index.jsonl")).unwrap(), idx);
     ok(
         d,
         &[
@@ -831,6 +845,38 @@ fn lint_exit_codes_and_findings() {
     let o = tlskit(d, &["lint", "cn.pem"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("cn-not-in-sans"));
+
+    // Requests are linted too.
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=My Laptop",
+            "-o",
+            "r.csr",
+        ],
+    );
+    let o = tlskit(d, &["lint", "r.csr"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("missing-san"));
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r2.csr",
+        ],
+    );
+    ok(d, &["lint", "r2.csr"]);
 }
 
 /// Certificates rcgen makes for the lint cases tlskit itself refuses to create.

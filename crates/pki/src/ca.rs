@@ -644,7 +644,7 @@ pub fn issue_to_file(
     out: &Path,
     force: bool,
 ) -> Result<IndexEntry> {
-    fsx::check_absent(out, force)?;
+    fsx::check_writable(out, force)?;
     let (pem, entry) = issue(dir, csr, opts)?;
     fsx::write_atomic(out, pem.as_bytes(), false, force)?;
     Ok(entry)

@@ -35,6 +35,19 @@ pub fn check_absent(path: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// Fail early when `path` could not be written: the output must be absent (unless
+/// `force`) and its directory must accept a new file. Used before work with side effects
+/// (a CA's index entry) so that a bad output path does not waste it.
+pub fn check_writable(path: &Path, force: bool) -> Result<()> {
+    check_absent(path, force)?;
+    let dir = parent_dir(path);
+    tempfile::Builder::new()
+        .prefix(".tlskit-probe-")
+        .tempfile_in(&dir)
+        .map(drop)
+        .map_err(|e| PkiError::io(&dir, e))
+}
+
 /// Write one file atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8], private: bool, force: bool) -> Result<()> {
     write_all_or_nothing(
