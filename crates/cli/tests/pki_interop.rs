@@ -215,6 +215,19 @@ fn openssl_and_certtool_verify_issued_chains_with_hostnames() {
                 out.contains("Chain verification output: Verified"),
                 "{ty} {name}: {out}"
             );
+            // And rustls-webpki, through `tlskit verify`.
+            ok(
+                d,
+                &[
+                    "verify",
+                    "--roots",
+                    "root/ca.pem",
+                    "--cert",
+                    "chain.pem",
+                    "--host",
+                    name,
+                ],
+            );
         }
         // A name that is not in the certificate is refused by both.
         let o = tool(
@@ -247,6 +260,74 @@ fn openssl_and_certtool_verify_issued_chains_with_hostnames() {
         );
         assert!(!o.status.success() || !String::from_utf8_lossy(&o.stdout).contains("Verified."));
     }
+}
+
+#[test]
+fn constrained_ca_with_idn_names_verifies_everywhere() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["ca", "init", "ca", "--permit-dns", "räksmörgås.se"]);
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=www.räksmörgås.se",
+            "--san",
+            "dns:www.räksmörgås.se",
+            "-o",
+            "r.csr",
+        ],
+    );
+    ok(d, &["ca", "issue", "ca", "--csr", "r.csr", "-o", "c.pem"]);
+    let host = "www.xn--rksmrgs-5wao1o.se";
+    let out = tool_ok(
+        d,
+        "openssl",
+        &[
+            "verify",
+            "-CAfile",
+            "ca/ca.pem",
+            "-verify_hostname",
+            host,
+            "c.pem",
+        ],
+    );
+    assert!(out.contains("c.pem: OK"), "{out}");
+    let out = tool_ok(
+        d,
+        "certtool",
+        &[
+            "--verify",
+            "--load-ca-certificate",
+            "ca/ca.pem",
+            "--verify-hostname",
+            host,
+            "--infile",
+            "c.pem",
+        ],
+    );
+    assert!(out.contains("Chain verification output: Verified"), "{out}");
+    ok(
+        d,
+        &[
+            "verify",
+            "--roots",
+            "ca/ca.pem",
+            "--cert",
+            "c.pem",
+            "--host",
+            "www.räksmörgås.se",
+        ],
+    );
+    let mut full = fs::read_to_string(d.join("c.pem")).unwrap();
+    full.push_str(&fs::read_to_string(d.join("ca/ca.pem")).unwrap());
+    fs::write(d.join("full.pem"), full).unwrap();
+    ok(d, &["lint", "full.pem"]);
 }
 
 /// The A-label form of the names these tests use.
