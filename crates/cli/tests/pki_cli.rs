@@ -384,7 +384,7 @@ fn self_signed_leaf_and_ca() {
         &time::format_description::well_known::Rfc3339,
     )
     .unwrap();
-    assert!((na - nb).whole_days() == 30);
+    assert_eq!((na - nb).whole_seconds(), 30 * 86400 - 1);
 
     ok(
         d,
@@ -812,6 +812,41 @@ fn lint_exit_codes_and_findings() {
             "long.pem",
         ],
     );
+    // Exactly the limit is fine, one day more is not.
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "--days",
+            "398",
+            "-o",
+            "398.pem",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "--days",
+            "399",
+            "-o",
+            "399.pem",
+        ],
+    );
+    let o = tlskit(d, &["lint", "398.pem"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = tlskit(d, &["lint", "399.pem"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let o = tlskit(d, &["lint", "--json", "long.pem"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();

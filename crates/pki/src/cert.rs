@@ -56,7 +56,7 @@ pub(crate) fn random_serial() -> Result<Vec<u8>> {
     Ok(b.to_vec())
 }
 
-/// Validity from one minute ago (clock skew) for `days` days, whole seconds. At least one
+/// Validity starting one minute ago (clock skew) and lasting `days` days, whole seconds. At least one
 /// day, and it must end before the year 9999 (the last GeneralizedTime year).
 pub(crate) fn validity(days: u32) -> Result<(OffsetDateTime, OffsetDateTime)> {
     if days == 0 {
@@ -67,8 +67,10 @@ pub(crate) fn validity(days: u32) -> Result<(OffsetDateTime, OffsetDateTime)> {
     let now = OffsetDateTime::now_utc();
     let now = now - Duration::nanoseconds(i64::from(now.nanosecond()));
     let start = now - Duration::minutes(1);
-    let end = now
-        .checked_add(Duration::days(i64::from(days)))
+    // RFC 5280 validity is inclusive of both ends: `days` days means the last second is
+    // start + days - 1s (so `--days 398` stays within the CA/B Forum limit).
+    let end = start
+        .checked_add(Duration::days(i64::from(days)) - Duration::seconds(1))
         .filter(|e| e.year() < 9999)
         .ok_or_else(|| PkiError::Refused(format!("{days} days is too long a validity")))?;
     Ok((start, end))

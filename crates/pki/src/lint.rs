@@ -229,7 +229,8 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
 
     if !is_ca {
         let days = (na - nb).whole_seconds() as f64 / 86400.0;
-        if na - nb > Duration::days(MAX_LEAF_DAYS) {
+        // Inclusive of both ends (RFC 5280), as the CA/B Forum counts it.
+        if na - nb + Duration::seconds(1) > Duration::days(MAX_LEAF_DAYS) {
             s.add(
                 Severity::Warning,
                 "validity-too-long",
