@@ -324,6 +324,22 @@ fn unreadable_or_wrong_inputs_are_exit_2() {
     let err = fails(d, &["show", "junk.pem"]);
     assert!(err.contains("junk.pem"), "{err}");
     fails(d, &["show", "nope.pem"]);
+    fs::create_dir(d.join("adir")).unwrap();
+    let err = fails(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "adir",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r.csr",
+        ],
+    );
+    assert!(err.contains("adir"), "{err}");
+    fs::remove_dir(d.join("adir")).unwrap();
     fails(d, &["lint", "nope.pem"]);
     fails(
         d,

@@ -644,6 +644,44 @@ fn issued_certificate_serves_a_tls_handshake_to_openssl_s_client() {
             "{name}: {all}"
         );
     }
+    // GnuTLS as the client too.
+    let port_s = port.to_string();
+    let o = tool(
+        d,
+        "gnutls-cli",
+        &[
+            "--x509cafile",
+            "root/ca.pem",
+            "--sni-hostname",
+            "tls.example.com",
+            "--verify-hostname",
+            "tls.example.com",
+            "-p",
+            &port_s,
+            "127.0.0.1",
+        ],
+    );
+    let all = text(&o);
+    assert!(o.status.success(), "gnutls-cli: {all}");
+    assert!(all.contains("Handshake was completed"), "gnutls-cli: {all}");
+    let o = tool(
+        d,
+        "gnutls-cli",
+        &[
+            "--x509cafile",
+            "root/ca.pem",
+            "--verify-hostname",
+            "wrong.example.com",
+            "-p",
+            &port_s,
+            "127.0.0.1",
+        ],
+    );
+    assert!(
+        !o.status.success(),
+        "gnutls-cli accepted a wrong name: {}",
+        text(&o)
+    );
 }
 
 #[test]

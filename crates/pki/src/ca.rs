@@ -245,7 +245,15 @@ fn create_dir_private(dir: &Path) -> Result<()> {
         use std::os::unix::fs::DirBuilderExt;
         b.mode(0o700);
     }
-    b.create(dir).map_err(|e| PkiError::io(dir, e))
+    b.create(dir).map_err(|e| PkiError::io(dir, e))?;
+    // An existing empty directory is tightened as well: it will hold the CA key.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| PkiError::io(dir, e))?;
+    }
+    Ok(())
 }
 
 /// An opened CA directory.
