@@ -10,16 +10,7 @@ use tlskit_pki::key::KeyType;
 use tlskit_pki::lint::{self, Severity};
 use tlskit_pki::{cert, key, p12};
 
-use crate::output::{warn, CmdResult, Outcome, Style};
-
-/// Pretty JSON on stdout; I/O errors stay `std::io::Error` so a closed pipe is quiet.
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut text = serde_json::to_string_pretty(value)?;
-    text.push('\n');
-    std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(())
-}
+use crate::output::{print_json, warn, CmdResult, Outcome, Style};
 
 /// `tlskit key` subcommands.
 #[derive(clap::Subcommand)]
@@ -405,7 +396,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             };
             let entry = ca::issue_to_file(&dir, &csr, &opts, &out, force)?;
             if json {
-                crate::output::print_json(&entry)?;
+                print_json(&entry)?;
             } else {
                 println!(
                     "issued serial {} for {} [{}] until {} -> {}",
