@@ -212,6 +212,8 @@ pub enum VerifyError {
     Revoked,
     /// A certificate's signature did not verify with its issuer's key.
     BadSignature,
+    /// The end-entity position holds a CA certificate (a chain given in the wrong order).
+    CaAsEndEntity,
     /// Any other refusal by rustls-webpki (debug form of its error).
     Other(String),
 }
@@ -268,6 +270,10 @@ impl fmt::Display for VerifyError {
             ),
             Self::Revoked => f.write_str("a certificate on the path is revoked (CRL)"),
             Self::BadSignature => f.write_str("a signature on the chain does not verify"),
+            Self::CaAsEndEntity => f.write_str(
+                "the end-entity certificate is a CA certificate; the end-entity certificate \
+                 must come first (is the chain in the wrong order?)",
+            ),
             Self::Other(w) => write!(f, "rejected by path validation: {w}"),
         }
     }
@@ -669,6 +675,7 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         },
         E::CertRevoked => VerifyError::Revoked,
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
+        E::CaUsedAsEndEntity => VerifyError::CaAsEndEntity,
         E::RequiredEkuNotFoundContext(_) => VerifyError::WrongPurpose { purpose },
         #[allow(deprecated)]
         E::RequiredEkuNotFound => VerifyError::WrongPurpose { purpose },
@@ -682,11 +689,20 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
     }
 }
 
+/// rustls-webpki reports presented names in debug form (`DnsName("a.example")`); show
+/// the name itself.
+fn unwrap_debug(p: &str) -> String {
+    match (p.find('('), p.rfind(')')) {
+        (Some(a), Some(b)) if a < b => p[a + 1..b].trim_matches('"').to_string(),
+        _ => p.to_string(),
+    }
+}
+
 fn map_name_error(e: webpki::Error, name: &ServerName<'_>) -> VerifyError {
     match e {
         webpki::Error::CertNotValidForName(ctx) => VerifyError::NameMismatch {
             expected: name.to_str().into_owned(),
-            presented: ctx.presented,
+            presented: ctx.presented.iter().map(|p| unwrap_debug(p)).collect(),
         },
         _ => VerifyError::NameMismatch {
             expected: name.to_str().into_owned(),
