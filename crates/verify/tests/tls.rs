@@ -76,13 +76,22 @@ enum Resume {
 }
 
 fn server_config(w: &World, handle: &Arc<StoreHandle>, mode: Resume) -> Arc<ServerConfig> {
+    server_config_v(w, handle, mode, &rustls::version::TLS13)
+}
+
+fn server_config_v(
+    w: &World,
+    handle: &Arc<StoreHandle>,
+    mode: Resume,
+    version: &'static rustls::SupportedProtocolVersion,
+) -> Arc<ServerConfig> {
     let verifier = Arc::new(StoreClientVerifier::new(
         handle.clone(),
         VerifierConfig::default(),
         RootHints::default(),
     ));
     let mut cfg = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(&[version])
         .unwrap()
         .with_client_cert_verifier(verifier)
         .with_single_cert(vec![w.server.der.clone()], key_der(&w.server))
@@ -106,7 +115,7 @@ fn client_config(w: &World, client_handle: &Arc<StoreHandle>, bound: bool) -> Ar
         VerifierConfig::default(),
     ));
     let mut cfg = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .unwrap()
         .dangerous()
         .with_custom_certificate_verifier(verifier)
@@ -167,10 +176,14 @@ fn handshake(
 }
 
 fn resumption_after_reload(mode: Resume) {
+    resumption_after_reload_v(mode, &rustls::version::TLS13);
+}
+
+fn resumption_after_reload_v(mode: Resume, version: &'static rustls::SupportedProtocolVersion) {
     let w = world();
     let server_handle = Arc::new(StoreHandle::from_store(store(&[&w.root.der])));
     let client_handle = Arc::new(StoreHandle::from_store(store(&[&w.root.der])));
-    let scfg = server_config(&w, &server_handle, mode);
+    let scfg = server_config_v(&w, &server_handle, mode, version);
     let ccfg = client_config(&w, &client_handle, false);
 
     // Full handshake, client certificate accepted.
@@ -210,6 +223,16 @@ fn resumption_with_tickets_does_not_survive_reload() {
 #[test]
 fn resumption_with_session_cache_does_not_survive_reload() {
     resumption_after_reload(Resume::Stateful);
+}
+
+#[test]
+fn tls12_resumption_with_tickets_does_not_survive_reload() {
+    resumption_after_reload_v(Resume::Tickets, &rustls::version::TLS12);
+}
+
+#[test]
+fn tls12_resumption_with_session_ids_does_not_survive_reload() {
+    resumption_after_reload_v(Resume::Stateful, &rustls::version::TLS12);
 }
 
 #[test]
