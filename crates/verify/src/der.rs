@@ -209,6 +209,45 @@ mod tests {
     }
 
     #[test]
+    fn reads_rcgen_certificates_and_never_panics_on_prefixes() {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.not_before = rcgen::date_time_ymd(2021, 3, 4);
+        ca.not_after = rcgen::date_time_ymd(2051, 5, 6);
+        let ca_cert = ca.self_signed(&ca_key).expect("self-signed");
+        let leaf_key = rcgen::KeyPair::generate().expect("key");
+        let mut lp = rcgen::CertificateParams::new(vec!["a.example".to_string()]).expect("params");
+        lp.use_authority_key_identifier_extension = true;
+        let leaf = lp
+            .signed_by(&leaf_key, &rcgen::Issuer::from_params(&ca, &ca_key))
+            .expect("signed");
+        let ca_f = cert_fields(ca_cert.der()).expect("ca fields");
+        let leaf_f = cert_fields(leaf.der()).expect("leaf fields");
+        assert_eq!(ca_f.not_before, days_from_civil(2021, 3, 4) * 86_400);
+        assert_eq!(ca_f.not_after, days_from_civil(2051, 5, 6) * 86_400);
+        assert_eq!(leaf_f.issuer, ca_f.subject);
+        let ski = x509_parser::parse_x509_certificate(ca_cert.der())
+            .expect("parse")
+            .1
+            .extensions()
+            .iter()
+            .find_map(|e| match e.parsed_extension() {
+                x509_parser::extensions::ParsedExtension::SubjectKeyIdentifier(k) => {
+                    Some(k.0.to_vec())
+                }
+                _ => None,
+            })
+            .expect("ski");
+        assert_eq!(leaf_f.aki, Some(&ski[..]));
+        let der: &[u8] = leaf.der();
+        // Every truncation is refused, without panicking.
+        for cut in 0..der.len() {
+            assert!(cert_fields(&der[..cut]).is_none(), "prefix of {cut} bytes");
+        }
+    }
+
+    #[test]
     fn garbage_is_none() {
         assert!(cert_fields(b"").is_none());
         assert!(cert_fields(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_none());
