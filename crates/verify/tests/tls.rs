@@ -305,6 +305,10 @@ fn client_auth_hints_are_capped_follow_reloads_and_can_be_off() {
     let default = mk(RootHints::default());
     let one = default.root_hint_subjects();
     assert_eq!(one.len(), 1);
+    // The hint is the DER Name with its SEQUENCE header, as rustls sends it.
+    use x509_parser::prelude::FromDer;
+    let (_, dn) = x509_parser::x509::X509Name::from_der(one[0].as_ref()).unwrap();
+    assert_eq!(dn.to_string(), "CN=Handshake Root");
     assert!(default.client_auth_mandatory());
 
     let off = mk(RootHints::Off);
