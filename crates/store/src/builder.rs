@@ -90,6 +90,19 @@ impl Table {
         Self::put(&mut self.slots, (h >> 32) << 32 | u64::from(idx + 1));
         self.count += 1;
     }
+    /// Grow (once) so that `n` entries fit under the 3/4 load limit.
+    fn reserve(&mut self, n: usize) {
+        let want = (n * 4 / 3 + 1).next_power_of_two();
+        if want > self.slots.len() {
+            let mut bigger = vec![0u64; want];
+            for &v in &self.slots {
+                if v != 0 {
+                    Self::put(&mut bigger, v);
+                }
+            }
+            self.slots = bigger;
+        }
+    }
     /// The slots as the built store keeps them: index + 1, 0 = empty.
     fn low_words(&self) -> impl Iterator<Item = u32> + '_ {
         self.slots.iter().map(|&v| v as u32)
@@ -184,6 +197,10 @@ impl StoreBuilder {
 
     /// Pre-size for about `anchors` certificates of `der_bytes` total.
     pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
+        let total = self.recs.len() + anchors;
+        self.sha_tab.reserve(total);
+        self.subj_tab.reserve(self.names.len() + anchors);
+        self.ski_tab.reserve(total);
         self.der.reserve(der_bytes);
         self.recs.reserve(anchors);
         self.sha.reserve(anchors);

@@ -361,7 +361,7 @@ impl StoreBuilder {
         for p in entries {
             match fs::metadata(&p) {
                 Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
-                Ok(_) => self.add_file(&p, report),
+                Ok(md) => self.add_file_meta(&p, md, report),
                 Err(e) => report.errors.push(io_issue(&p, &e)),
             }
         }
@@ -376,13 +376,14 @@ impl StoreBuilder {
 
     /// Read one file (PEM bundle or DER) and add its certificates.
     pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
-        let md = match fs::metadata(path) {
-            Ok(md) => md,
-            Err(e) => {
-                report.errors.push(io_issue(path, &e));
-                return;
-            }
-        };
+        match fs::metadata(path) {
+            Ok(md) => self.add_file_meta(path, md, report),
+            Err(e) => report.errors.push(io_issue(path, &e)),
+        }
+    }
+
+    /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
+    fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
         if !md.is_file() {
             report
                 .errors
@@ -475,7 +476,7 @@ impl StoreBuilder {
         let mut eof = false;
         let mut blocks = 0u32;
         let mut checked_pem = false;
-        self.der.reserve(md.len() as usize * 3 / 4);
+        self.reserve_for_pem(md.len() as usize);
         while !eof {
             let old = buf.len();
             buf.resize(old + STREAM_CHUNK_BYTES, 0);
@@ -554,6 +555,16 @@ impl StoreBuilder {
         self.read_buf = buf;
     }
 
+    /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and
+    /// a typical CA (P-256) takes about 560 PEM bytes. Growing the indexes once instead of
+    /// doubling avoids rehashing every entry several times; an overestimate (RSA roots are
+    /// ~2 KB) costs a few bytes of index per DER kilobyte.
+    fn reserve_for_pem(&mut self, len: usize) {
+        if len >= 1 << 20 {
+            self.reserve(len / 560, len * 3 / 4);
+        }
+    }
+
     /// PEM text, on worker threads when it is large. Returns the number of blocks.
     fn add_pem_any(
         &mut self,
@@ -563,6 +574,9 @@ impl StoreBuilder {
         file: Option<u32>,
         report: &mut LoadReport,
     ) -> u32 {
+        if base == 0 {
+            self.reserve_for_pem(text.len());
+        }
         let threads = worker_threads(text.len());
         if threads > 1 {
             self.add_pem_parallel(text, base, threads, path, file, report)
@@ -687,13 +701,14 @@ impl StoreBuilder {
                 .skip(1)
                 .map(|w| {
                     let part = &buf[w[0]..w[1]];
-                    s.spawn(move || prepare_pem(part))
+                    (part, s.spawn(move || prepare_pem(part)))
                 })
                 .collect();
             let mut out = vec![prepare_pem(&buf[cuts[0]..cuts[1]])];
-            for h in handles {
-                // A worker only panics on a bug; fall back to an empty chunk rather than abort.
-                out.push(h.join().unwrap_or_default());
+            for (part, h) in handles {
+                // A worker only panics on a bug; redo its part here rather than lose it
+                // (a deterministic bug then panics here, visibly).
+                out.push(h.join().unwrap_or_else(|_| prepare_pem(part)));
             }
             out
         });
