@@ -8,13 +8,17 @@
 //! - Bounded: at most `max_entries` answers and `max_bytes` of stored chains, split
 //!   evenly over the shards; the oldest answers of a shard go first.
 //! - The generation must identify the store: stores handed out by one `StoreHandle` do.
-//! - No cache-wide lock: up to 16 independently locked shards picked by the key hash. A hit
-//!   compares the full chain bytes, so a hash collision can never return a wrong answer.
+//! - No cache-wide lock: up to 64 shards picked by the key hash. A hit reads a shard
+//!   through an `ArcSwap` (no lock, no write to shared memory); an insert copies one shard
+//!   (at most `max_entries / 64` entries) under that shard's mutex. A hit compares the full
+//!   chain bytes, so a hash collision can never return a wrong answer.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use rustls_pki_types::{CertificateDer, ServerName};
 use xxhash_rust::xxh3::Xxh3;
@@ -39,7 +43,7 @@ impl Default for CacheLimits {
     }
 }
 
-const SHARDS: usize = 16;
+const SHARDS: usize = 64;
 
 /// The hash is already uniform; the map uses it as is.
 #[derive(Default)]
@@ -105,13 +109,6 @@ impl Entry {
     }
 }
 
-#[derive(Default)]
-struct Shard {
-    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
-    order: VecDeque<u64>,
-    bytes: usize,
-}
-
 /// A cache key: the hash and the name bytes (so they are computed once per verification).
 pub(crate) struct Key {
     hash: u64,
@@ -150,11 +147,26 @@ impl NameBytes {
 }
 
 pub(crate) struct VerifyCache {
-    shards: Box<[RwLock<Shard>]>,
+    shards: Box<[Shard]>,
     seed: u64,
     generation: AtomicU64,
     per_shard_entries: usize,
     per_shard_bytes: usize,
+}
+
+/// One shard's contents. Readers load it through an `ArcSwap` (no shared writes on a
+/// hit); writers copy it, change the copy and swap it in under the shard's mutex.
+#[derive(Default, Clone)]
+struct ShardMap {
+    map: HashMap<u64, Arc<Entry>, BuildHasherDefault<IdentityHasher>>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    current: ArcSwap<ShardMap>,
+    write: Mutex<()>,
 }
 
 impl std::fmt::Debug for VerifyCache {
@@ -171,18 +183,16 @@ impl VerifyCache {
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x746c_736b_6974u64);
         // Fewer shards for tiny caches, so that the per-shard bounds add up to at most
         // the configured totals.
-        let shards = SHARDS.min(limits.max_entries.max(1)).next_power_of_two();
-        let shards = if shards > limits.max_entries.max(1) {
-            shards / 2
-        } else {
-            shards
+        let max_entries = limits.max_entries.max(1);
+        let mut shards = SHARDS;
+        while shards > max_entries {
+            shards /= 2;
         }
-        .max(1);
         Self {
-            shards: (0..shards).map(|_| RwLock::new(Shard::default())).collect(),
+            shards: (0..shards).map(|_| Shard::default()).collect(),
             seed,
             generation: AtomicU64::new(0),
-            per_shard_entries: (limits.max_entries / shards).max(1),
+            per_shard_entries: (max_entries / shards).max(1),
             per_shard_bytes: limits.max_bytes / shards,
         }
     }
@@ -211,7 +221,7 @@ impl VerifyCache {
         }
     }
 
-    fn shard(&self, hash: u64) -> &RwLock<Shard> {
+    fn shard(&self, hash: u64) -> &Shard {
         &self.shards[(hash >> 32) as usize % self.shards.len()]
     }
 
@@ -228,38 +238,34 @@ impl VerifyCache {
         }
     }
 
+    /// Look the key up; on a hit inside the validity window, call `f` on the answer.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn get(
+    pub(crate) fn get_with<R>(
         &self,
         key: &Key,
         generation: u64,
         ee: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        _name: Option<&ServerName<'_>>,
         purpose: Purpose,
         now: i64,
-    ) -> Option<Arc<VerifiedChain>> {
+        f: impl FnOnce(&Arc<VerifiedChain>) -> R,
+    ) -> Option<R> {
         self.observe(generation);
-        let shard = self
-            .shard(key.hash)
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let shard = self.shard(key.hash).current.load();
         let e = shard.map.get(&key.hash)?;
         if !e.matches(generation, ee, intermediates, key.name.as_slice(), purpose) {
             return None;
         }
         let r = &e.result;
-        (r.valid_from <= now && now <= r.valid_until).then(|| r.clone())
+        (r.valid_from <= now && now <= r.valid_until).then(|| f(r))
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &self,
         key: Key,
         generation: u64,
         ee: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        _name: Option<&ServerName<'_>>,
         purpose: Purpose,
         result: Arc<VerifiedChain>,
     ) {
@@ -286,46 +292,38 @@ impl VerifyCache {
         if size > self.per_shard_bytes {
             return;
         }
-        let mut shard = self
-            .shard(key.hash)
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        match shard.map.insert(key.hash, entry) {
-            Some(old) => shard.bytes -= old.size(),
-            None => shard.order.push_back(key.hash),
+        let shard = self.shard(key.hash);
+        let _writer = shard.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = ShardMap::clone(&shard.current.load());
+        match m.map.insert(key.hash, Arc::new(entry)) {
+            Some(old) => m.bytes -= old.size(),
+            None => m.order.push_back(key.hash),
         }
-        shard.bytes += size;
-        while shard.map.len() > self.per_shard_entries || shard.bytes > self.per_shard_bytes {
-            let Some(h) = shard.order.pop_front() else {
+        m.bytes += size;
+        while m.map.len() > self.per_shard_entries || m.bytes > self.per_shard_bytes {
+            let Some(h) = m.order.pop_front() else {
                 break;
             };
-            if let Some(old) = shard.map.remove(&h) {
-                shard.bytes -= old.size();
+            if let Some(old) = m.map.remove(&h) {
+                m.bytes -= old.size();
             }
         }
+        shard.current.store(Arc::new(m));
     }
 
     pub(crate) fn clear(&self) {
         for s in self.shards.iter() {
-            let mut s = s.write().unwrap_or_else(|p| p.into_inner());
-            s.map.clear();
-            s.order.clear();
-            s.bytes = 0;
+            let _writer = s.write.lock().unwrap_or_else(|p| p.into_inner());
+            s.current.store(Arc::new(ShardMap::default()));
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).map.len())
-            .sum()
+        self.shards.iter().map(|s| s.current.load().map.len()).sum()
     }
 
     /// Bytes held (for tests of the bound).
     pub(crate) fn bytes(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).bytes)
-            .sum()
+        self.shards.iter().map(|s| s.current.load().bytes).sum()
     }
 }

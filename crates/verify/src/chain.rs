@@ -20,7 +20,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rustls_pki_types::{CertificateDer, ServerName, SignatureVerificationAlgorithm, UnixTime};
-use tlskit_store::{Anchor, TrustStore};
+use tlskit_store::{Anchor, StoreHandle, TrustStore};
 use webpki::{
     CertRevocationList, EndEntityCert, ExpirationPolicy, KeyUsage, OwnedCertRevocationList,
     RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy, VerifiedPath,
@@ -384,7 +384,15 @@ impl ChainVerifier {
         let gen = store.generation();
         let secs = unix_secs(now);
         let key = cache.key(gen, end_entity, intermediates, name, purpose);
-        if let Some(chain) = cache.get(&key, gen, end_entity, intermediates, name, purpose, secs) {
+        if let Some(chain) = cache.get_with(
+            &key,
+            gen,
+            end_entity,
+            intermediates,
+            purpose,
+            secs,
+            Arc::clone,
+        ) {
             return Ok(Verified {
                 chain,
                 cached: true,
@@ -396,11 +404,42 @@ impl ChainVerifier {
             gen,
             end_entity,
             intermediates,
-            name,
             purpose,
             v.chain.clone(),
         );
         Ok(v)
+    }
+
+    /// Verify on the store `handle` holds now, answering only valid/invalid. A cache hit
+    /// needs only the handle's generation (an atomic load): no reference count is touched
+    /// and nothing shared is written, so concurrent hits scale. A miss takes
+    /// `handle.current()` once and finishes on that store.
+    pub fn verify_on_handle(
+        &self,
+        handle: &StoreHandle,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: Option<&ServerName<'_>>,
+        purpose: Purpose,
+        now: UnixTime,
+    ) -> Result<(), VerifyError> {
+        self.check_count(intermediates)?;
+        if let Some(cache) = &self.cache {
+            // The handle's generation names the store it serves; an answer cached for
+            // that generation was computed on that store.
+            let gen = handle.generation();
+            let key = cache.key(gen, end_entity, intermediates, name, purpose);
+            let secs = unix_secs(now);
+            if cache
+                .get_with(&key, gen, end_entity, intermediates, purpose, secs, |_| ())
+                .is_some()
+            {
+                return Ok(());
+            }
+        }
+        let store = handle.current();
+        self.verify(&store, end_entity, intermediates, name, purpose, now)
+            .map(|_| ())
     }
 
     fn check_count(&self, intermediates: &[CertificateDer<'_>]) -> Result<(), VerifyError> {

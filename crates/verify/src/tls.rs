@@ -161,7 +161,14 @@ impl ServerCertVerifier for StoreServerVerifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.verify(end_entity, intermediates, server_name, now)?;
+        self.verifier.verify_on_handle(
+            &self.handle,
+            end_entity,
+            intermediates,
+            Some(server_name),
+            Purpose::Server,
+            now,
+        )?;
         Ok(ServerCertVerified::assertion())
     }
 
@@ -319,7 +326,14 @@ impl ClientCertVerifier for StoreClientVerifier {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        self.verify(end_entity, intermediates, now)?;
+        self.verifier.verify_on_handle(
+            &self.handle,
+            end_entity,
+            intermediates,
+            None,
+            Purpose::Client,
+            now,
+        )?;
         Ok(ClientCertVerified::assertion())
     }
 

@@ -117,6 +117,10 @@ pub(crate) struct BenchVerifyArgs {
     /// Minimum time per run, in milliseconds.
     #[arg(long, default_value_t = 200)]
     run_ms: u64,
+    /// Also time rustls's own WebPkiServerVerifier on the same anchors and chain
+    /// (`rustls_webpki_us`), for comparison.
+    #[arg(long)]
+    compare_rustls: bool,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -346,6 +350,8 @@ struct BenchJson {
     two_thread_per_s: f64,
     two_thread_speedup: f64,
     cached_two_thread_speedup: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rustls_webpki_us: Option<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -398,6 +404,24 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         .ok_or_else(|| anyhow!("{}: no certificate", args.cert.display()))?;
     let store = load_store(&args.roots)?;
     let anchors = store.len();
+    let rustls_verifier = if args.compare_rustls {
+        let mut roots = tlskit_verify::rustls::RootCertStore::empty();
+        for a in store.anchors() {
+            // Anchors rustls cannot parse are skipped, as rustls would.
+            let _ = roots.add(CertificateDer::from(a.der()));
+        }
+        let provider = Arc::new(tlskit_verify::rustls::crypto::aws_lc_rs::default_provider());
+        Some(
+            tlskit_verify::rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| anyhow!("rustls verifier: {e}"))?,
+        )
+    } else {
+        None
+    };
     let handle = Arc::new(StoreHandle::from_store(store));
     let now = UnixTime::now();
     let runs = args.runs.max(1);
@@ -415,13 +439,14 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
     uncached
         .verify(&leaf, &intermediates, &name, now)
         .map_err(|e| anyhow!("{}: the chain does not verify: {e}", args.cert.display()))?;
+    // Both go through the rustls entry point a TLS client calls for every handshake.
+    use tlskit_verify::rustls::client::danger::ServerCertVerifier as _;
     let v_uncached = || -> anyhow::Result<()> {
-        uncached.verify(&leaf, &intermediates, &name, now)?;
+        uncached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
         Ok(())
     };
     let v_cached = || -> anyhow::Result<()> {
-        let v = cached.verify(&leaf, &intermediates, &name, now)?;
-        std::hint::black_box(v);
+        cached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
         Ok(())
     };
     v_cached()?;
@@ -431,8 +456,20 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
     let mut speedup = Vec::new();
     let mut c_one = Vec::new();
     let mut c_speedup = Vec::new();
+    let v_rustls = || -> anyhow::Result<()> {
+        if let Some(rv) = &rustls_verifier {
+            rv.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
+        }
+        Ok(())
+    };
+    v_rustls()?;
+    let mut rustls_us = Vec::new();
+    // Interleaved, so every measurement of a run sees the same machine conditions.
     for _ in 0..runs {
         let r1 = rate(1, min, &v_uncached)?;
+        if rustls_verifier.is_some() {
+            rustls_us.push(1e6 / rate(1, min, &v_rustls)?);
+        }
         let r2 = rate(2, min, &v_uncached)?;
         one.push(r1);
         two.push(r2);
@@ -442,6 +479,7 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         c_one.push(c1);
         c_speedup.push(c2 / c1);
     }
+    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median(rustls_us));
     let one_rate = median(one);
     let report = BenchJson {
         anchors,
@@ -453,6 +491,7 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         two_thread_per_s: median(two),
         two_thread_speedup: median(speedup),
         cached_two_thread_speedup: median(c_speedup),
+        rustls_webpki_us,
     };
     if args.json {
         print_json(&report)?;
@@ -475,6 +514,9 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
             "  two threads, cached {:>10.2}x",
             report.cached_two_thread_speedup
         );
+        if let Some(r) = report.rustls_webpki_us {
+            println!("  rustls WebPkiServerVerifier {r:>10.2} µs (same anchors, same chain)");
+        }
     }
     Ok(Outcome::Success)
 }
