@@ -23,7 +23,8 @@ PEER_LABEL = {
     "gnutls": ("GnuTLS", "trust_list_add_trust_file", "trust_list_verify_crt2"),
     "go": ("Go", "CertPool.AppendCertsFromPEM", "Certificate.Verify"),
     "rustls": ("rustls", "RootCertStore::add", "WebPkiServerVerifier"),
-    "tlskit": ("tlskit", "bench store (from PEM)", "bench verify"),
+    "tlskit": ("tlskit", "bench store FILE (from PEM)", "bench verify"),
+    "tlskit-lib": ("tlskit library", "StoreBuilder::add_source per file", ""),
 }
 COLORS = {
     "openssl": "#d62728",
@@ -137,6 +138,9 @@ def fmt_us(v):
 
 
 def fmt_n(n):
+    """1,234 for an N (int or numeric string); other keys ("system") as they are."""
+    if isinstance(n, str) and n.isdigit():
+        n = int(n)
     return f"{n:,}" if isinstance(n, int) else str(n)
 
 
@@ -163,6 +167,7 @@ class Bench:
             "gnutls": os.path.join(self.a.peer_dir, "gnutls_peer"),
             "go": os.path.join(self.a.peer_dir, "go-peer"),
             "rustls": self.a.rustls_peer,
+            "tlskit-lib": self.a.tlskit_peer,
         }[impl]
         return [exe] + [str(x) for x in args]
 
@@ -234,7 +239,7 @@ class Bench:
     def run_dir_load(self):
         for n in self.ns:
             path = os.path.join(self.a.data, "ca", f"dir-{n}")
-            for impl in IMPLS:
+            for impl in IMPLS + ["tlskit-lib"]:
                 ok, why = self.available(impl)
                 if not ok:
                     self.skip("dir_load", n, impl, "n/a", why)
@@ -253,7 +258,9 @@ class Bench:
                     cmd = [self.a.tlskit, "bench", "store", path, "--json"]
                 else:
                     cmd = self.peer_cmd(impl, "loaddir", path, self.reps_for(n), self.limit / 3)
-                self.measure("dir_load", n, impl, cmd)
+                rec = self.measure("dir_load", n, impl, cmd)
+                if rec["status"] == "ok" and rec.get("anchors") not in (None, n):
+                    rec["note"] = f"loaded {rec.get('anchors')} anchors, expected {n}"
 
     def run_verify(self):
         chain = os.path.join(self.a.data, "verify", "chain.pem")
@@ -434,7 +441,7 @@ def render_md(out):
     sl = out["store_load"]
     for impl, field in rows:
         name, api, _ = PEER_LABEL[impl]
-        label = f"{name} {api}" if field == "load" else "tlskit from a snapshot (bench store)"
+        label = f"{name} {api}" if field == "load" else "tlskit from a snapshot (bench store, snapshot_load_ms)"
         if impl == "openssl" and v.get("openssl") not in (None, "missing"):
             label = f"{v['openssl'].split()[0]} {v['openssl'].split()[1]} {api}"
         elif impl == "gnutls":
@@ -448,9 +455,9 @@ def render_md(out):
             rec = sl.get(c, {}).get(impl)
             cells.append(cell_load(rec, impl, field))
             if field == "load":
-                note_for(rec, f"{name}, N = {c}")
+                note_for(rec, f"{name}, N = {fmt_n(c)}")
                 if rec and rec.get("status") == "ok" and c != "system" and rec.get("anchors") not in (None, int(c)):
-                    notes.append(f"{name}, N = {c}: loaded {rec.get('anchors')} anchors")
+                    notes.append(f"{name}, N = {fmt_n(c)}: loaded {rec.get('anchors')} anchors")
         ex = []
         for a, b in exps:
             s = slope(a, load_value(sl.get(str(a), {}).get(impl), impl, field),
@@ -471,7 +478,7 @@ def render_md(out):
         L.append("| N | subject lookup | memory | DER bytes | memory / DER |")
         L.append("|---|---|---|---|---|")
         for c, look, mem, der, ratio in extras:
-            L.append(f"| {c} | {f'{look:,.0f} ns' if isinstance(look, (int, float)) else 'n/a'} | "
+            L.append(f"| {fmt_n(c)} | {f'{look:,.0f} ns' if isinstance(look, (int, float)) else 'n/a'} | "
                      f"{f'{mem:,}' if mem else 'n/a'} | {f'{der:,}' if der else 'n/a'} | {ratio} |")
     fast = []
     for c in cols:
@@ -479,7 +486,7 @@ def render_md(out):
         peers = [p for p in peers if p]
         tk = load_value(sl.get(c, {}).get("tlskit"), "tlskit")
         if peers and tk:
-            fast.append(f"N = {c}: {min(peers) / tk:.1f}×")
+            fast.append(f"N = {fmt_n(c)}: {min(peers) / tk:.1f}×")
     if fast:
         L.append("\ntlskit from PEM, speed relative to the fastest peer: " + "; ".join(fast) + ".")
     L.append("\n![store load](store_load.svg)\n")
@@ -489,20 +496,25 @@ def render_md(out):
     L.append("## One file at a time: a directory of N single-certificate files (median ms)\n")
     L.append("Each peer adds the files one by one through its public API (the pattern that took "
              "40 s for 206 files in one library); the directory listing is inside the timing. "
-             "tlskit: `tlskit bench store DIR` (`load_ms`).\n")
+             "tlskit twice: `tlskit bench store DIR` (`load_ms`, the CLI's directory source) and "
+             "the library's `StoreBuilder::add_source(Source::File)` once per file "
+             "(`peer-tlskit`).\n")
     L.append("| implementation | " + " | ".join(f"N = {n:,}" for n in ns) + " | " +
              " | ".join(f"exponent {a:,}→{b:,}" for a, b in exps) + " |")
     L.append("|---" * (1 + len(ns) + len(exps)) + "|")
     per_file_api = {"openssl": "X509_STORE_load_file per file", "gnutls": "add_trust_file per file",
                     "go": "AppendCertsFromPEM per file", "rustls": "RootCertStore::add per file",
-                    "tlskit": "bench store DIR"}
-    for impl in IMPLS:
+                    "tlskit": "bench store DIR (whole directory)",
+                    "tlskit-lib": "StoreBuilder::add_source per file"}
+    for impl in IMPLS + ["tlskit-lib"]:
         name = PEER_LABEL[impl][0]
         cells = []
         for n in ns:
             rec = dl.get(str(n), {}).get(impl)
             cells.append(cell_load(rec, impl))
             note_for(rec, f"{name} one file at a time, N = {n:,}")
+            if rec and rec.get("status") == "ok" and rec.get("note"):
+                notes.append(f"{name} one file at a time, N = {n:,}: {rec['note']}")
         ex = []
         for a, b in exps:
             s = slope(a, load_value(dl.get(str(a), {}).get(impl), impl),
@@ -737,6 +749,7 @@ def main():
     p.add_argument("--peer-dir", default="")
     p.add_argument("--rustls-peer", default="")
     p.add_argument("--tlskit", default="")
+    p.add_argument("--tlskit-peer", default="", help="peer-tlskit binary (library API)")
     p.add_argument("--system-bundle", default="/etc/ssl/certs/ca-certificates.crt")
     p.add_argument("--missing", action="append", default=[], help="IMPL=reason")
     p.add_argument("--command", default="bench/run.sh")

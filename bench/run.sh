@@ -6,8 +6,9 @@
 # go build for the Go peer), generates the data into bench/data/ (reused when present), runs
 # every implementation one after another and writes bench/out/results.{md,json} and
 # bench/out/store_load.svg.
-# Environment: TLSKIT=/path/to/tlskit uses that binary instead of building this tree's;
-# BENCH_LIMIT=seconds per measurement (default 90); CARGO_TARGET_DIR is respected.
+# Environment: TLSKIT=/path/to/tlskit uses that binary instead of building this tree's (and
+# TLSKIT_PEER=/path/to/peer-tlskit likewise for the library peer); BENCH_LIMIT=seconds per
+# measurement (default 90); CARGO_TARGET_DIR is respected.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -37,6 +38,17 @@ missing=()
 command -v cargo >/dev/null || { say "cargo not found: install Rust (rustup) first"; exit 2; }
 say "building tlskit-bench (release)"
 cargo build --release --quiet -p tlskit-bench --bins
+# peer-tlskit needs the store crate's builder API; without it, that row reads n/a.
+if [ -n "${TLSKIT_PEER:-}" ]; then
+  say "using TLSKIT_PEER=$TLSKIT_PEER"
+elif TLSKIT_PEER=$TARGET/release/peer-tlskit && cargo build --release --quiet -p tlskit-bench --features tlskit-store-api --bin peer-tlskit \
+  >"$PEERS/peer-tlskit-build.log" 2>&1; then
+  :
+else
+  rm -f "$TARGET/release/peer-tlskit"
+  say "peer-tlskit does not build against this tree's tlskit-store (see $PEERS/peer-tlskit-build.log)"
+  missing+=(--missing "tlskit-lib=peer-tlskit does not build against this tree's tlskit-store")
+fi
 if [ -n "${TLSKIT:-}" ]; then
   say "using TLSKIT=$TLSKIT"
 else
@@ -108,5 +120,6 @@ fi
 CMD="bench/run.sh${1:+ $*}"
 python3 bench/harness.py --data "$DATA" --out "$ROOT/bench/out" --ns "$NS" \
   --peer-dir "$PEERS" --rustls-peer "$TARGET/release/peer-rustls" --tlskit "$TLSKIT" \
+  --tlskit-peer "$TLSKIT_PEER" \
   --limit "${BENCH_LIMIT:-90}" --command "$CMD" "${opts[@]}" ${missing[@]+"${missing[@]}"}
 say "results: bench/out/results.md (raw numbers in bench/out/results.json, plot bench/out/store_load.svg)"
