@@ -486,6 +486,7 @@ fn net_serve_sighup_reload_under_connections() {
     lout.read_line(&mut line).expect("r");
     assert_eq!(line, "after\n", "the open connection survived the reloads");
     drop(lin);
+    let _ = long.kill(); // -quiet implies -ign_eof
     let _ = long.wait();
     let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
     assert_eq!(code, 0);
