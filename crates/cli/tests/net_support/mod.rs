@@ -1,7 +1,7 @@
 //! Shared helpers of the net tests: a test PKI made with rcgen, a `tlskit serve` child
 //! process that is killed on drop, and small utilities. Every test uses its own temp dir
 //! and port 0 (the server reports the port it got in its `listening on` line).
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
