@@ -814,3 +814,56 @@ fn net_serve_backend_with_proxy_protocol() {
     assert_eq!(&req, b"ping\n");
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("pong\n"));
 }
+
+/// Resumption is bound to the client-CA store generation: after the CA that issued a
+/// client's certificate is removed and the store reloaded, the client's saved session
+/// (a TLS 1.3 ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
+#[test]
+fn net_serve_removed_client_ca_ends_resumption() {
+    if !have("openssl") {
+        eprintln!("SKIP: openssl not installed");
+        return;
+    }
+    let pki = Pki::new();
+    std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("copy");
+    let srv = http_server(&pki, &["--client-ca", &s(&pki.path("live-ca.pem"))]);
+    let run = |tls: &str, sess: &str| -> String {
+        let script = format!(
+            "cd {} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client {tls} -ign_eof -connect {} \
+             -servername test.example -CAfile ca.pem -cert client.pem -key client.key {sess} 2>&1",
+            s(pki.dir.path()),
+            srv.addr()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for tls in ["-tls1_3", "-tls1_2"] {
+        std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("restore");
+        srv.reload();
+        let first = run(tls, "-sess_out sess.pem");
+        assert!(
+            first.contains("200 OK") && first.contains("New,"),
+            "{tls}: {first}"
+        );
+        let again = run(tls, "-sess_in sess.pem");
+        assert!(
+            again.contains("200 OK") && again.contains("Reused,"),
+            "{tls}: resumption works: {again}"
+        );
+        // Remove the client CA (the store keeps another, unrelated anchor) and reload.
+        std::fs::copy(pki.path("other-ca.pem"), pki.path("live-ca.pem")).expect("replace");
+        srv.reload();
+        let after = run(tls, "-sess_in sess.pem");
+        assert!(
+            !after.contains("Reused,"),
+            "{tls}: not resumed after the CA was removed: {after}"
+        );
+        assert!(
+            !after.contains("200 OK"),
+            "{tls}: certificate refused: {after}"
+        );
+    }
+}

@@ -236,6 +236,21 @@ impl Serve {
         assert!(st.success());
     }
 
+    /// SIGHUP and wait until the reload it caused is logged.
+    pub fn reload(&self) {
+        let before = self.stderr().matches("event=reloaded").count();
+        self.signal("HUP");
+        let t = Instant::now();
+        while self.stderr().matches("event=reloaded").count() <= before {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "no reload logged: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Wait for the process to exit (up to `limit`), returning its exit code.
     pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
         let t = Instant::now();
