@@ -309,7 +309,7 @@ impl Core {
             return None;
         }
         let mask = cap as usize - 1;
-        let mut s = h as usize & mask;
+        let mut s = crate::builder::slot_of(h, cap as usize);
         for _ in 0..cap {
             let v = rd_u32(self.tab(), tab + s * 4)?;
             if v == 0 {

@@ -274,3 +274,58 @@ fn add_der_reports_duplicates() {
     assert!(s.by_subject(b"\x30\x00").next().is_none());
     assert!(s.by_fingerprint(&[0u8; 32]).is_none());
 }
+
+/// A file over the streaming threshold (4 MiB) with blocks around the 2 MiB chunk
+/// boundaries, bad blocks and a private key: same anchors and the same block numbers as
+/// the same blocks in a small file (which takes the whole-buffer path).
+#[test]
+fn large_file_streaming_and_parallel_paths_match_small_file() {
+    let d = tempfile::tempdir().unwrap();
+    let cas = many(6, "Stream");
+    let bad = "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
+    let filler = |n: usize| format!("{}\n", "# filler text that is not PEM ".repeat(n / 30));
+    let parts: Vec<String> = vec![
+        cas[0].0.clone(),
+        filler((2 << 20) - 300),
+        cas[1].0.clone(),
+        bad.to_string(),
+        filler(1 << 20),
+        cas[2].0.clone(),
+        FAKE_KEY.to_string(),
+        filler((1 << 20) + 12345),
+        cas[3].0.clone(),
+        cas[1].0.clone(),
+        filler(1 << 19),
+        cas[4].0.clone(),
+        cas[5].0.clone(),
+    ];
+    let big: String = parts.concat();
+    assert!(big.len() > (4 << 20) + 1000);
+    let small: String = parts
+        .iter()
+        .filter(|p| !p.starts_with("# filler"))
+        .cloned()
+        .collect();
+    let bp = d.path().join("big.pem");
+    let sp = d.path().join("small.pem");
+    fs::write(&bp, &big).unwrap();
+    fs::write(&sp, &small).unwrap();
+    let (b, br) = load(&[Source::File(bp)]).unwrap();
+    let (s, sr) = load(&[Source::File(sp)]).unwrap();
+    let ders =
+        |x: &tlskit_store::TrustStore| x.anchors().map(|a| a.der().to_vec()).collect::<Vec<_>>();
+    assert_eq!(ders(&b), ders(&s));
+    assert_eq!(b.len(), 6);
+    assert_eq!(br.duplicates, 1);
+    let issues = |r: &LoadReport| {
+        r.errors
+            .iter()
+            .map(|e| (e.block, e.reason.tag()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(issues(&br), issues(&sr));
+    assert_eq!(
+        issues(&br),
+        vec![(Some(3), "bad-pem"), (Some(5), "private-key")]
+    );
+}
