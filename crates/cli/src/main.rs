@@ -54,6 +54,8 @@ enum Command {
     Serve(cmd::net::ServeArgs),
     /// Connect to a TLS server, print what was negotiated, relay stdin/stdout.
     Connect(cmd::net::ConnectArgs),
+    /// Measure where a TLS handshake spends its round trips, for any server.
+    Probe(cmd::probe::ProbeArgs),
 }
 
 #[derive(Subcommand)]
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         Command::P12(c) => cmd::pki::p12(c),
         Command::Serve(a) => cmd::net::serve(a),
         Command::Connect(a) => cmd::net::connect(a),
+        Command::Probe(a) => cmd::probe::run(a),
     };
     output::finish(result)
 }

@@ -3,5 +3,6 @@
 pub(crate) mod doctor;
 pub(crate) mod net;
 pub(crate) mod pki;
+pub(crate) mod probe;
 pub(crate) mod store;
 pub(crate) mod verify;
