@@ -17,12 +17,16 @@ pub struct Names {
     pub sans: Vec<SanType>,
     /// Set when the CN was used as the only SAN because none was given.
     pub san_from_cn: bool,
+    /// Set to (as typed, as written) when a CN given as U-labels was written as the
+    /// A-label form of the matching DNS SAN (the CA/Browser Forum requires the CN to be
+    /// one of the SANs, byte for byte).
+    pub cn_as_a_label: Option<(String, String)>,
 }
 
 /// Parse `--subject` and `--san` values. When no SAN is given and the CN is a DNS name
 /// or IP address, the CN becomes the one SAN (clients ignore the CN).
 pub fn names(subject: &str, sans: &[String]) -> Result<Names> {
-    let subject = dn::parse(subject)?;
+    let mut subject = dn::parse(subject)?;
     let mut parsed = san::parse_all(sans)?;
     let mut san_from_cn = false;
     if parsed.is_empty() {
@@ -31,11 +35,38 @@ pub fn names(subject: &str, sans: &[String]) -> Result<Names> {
             san_from_cn = true;
         }
     }
+    let cn_as_a_label = cn_to_a_label(&mut subject, &parsed);
     Ok(Names {
         subject,
         sans: parsed,
         san_from_cn,
+        cn_as_a_label,
     })
+}
+
+/// A CN typed as U-labels that names one of the DNS SANs is written as that SAN's
+/// A-labels, never raw. Any other CN (a person's name, a label) is kept as typed.
+fn cn_to_a_label(subject: &mut DistinguishedName, sans: &[SanType]) -> Option<(String, String)> {
+    let typed = match subject.get(&rcgen::DnType::CommonName)? {
+        rcgen::DnValue::Utf8String(s) => s.clone(),
+        _ => return None,
+    };
+    if typed.is_ascii() {
+        return None;
+    }
+    let name = tlskit_verify::names::DnsName::parse(&typed).ok()?;
+    let matches_san = sans
+        .iter()
+        .any(|s| matches!(s, SanType::DnsName(n) if n.as_str() == name.ascii()));
+    if !matches_san {
+        return None;
+    }
+    let written = name.ascii().to_string();
+    subject.push(
+        rcgen::DnType::CommonName,
+        rcgen::DnValue::Utf8String(written.clone()),
+    );
+    Some((typed, written))
 }
 
 /// Whether a key is RSA (RSA leaf keys also get keyEncipherment).
@@ -165,6 +196,17 @@ mod tests {
 
     #[test]
     fn cn_becomes_san_when_none_given() {
+        let n = names("CN=räksmörgås。com", &["dns:räksmörgås.com".into()]).unwrap();
+        assert_eq!(
+            n.cn_as_a_label,
+            Some(("räksmörgås。com".into(), "xn--rksmrgs-5wao1o.com".into()))
+        );
+        assert_eq!(
+            n.subject.get(&rcgen::DnType::CommonName),
+            Some(&rcgen::DnValue::Utf8String("xn--rksmrgs-5wao1o.com".into()))
+        );
+        let n = names("CN=Björn Svensson", &["dns:b.example".into()]).unwrap();
+        assert_eq!(n.cn_as_a_label, None, "a person's name is kept as typed");
         let n = names("CN=www.example.com", &[]).unwrap();
         assert!(n.san_from_cn);
         assert_eq!(n.sans.len(), 1);

@@ -84,7 +84,8 @@ pub fn default_from_cn(dn: &rcgen::DistinguishedName) -> Option<SanType> {
     if let Some(ip) = names::parse_ip(&cn) {
         return Some(SanType::IpAddress(ip));
     }
-    if !cn.contains('.') || cn.contains(' ') {
+    let has_separator = cn.contains(['.', '\u{3002}', '\u{FF0E}', '\u{FF61}']);
+    if !has_separator || cn.contains(' ') {
         return None;
     }
     let name = DnsName::parse(&cn).ok()?;

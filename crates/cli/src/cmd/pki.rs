@@ -293,6 +293,12 @@ pub(crate) fn key(c: KeyCmd) -> CmdResult {
 
 fn names(n: &NameArgs) -> anyhow::Result<cert::Names> {
     let names = cert::names(&n.subject, &n.sans)?;
+    if let Some((typed, written)) = &names.cn_as_a_label {
+        note(&format!(
+            "CN {typed:?} written as its A-labels {written:?}, as in the subjectAltName \
+             (certificates carry A-labels; `tlskit show` prints both forms)"
+        ));
+    }
     if names.san_from_cn {
         note("no --san given: using the CN as the only subjectAltName");
     } else if names.sans.is_empty() {
