@@ -181,6 +181,12 @@ fn worker_threads(len: usize) -> usize {
     cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
 }
 
+/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
+fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
+    let at = at.min(buf.len());
+    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
+}
+
 fn block_issue(b: Block<'_>) -> IssueKind {
     match b {
         Block::Other {
@@ -476,6 +482,8 @@ impl StoreBuilder {
         let mut eof = false;
         let mut blocks = 0u32;
         let mut checked_pem = false;
+        let pipelined = worker_threads(STREAM_CHUNK_BYTES) > 1;
+        let mut pending: Option<Vec<Chunk>> = None;
         self.reserve_for_pem(md.len() as usize);
         while !eof {
             let old = buf.len();
@@ -542,8 +550,30 @@ impl StoreBuilder {
                     _ => continue, // one block larger than a chunk: read more first
                 }
             };
-            blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            if pipelined {
+                // Two-stage pipeline: a worker prepares (decode, parse, hash) the first ~70%
+                // of this round while this thread indexes the previous round and then
+                // prepares the rest; indexing stays in file order.
+                let text = &buf[..cut];
+                let split = begin_at_or_after(text, text.len() * 7 / 10);
+                let (a, b) = text.split_at(split);
+                let prev = pending.take();
+                let (ca, cb) = std::thread::scope(|s| {
+                    let h = s.spawn(move || prepare_pem(a));
+                    if let Some(p) = prev {
+                        blocks += self.absorb(p, blocks, path, file_idx, report);
+                    }
+                    let cb = prepare_pem(b);
+                    (h.join().unwrap_or_else(|_| prepare_pem(a)), cb)
+                });
+                pending = Some(vec![ca, cb]);
+            } else {
+                blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            }
             buf.drain(..cut);
+        }
+        if let Some(p) = pending.take() {
+            blocks += self.absorb(p, blocks, path, file_idx, report);
         }
         if blocks == 0 {
             self.push_issue(
@@ -684,14 +714,10 @@ impl StoreBuilder {
     ) -> u32 {
         let mut cuts = vec![0usize];
         for k in 1..threads {
-            let at = buf.len() * k / threads;
             let prev = *cuts.last().unwrap_or(&0);
-            let next = memchr::memmem::find(&buf[at.max(prev)..], b"-----BEGIN ")
-                .map(|i| i + at.max(prev));
-            if let Some(n) = next {
-                if n > prev {
-                    cuts.push(n);
-                }
+            let n = begin_at_or_after(buf, (buf.len() * k / threads).max(prev));
+            if n > prev && n < buf.len() {
+                cuts.push(n);
             }
         }
         cuts.push(buf.len());
@@ -712,6 +738,19 @@ impl StoreBuilder {
             }
             out
         });
+        self.absorb(chunks, base, path, file, report)
+    }
+
+    /// Index prepared chunks in order (dedupe, copy DER into the arena, insert), with block
+    /// numbers continuing from `base`. Returns the number of blocks absorbed.
+    fn absorb(
+        &mut self,
+        chunks: Vec<Chunk>,
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
         let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
         self.der.reserve(total_der);
         let mut block_base = base;
