@@ -166,9 +166,14 @@ pub struct LoadReport {
     pub load_ms: f64,
 }
 
-/// Files larger than this are read and processed in chunks of [`STREAM_CHUNK_BYTES`].
-const STREAM_MIN_BYTES: usize = 4 << 20;
-const STREAM_CHUNK_BYTES: usize = 2 << 20;
+/// Files larger than this are read and processed in rounds (see `add_stream`).
+const STREAM_MIN_BYTES: usize = 1 << 20;
+
+/// Bytes read per round: about 1/16 of the file (so the two-stage pipeline fills and
+/// drains quickly), between 64 KiB and 2 MiB (so a round stays in cache).
+fn round_bytes(file_len: u64) -> usize {
+    ((file_len / 16) as usize).clamp(64 << 10, 2 << 20)
+}
 
 /// PEM text at least this large is decoded on several threads.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
@@ -482,14 +487,15 @@ impl StoreBuilder {
         let mut eof = false;
         let mut blocks = 0u32;
         let mut checked_pem = false;
-        let pipelined = worker_threads(STREAM_CHUNK_BYTES) > 1;
+        let round = round_bytes(md.len());
+        let pipelined = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
         let mut pending: Option<Vec<Chunk>> = None;
         self.reserve_for_pem(md.len() as usize);
         while !eof {
             let old = buf.len();
-            buf.resize(old + STREAM_CHUNK_BYTES, 0);
+            buf.resize(old + round, 0);
             let mut got = 0;
-            while got < STREAM_CHUNK_BYTES {
+            while got < round {
                 match f.read(&mut buf[old + got..]) {
                     Ok(0) => {
                         eof = true;
