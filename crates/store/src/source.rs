@@ -504,6 +504,11 @@ impl StoreBuilder {
                     Ok(k) => got += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
+                        // Keep what was read before the error (already reported rounds
+                        // stay loaded), and say why the rest is missing.
+                        if let Some(p) = pending.take() {
+                            self.absorb(p, blocks, path, file_idx, report);
+                        }
                         buf.truncate(old + got);
                         report.errors.push(io_issue(path, &e));
                         self.read_buf = buf;
@@ -514,6 +519,10 @@ impl StoreBuilder {
             buf.truncate(old + got);
             total += got as u64;
             if total > MAX_FILE_BYTES {
+                // The file grew past the limit while being read.
+                if let Some(p) = pending.take() {
+                    self.absorb(p, blocks, path, file_idx, report);
+                }
                 report.errors.push(LoadIssue::new(
                     path,
                     IssueKind::TooLarge {
@@ -551,9 +560,13 @@ impl StoreBuilder {
             let cut = if eof {
                 buf.len()
             } else {
-                match memchr::memmem::rfind(&buf, b"-----BEGIN ") {
+                // Search only the bytes read this round (plus a marker's length before
+                // them): an earlier BEGIN past offset 0 would already have been cut at,
+                // so this stays linear even for long stretches without any BEGIN.
+                let from = old.saturating_sub(10);
+                match memchr::memmem::rfind(&buf[from..], b"-----BEGIN ").map(|c| c + from) {
                     Some(c) if c > 0 => c,
-                    _ => continue, // one block larger than a chunk: read more first
+                    _ => continue, // one block larger than a round: read more first
                 }
             };
             if pipelined {
