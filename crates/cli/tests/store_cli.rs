@@ -363,3 +363,113 @@ fn doctor_reports_the_store_chosen_by_environment() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+fn have_openssl() -> bool {
+    Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Interop with OpenSSL: a 1024-bit RSA CA signed with SHA-1 (lint: weak-key and
+/// sha1-signature), the same CA as DER, and an `openssl rehash` directory (hash links are
+/// aliases: each certificate counted once, nothing reported as duplicate).
+#[test]
+fn openssl_made_inputs_weak_key_sha1_der_and_rehash_dir() {
+    if !have_openssl() {
+        eprintln!("openssl not installed; skipping");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("hashed");
+    fs::create_dir(&dir).unwrap();
+    let weak = dir.join("weak.pem");
+    let key = d.path().join("weak.key");
+    let st = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:1024",
+            "-sha1",
+            "-nodes",
+            "-subj",
+            "/CN=Weak Old CA",
+            "-days",
+            "30",
+        ])
+        .args([
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-keyout",
+            s(&key),
+            "-out",
+            s(&weak),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let o = tlskit(&["store", "lint", s(&weak), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    let kinds: Vec<&str> = j["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"weak-key") && kinds.contains(&"sha1-signature"),
+        "{j}"
+    );
+
+    let der = d.path().join("weak.der");
+    let st = Command::new("openssl")
+        .args(["x509", "-in", s(&weak), "-outform", "DER", "-out", s(&der)])
+        .output()
+        .unwrap();
+    assert!(st.status.success());
+    let j = json(&tlskit(&["store", "show", s(&der), "--json"]));
+    assert_eq!(j["anchors"], 1);
+
+    fs::write(dir.join("a.pem"), ca("Rehash A")).unwrap();
+    fs::write(dir.join("b.pem"), ca("Rehash B")).unwrap();
+    let st = Command::new("openssl")
+        .args(["rehash", s(&dir)])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let links = fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".0")
+        })
+        .count();
+    assert_eq!(
+        links, 3,
+        "openssl rehash made one hash link per certificate"
+    );
+    let j = json(&tlskit(&["store", "show", s(&dir), "--json"]));
+    assert_eq!(j["anchors"], 3);
+    assert_eq!(j["files"], 3);
+    assert_eq!(j["aliases"], 3);
+    assert_eq!(j["duplicates"], 0);
+    let o = tlskit(&["store", "lint", s(&dir), "--json"]);
+    let f = json(&o)["findings"].as_array().unwrap().clone();
+    assert!(
+        !f.iter().any(|x| x["kind"] == "duplicate"),
+        "hash links are not duplicates: {f:?}"
+    );
+}

@@ -197,21 +197,22 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                 }
             }
             let oid = cert.signature_algorithm.algorithm.to_id_string();
-            let kind = match oid.as_str() {
-                "1.2.840.113549.1.1.5"
-                | "1.2.840.10045.4.1"
-                | "1.2.840.10040.4.3"
-                | "1.3.14.3.2.29" => Some("sha1-signature"),
-                "1.2.840.113549.1.1.4" | "1.2.840.113549.1.1.2" => Some("md5-signature"),
+            let weak = match oid.as_str() {
+                "1.2.840.113549.1.1.5" => Some(("sha1-signature", "sha1WithRSAEncryption")),
+                "1.2.840.10045.4.1" => Some(("sha1-signature", "ecdsa-with-SHA1")),
+                "1.2.840.10040.4.3" => Some(("sha1-signature", "dsa-with-SHA1")),
+                "1.3.14.3.2.29" => Some(("sha1-signature", "sha1WithRSASignature (OIW)")),
+                "1.2.840.113549.1.1.4" => Some(("md5-signature", "md5WithRSAEncryption")),
+                "1.2.840.113549.1.1.2" => Some(("md5-signature", "md2WithRSAEncryption")),
                 _ => None,
             };
-            if let Some(kind) = kind {
+            if let Some((kind, name)) = weak {
                 findings.push(Finding {
                     kind: kind.into(),
                     path: path.clone(),
                     subject: subject.clone(),
                     detail: format!(
-                        "signed with {oid}; a self-signed root's own signature is not checked, but it shows the CA's age"
+                        "signed with {name} ({oid}); a root's self-signature is not what makes it trusted, but it marks an old CA"
                     ),
                 });
             }

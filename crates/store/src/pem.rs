@@ -23,6 +23,9 @@ pub(crate) struct PemScanner<'a> {
     /// Where the next BEGIN is, found while checking the previous block (None: unknown,
     /// Some(None): there is none).
     next_begin: Option<Option<usize>>,
+    /// The last END found; reused while it lies ahead, so a run of unclosed BEGIN lines
+    /// does not rescan to the same END again and again (keeps the scan linear).
+    last_end: Option<usize>,
     begin: memmem::Finder<'static>,
     end: memmem::Finder<'static>,
 }
@@ -52,6 +55,7 @@ impl<'a> PemScanner<'a> {
             text,
             pos: 0,
             next_begin: None,
+            last_end: None,
             begin: memmem::Finder::new(b"-----BEGIN "),
             end: memmem::Finder::new(b"-----END "),
         }
@@ -80,7 +84,12 @@ impl<'a> Iterator for PemScanner<'a> {
         };
         let label = &line[..le];
         let body_start = (line_end + 1).min(text.len());
-        let Some(e) = self.end.find(&text[body_start..]).map(|i| i + body_start) else {
+        let found = match self.last_end {
+            Some(e) if e >= body_start => Some(e),
+            _ => self.end.find(&text[body_start..]).map(|i| i + body_start),
+        };
+        self.last_end = found;
+        let Some(e) = found else {
             self.pos = text.len();
             return Some(Block::Bad("BEGIN without matching END line"));
         };
@@ -322,5 +331,25 @@ mod tests {
         ] {
             assert_eq!(ours(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    #[test]
+    fn unclosed_blocks_are_reported_and_scanning_stays_linear() {
+        // 20,000 BEGIN lines before a single END: each is reported once; with the END
+        // position cached this takes milliseconds, not a rescan per block.
+        let mut t = String::new();
+        for _ in 0..20_000 {
+            t.push_str("-----BEGIN CERTIFICATE-----\nAAAA\n");
+        }
+        t.push_str("-----END CERTIFICATE-----\n");
+        let blocks: Vec<_> = PemScanner::new(t.as_bytes()).collect();
+        assert_eq!(blocks.len(), 20_000);
+        assert!(blocks[..19_999].iter().all(|b| matches!(b, Block::Bad(_))));
+        assert!(matches!(blocks[19_999], Block::Certificate(_)));
     }
 }

@@ -166,9 +166,14 @@ pub struct LoadReport {
     pub load_ms: f64,
 }
 
-/// Files larger than this are read and processed in chunks of [`STREAM_CHUNK_BYTES`].
-const STREAM_MIN_BYTES: usize = 4 << 20;
-const STREAM_CHUNK_BYTES: usize = 2 << 20;
+/// Files larger than this are read and processed in rounds (see `add_stream`).
+const STREAM_MIN_BYTES: usize = 1 << 20;
+
+/// Bytes read per round: about 1/16 of the file (so the two-stage pipeline fills and
+/// drains quickly), between 64 KiB and 2 MiB (so a round stays in cache).
+fn round_bytes(file_len: u64) -> usize {
+    ((file_len / 16) as usize).clamp(64 << 10, 2 << 20)
+}
 
 /// PEM text at least this large is decoded on several threads.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
@@ -179,6 +184,12 @@ fn worker_threads(len: usize) -> usize {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
+}
+
+/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
+fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
+    let at = at.min(buf.len());
+    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
 }
 
 fn block_issue(b: Block<'_>) -> IssueKind {
@@ -476,12 +487,15 @@ impl StoreBuilder {
         let mut eof = false;
         let mut blocks = 0u32;
         let mut checked_pem = false;
+        let round = round_bytes(md.len());
+        let pipelined = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
+        let mut pending: Option<Vec<Chunk>> = None;
         self.reserve_for_pem(md.len() as usize);
         while !eof {
             let old = buf.len();
-            buf.resize(old + STREAM_CHUNK_BYTES, 0);
+            buf.resize(old + round, 0);
             let mut got = 0;
-            while got < STREAM_CHUNK_BYTES {
+            while got < round {
                 match f.read(&mut buf[old + got..]) {
                     Ok(0) => {
                         eof = true;
@@ -490,6 +504,11 @@ impl StoreBuilder {
                     Ok(k) => got += k,
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(e) => {
+                        // Keep what was read before the error (already reported rounds
+                        // stay loaded), and say why the rest is missing.
+                        if let Some(p) = pending.take() {
+                            self.absorb(p, blocks, path, file_idx, report);
+                        }
                         buf.truncate(old + got);
                         report.errors.push(io_issue(path, &e));
                         self.read_buf = buf;
@@ -500,6 +519,10 @@ impl StoreBuilder {
             buf.truncate(old + got);
             total += got as u64;
             if total > MAX_FILE_BYTES {
+                // The file grew past the limit while being read.
+                if let Some(p) = pending.take() {
+                    self.absorb(p, blocks, path, file_idx, report);
+                }
                 report.errors.push(LoadIssue::new(
                     path,
                     IssueKind::TooLarge {
@@ -537,13 +560,39 @@ impl StoreBuilder {
             let cut = if eof {
                 buf.len()
             } else {
-                match memchr::memmem::rfind(&buf, b"-----BEGIN ") {
+                // Search only the bytes read this round (plus a marker's length before
+                // them): an earlier BEGIN past offset 0 would already have been cut at,
+                // so this stays linear even for long stretches without any BEGIN.
+                let from = old.saturating_sub(10);
+                match memchr::memmem::rfind(&buf[from..], b"-----BEGIN ").map(|c| c + from) {
                     Some(c) if c > 0 => c,
-                    _ => continue, // one block larger than a chunk: read more first
+                    _ => continue, // one block larger than a round: read more first
                 }
             };
-            blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            if pipelined {
+                // Two-stage pipeline: a worker prepares (decode, parse, hash) the first ~70%
+                // of this round while this thread indexes the previous round and then
+                // prepares the rest; indexing stays in file order.
+                let text = &buf[..cut];
+                let split = begin_at_or_after(text, text.len() * 7 / 10);
+                let (a, b) = text.split_at(split);
+                let prev = pending.take();
+                let (ca, cb) = std::thread::scope(|s| {
+                    let h = s.spawn(move || prepare_pem(a));
+                    if let Some(p) = prev {
+                        blocks += self.absorb(p, blocks, path, file_idx, report);
+                    }
+                    let cb = prepare_pem(b);
+                    (h.join().unwrap_or_else(|_| prepare_pem(a)), cb)
+                });
+                pending = Some(vec![ca, cb]);
+            } else {
+                blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            }
             buf.drain(..cut);
+        }
+        if let Some(p) = pending.take() {
+            blocks += self.absorb(p, blocks, path, file_idx, report);
         }
         if blocks == 0 {
             self.push_issue(
@@ -684,14 +733,10 @@ impl StoreBuilder {
     ) -> u32 {
         let mut cuts = vec![0usize];
         for k in 1..threads {
-            let at = buf.len() * k / threads;
             let prev = *cuts.last().unwrap_or(&0);
-            let next = memchr::memmem::find(&buf[at.max(prev)..], b"-----BEGIN ")
-                .map(|i| i + at.max(prev));
-            if let Some(n) = next {
-                if n > prev {
-                    cuts.push(n);
-                }
+            let n = begin_at_or_after(buf, (buf.len() * k / threads).max(prev));
+            if n > prev && n < buf.len() {
+                cuts.push(n);
             }
         }
         cuts.push(buf.len());
@@ -712,6 +757,19 @@ impl StoreBuilder {
             }
             out
         });
+        self.absorb(chunks, base, path, file, report)
+    }
+
+    /// Index prepared chunks in order (dedupe, copy DER into the arena, insert), with block
+    /// numbers continuing from `base`. Returns the number of blocks absorbed.
+    fn absorb(
+        &mut self,
+        chunks: Vec<Chunk>,
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
         let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
         self.der.reserve(total_der);
         let mut block_base = base;

@@ -469,7 +469,9 @@ impl TrustStore {
     pub(crate) fn set_generation(&mut self, g: u64) {
         self.generation = g;
     }
-    /// Number of anchors (unique certificates).
+    /// Number of anchors (unique certificates). For a store mapped from a snapshot this is
+    /// the count recorded in the file: an anchor that fails its integrity check is still
+    /// counted but never returned (see [`TrustStore::verify_all`]).
     pub fn len(&self) -> usize {
         self.core().lay.n as usize
     }

@@ -234,7 +234,7 @@ struct ShowJson {
 
 fn show(a: ShowArgs) -> CmdResult {
     let srcs = sources(&a.sources);
-    let (store, report) = load_or_explain(&srcs, a.json)?;
+    let (store, report) = load_or_explain(&srcs, false)?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
