@@ -24,7 +24,10 @@ enum Command {
     /// Report on this machine's trust setup (system store, load time, lint findings).
     Doctor(cmd::doctor::DoctorArgs),
     /// Load, compile, lint and prune trust stores.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  tlskit store show system\n  tlskit store show /etc/ssl/certs --json\n  tlskit store build system -o roots.tks && tlskit store show roots.tks\n  tlskit store lint /etc/ssl/certs\n  tlskit store prune ./cas --backup ./cas.bak --apply"
+    )]
     Store(cmd::store::StoreCmd),
     /// Verify a certificate chain against a trust store.
     Verify(cmd::verify::VerifyArgs),

@@ -111,7 +111,16 @@ fn load_section(srcs: &[tlskit_store::Source]) -> Section {
                     "files       {} (+{} alias paths)",
                     report.files, report.aliases
                 ),
-                format!("duplicates  {}", report.duplicates),
+                format!(
+                    "duplicates  {}{}",
+                    report.duplicates,
+                    if report.duplicates > 0 && bundle_and_dir(srcs) {
+                        " (the bundle and the directory hold the same certificates: \
+                         normal where update-ca-certificates writes both)"
+                    } else {
+                        ""
+                    }
+                ),
                 format!("expired     {}", report.expired),
                 format!("problems    {}", report.errors.len()),
                 format!("load time   {median:.2} ms (median of {})", times.len()),
@@ -158,6 +167,14 @@ fn load_section(srcs: &[tlskit_store::Source]) -> Section {
             json: json!({"error": format!("{e:#}")}),
         },
     }
+}
+
+/// Whether the sources are a bundle file and a directory (Debian's layout holds every
+/// certificate in both).
+fn bundle_and_dir(srcs: &[tlskit_store::Source]) -> bool {
+    use tlskit_store::Source;
+    srcs.iter().any(|s| matches!(s, Source::File(_)))
+        && srcs.iter().any(|s| matches!(s, Source::Dir(_)))
 }
 
 fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
