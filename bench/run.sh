@@ -49,9 +49,13 @@ else
   say "peer-tlskit does not build against this tree's tlskit-store (see $PEERS/peer-tlskit-build.log)"
   missing+=(--missing "tlskit-lib=peer-tlskit does not build against this tree's tlskit-store")
 fi
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT with uncommitted changes"
 if [ -n "${TLSKIT:-}" ]; then
   say "using TLSKIT=$TLSKIT"
+  SOURCE="binary given as TLSKIT=$TLSKIT"
 else
+  SOURCE="built from this tree, commit $COMMIT"
   TLSKIT=$TARGET/release/tlskit
   say "building tlskit (release)"
   if ! cargo build --release --quiet -p tlskit; then
@@ -120,6 +124,6 @@ fi
 CMD="bench/run.sh${1:+ $*}"
 python3 bench/harness.py --data "$DATA" --out "$ROOT/bench/out" --ns "$NS" \
   --peer-dir "$PEERS" --rustls-peer "$TARGET/release/peer-rustls" --tlskit "$TLSKIT" \
-  --tlskit-peer "$TLSKIT_PEER" \
+  --tlskit-peer "$TLSKIT_PEER" --tlskit-source "$SOURCE" \
   --limit "${BENCH_LIMIT:-90}" --command "$CMD" "${opts[@]}" ${missing[@]+"${missing[@]}"}
 say "results: bench/out/results.md (raw numbers in bench/out/results.json, plot bench/out/store_load.svg)"
