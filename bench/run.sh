@@ -39,6 +39,8 @@ command -v cargo >/dev/null || { say "cargo not found: install Rust (rustup) fir
 say "building tlskit-bench (release)"
 cargo build --release --quiet -p tlskit-bench --bins
 # peer-tlskit needs the store crate's builder API; without it, that row reads n/a.
+TLSKIT_GIVEN=${TLSKIT:-}
+TLSKIT_PEER_GIVEN=${TLSKIT_PEER:-}
 if [ -n "${TLSKIT_PEER:-}" ]; then
   say "using TLSKIT_PEER=$TLSKIT_PEER"
 elif TLSKIT_PEER=$TARGET/release/peer-tlskit && cargo build --release --quiet -p tlskit-bench --features tlskit-store-api --bin peer-tlskit \
@@ -122,6 +124,9 @@ fi
 
 # --- run ------------------------------------------------------------------------------------
 CMD="bench/run.sh${1:+ $*}"
+[ -n "${BENCH_LIMIT:-}" ] && CMD="BENCH_LIMIT=$BENCH_LIMIT $CMD"
+[ -n "${TLSKIT_PEER_GIVEN:-}" ] && CMD="TLSKIT_PEER=$TLSKIT_PEER $CMD"
+[ -n "${TLSKIT_GIVEN:-}" ] && CMD="TLSKIT=$TLSKIT $CMD"
 python3 bench/harness.py --data "$DATA" --out "$ROOT/bench/out" --ns "$NS" \
   --peer-dir "$PEERS" --rustls-peer "$TARGET/release/peer-rustls" --tlskit "$TLSKIT" \
   --tlskit-peer "$TLSKIT_PEER" --tlskit-source "$SOURCE" \
