@@ -50,6 +50,10 @@ enum Command {
     /// PKCS#12 files.
     #[command(subcommand)]
     P12(cmd::pki::P12Cmd),
+    /// Run a TLS terminator.
+    Serve(cmd::net::ServeArgs),
+    /// Connect to a TLS server, print what was negotiated, relay stdin/stdout.
+    Connect(cmd::net::ConnectArgs),
 }
 
 #[derive(Subcommand)]
@@ -75,6 +79,8 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd::pki::show(a),
         Command::Lint(a) => cmd::pki::lint(a),
         Command::P12(c) => cmd::pki::p12(c),
+        Command::Serve(a) => cmd::net::serve(a),
+        Command::Connect(a) => cmd::net::connect(a),
     };
     output::finish(result)
 }

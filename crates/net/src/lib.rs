@@ -1,1 +1,25 @@
-//! tlskit net crate.
+//! tlskit net: the TLS terminator behind `tlskit serve` and the client behind
+//! `tlskit connect`, on tokio + rustls with the aws-lc-rs provider. The only crate with
+//! an async runtime; its public API is blocking (each entry point builds its runtime).
+//!
+//! Every TLS socket gets TCP_NODELAY and a send buffer that holds a whole flight before
+//! the handshake starts, and rustls hands each flight to the kernel in one vectored
+//! write, so a long certificate chain costs no extra round trip beyond TCP's window.
+
+mod certs;
+mod client;
+mod config;
+mod error;
+pub mod log;
+mod metrics;
+mod proxy;
+mod server;
+mod sock;
+
+pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};
+pub use client::{connect, ConnectOptions, ConnectReport, Connected};
+pub use config::FileConfig;
+pub use error::NetError;
+pub use metrics::Metrics;
+pub use server::{CaHints, Compression, Mode, ServeConfig, Server, TlsVersion};
+pub use sock::SEND_BUFFER;

@@ -1,5 +1,37 @@
 //! Chain verification on the store's index, reference names (IDNA), rustls verifiers,
-//! and a verification cache.
+//! resumption bound to the store generation, and a verification cache.
+//!
+//! - [`ChainVerifier`]: builds chains by looking candidate issuers up in a
+//!   [`tlskit_store::TrustStore`]'s index and hands only those to rustls-webpki. Its cost
+//!   does not depend on the number of anchors in the store.
+//! - [`StoreServerVerifier`] / [`StoreClientVerifier`]: rustls verifiers that follow a
+//!   [`tlskit_store::StoreHandle`]'s live reloads.
+//! - [`GenerationTickets`], [`GenerationSessionCache`], [`GenerationClientSessions`]:
+//!   resumption that a store reload invalidates.
+//! - [`names`]: the one module that turns typed names into A-labels.
 #![deny(missing_docs)]
 
+mod cache;
+mod chain;
+mod der;
+mod input;
 pub mod names;
+mod resume;
+mod tls;
+
+pub use cache::CacheLimits;
+pub use chain::{
+    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
+    MAX_SUPPORTED_DEPTH,
+};
+pub use input::{load_certs, load_crl, InputError};
+pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
+pub use tls::{
+    hint_names, HintOverflow, RootHints, StoreClientVerifier, StoreServerVerifier, MAX_HINT_BYTES,
+    MAX_HINT_SETS,
+};
+
+/// Re-exported so embedders use the same rustls version.
+pub use rustls;
+/// Types from rustls-pki-types that appear in this crate's API.
+pub use rustls_pki_types::{CertificateDer, ServerName, UnixTime};

@@ -1,0 +1,869 @@
+//! `tlskit serve` and `tlskit connect` end to end: the real binary, real sockets on
+//! 127.0.0.1, PKI made with rcgen. Interop with other implementations is in net_interop.rs,
+//! the round-trip test between network namespaces in net_rtt.rs.
+
+mod net_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use net_support::*;
+
+fn s(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+fn http_server(pki: &Pki, extra: &[&str]) -> Serve {
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let mut args = vec!["--cert", &c, "--key", &k, "--respond", "http"];
+    args.extend_from_slice(extra);
+    Serve::start(&args)
+}
+
+#[test]
+fn net_serve_connect_json_reports_verified_chain() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    eprintln!("process start to ready: {:?}", srv.ready_after);
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+        "--alpn",
+        "http/1.1",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["tls_version"], "TLSv1.3");
+    assert_eq!(v["alpn"], "http/1.1");
+    assert_eq!(v["resumed"], false);
+    assert!(v["cipher_suite"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("TLS13_"));
+    let chain: Vec<&str> = v["chain"]
+        .as_array()
+        .expect("chain")
+        .iter()
+        .filter_map(|x| x.as_str())
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "CN=test.example",
+            "CN=tlskit test intermediate",
+            "CN=tlskit test root"
+        ]
+    );
+    assert!(v["tcp_connect_ms"].as_f64().is_some() && v["handshake_ms"].as_f64().is_some());
+
+    // TLS 1.2 too.
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+        "--tls-version",
+        "1.2",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["tls_version"], "TLSv1.2");
+    assert!(v["cipher_suite"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("TLS_ECDHE_ECDSA_"));
+
+    // An IP address is verified against the iPAddress SAN.
+    let (code, v) = connect_json(&[&target, "--roots", &ca]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["server_name"], "127.0.0.1");
+}
+
+#[test]
+fn net_serve_connect_verification_failure_is_exit_1_with_reason() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    let target = srv.addr().to_string();
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &s(&pki.path("other-ca.pem")),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["verified"], false);
+    assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+    assert_eq!(
+        v["chain"][0], "CN=test.example",
+        "the presented chain is still reported"
+    );
+    // Wrong name.
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "other.example",
+    ]);
+    assert_eq!(code, 1, "{v}");
+    // Human mode: exit 1 and nothing relayed.
+    let out = tlskit(&[
+        "connect",
+        &target,
+        "--roots",
+        &s(&pki.path("other-ca.pem")),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("verified:     NO"));
+}
+
+#[test]
+fn net_connect_cannot_connect_is_exit_2() {
+    let port = free_port();
+    let pki = Pki::new();
+    let (code, _) = connect_json(&[
+        &format!("127.0.0.1:{port}"),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+    ]);
+    assert_eq!(code, 2);
+    let out = tlskit(&["connect", "no-port-here", "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    // A U+2024 name is refused by name, not silently changed.
+    let out = tlskit(&[
+        "connect",
+        &format!("127.0.0.1:{port}"),
+        "--servername",
+        "example\u{2024}com",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("2024"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn net_connect_relays_stdin_and_stdout() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let srv = Serve::start(&["--cert", &c, "--key", &k, "--respond", "echo"]);
+    let mut child = Command::new(BIN)
+        .args([
+            "connect",
+            &srv.addr().to_string(),
+            "--roots",
+            &s(&pki.path("ca.pem")),
+            "--servername",
+            "test.example",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"ping through tls\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("version:      TLSv1.3"), "{text}");
+    assert!(text.ends_with("---\nping through tls\n"), "{text:?}");
+}
+
+#[test]
+fn net_serve_bad_configuration_exits_2_before_listening() {
+    let pki = Pki::new();
+    let c = s(&pki.path("chain.pem"));
+    let run = |args: &[&str]| {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        let out = tlskit(&all);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("listening on"), "{err}");
+        err
+    };
+    let err = run(&["--cert", &c, "--key", &s(&pki.path("missing.key"))]);
+    assert!(
+        err.contains("missing.key") && err.contains("No such file"),
+        "{err}"
+    );
+    // A key that belongs to another certificate.
+    let err = run(&["--cert", &c, "--key", &s(&pki.path("client.key"))]);
+    assert!(err.contains("does not match"), "{err}");
+    // A certificate file with no certificate.
+    let err = run(&[
+        "--cert",
+        &s(&pki.path("leaf.key")),
+        "--key",
+        &s(&pki.path("leaf.key")),
+    ]);
+    assert!(err.contains("no CERTIFICATE"), "{err}");
+    // A garbage key.
+    std::fs::write(pki.path("garbage.key"), "not a key").expect("write");
+    let err = run(&["--cert", &c, "--key", &s(&pki.path("garbage.key"))]);
+    assert!(err.contains("garbage.key"), "{err}");
+    // Port in use.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = busy.local_addr().expect("addr").to_string();
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        &addr,
+        "--cert",
+        &c,
+        "--key",
+        &s(&pki.path("leaf.key")),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&addr) && err.contains("in use"), "{err}");
+    // Empty client-CA source.
+    std::fs::write(pki.path("empty.pem"), "").expect("write");
+    let err = run(&[
+        "--cert",
+        &c,
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--client-ca",
+        &s(&pki.path("empty.pem")),
+    ]);
+    assert!(
+        err.contains("client-ca") || err.contains("trust store"),
+        "{err}"
+    );
+    // Unknown option values.
+    run(&[
+        "--cert",
+        &c,
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--respond",
+        "gopher",
+    ]);
+    run(&[
+        "--cert",
+        &c,
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--compress",
+        "lz4",
+    ]);
+}
+
+#[test]
+fn net_serve_sni_directory_exact_and_wildcard() {
+    let pki = Pki::new();
+    let sni = pki.path("sni");
+    std::fs::create_dir(&sni).expect("mkdir");
+    pki.server_leaf("sni/a.crt", "sni/a.key", "a.example", &["a.example"]);
+    pki.server_leaf("sni/wild.pem", "sni/wild.key", "wildcard", &["*.b.example"]);
+    pki.server_leaf(
+        "sni/orphan.crt",
+        "sni/nokey.key",
+        "orphan",
+        &["orphan.example"],
+    );
+    std::fs::remove_file(pki.path("sni/nokey.key")).expect("rm");
+    let srv = http_server(&pki, &["--sni-dir", &s(&sni)]);
+    assert!(
+        srv.stderr().contains("orphan.crt"),
+        "a bad pair is reported: {}",
+        srv.stderr()
+    );
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    for (name, cn) in [
+        ("a.example", "CN=a.example"),
+        ("x.b.example", "CN=wildcard"),
+        ("test.example", "CN=test.example"),
+    ] {
+        let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", name]);
+        assert_eq!(code, 0, "{name}: {v}");
+        assert_eq!(v["chain"][0], cn, "{name}");
+    }
+    // No match: the default certificate, which does not verify for that name.
+    let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", "y.x.b.example"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["chain"][0], "CN=test.example");
+}
+
+#[test]
+fn net_serve_client_certificates_required() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &["--client-ca", &s(&pki.path("client-ca.pem"))]);
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+        "--cert",
+        &s(&pki.path("client.pem")),
+        "--key",
+        &s(&pki.path("client.key")),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // Resumption with the client certificate's session.
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+        "--cert",
+        &s(&pki.path("client.pem")),
+        "--key",
+        &s(&pki.path("client.key")),
+        "--reconnect",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["resumed"], true, "{v}");
+    // Without a certificate the server refuses. In TLS 1.3 the client learns it after
+    // its Finished, so read: the request must not be answered.
+    let out = Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &target,
+            "-servername",
+            "test.example",
+            "-CAfile",
+            &ca,
+            "-quiet",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"GET / HTTP/1.0\r\n\r\n")?;
+            c.wait_with_output()
+        })
+        .expect("openssl");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("200 OK"));
+    assert!(
+        srv.wait_log("handshake_failed", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+}
+
+#[test]
+fn net_serve_resumption_with_tickets() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    let ca = s(&pki.path("ca.pem"));
+    for v in ["1.3", "1.2"] {
+        let (code, j) = connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &ca,
+            "--servername",
+            "test.example",
+            "--reconnect",
+            "--tls-version",
+            v,
+        ]);
+        assert_eq!(code, 0, "{j}");
+        assert_eq!(j["resumed"], true, "TLS {v}: {j}");
+        assert_eq!(j["verified"], true);
+    }
+}
+
+/// A connection that stays open through 100 reloads keeps working, and every handshake
+/// made meanwhile succeeds; afterwards the new certificate is served.
+#[test]
+fn net_serve_sighup_reload_under_connections() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "echo",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    // A long-lived connection (openssl s_client in quiet mode, echo responder).
+    let mut long = Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &target,
+            "-servername",
+            "test.example",
+            "-CAfile",
+            &ca,
+            "-quiet",
+            "-verify_return_error",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl");
+    let mut lin = long.stdin.take().expect("stdin");
+    let mut lout = BufReader::new(long.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    lin.write_all(b"before\n").expect("w");
+    lout.read_line(&mut line).expect("r");
+    assert_eq!(line, "before\n");
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients = {
+        let (stop, target, ca) = (stop.clone(), target.clone(), ca.clone());
+        std::thread::spawn(move || {
+            let (mut ok, mut failed) = (0, 0);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (code, _) =
+                    connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
+                if code == 0 {
+                    ok += 1
+                } else {
+                    failed += 1
+                }
+            }
+            (ok, failed)
+        })
+    };
+    for i in 0..100 {
+        // Alternate between two leaves; the files are replaced atomically (rename).
+        let cn = if i % 2 == 0 {
+            "test.example"
+        } else {
+            "reloaded.example"
+        };
+        pki.server_leaf("next.pem", "next.key", cn, &["test.example"]);
+        std::fs::rename(pki.path("next.key"), pki.path("leaf.key")).expect("mv");
+        std::fs::rename(pki.path("next.pem"), pki.path("chain.pem")).expect("mv");
+        srv.signal("HUP");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Reloads race the key/cert renames above; the last one happens after both.
+    std::thread::sleep(Duration::from_millis(200));
+    srv.signal("HUP");
+    assert!(srv.wait_log("event=reloaded", Duration::from_secs(5)));
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = clients.join().expect("join");
+    eprintln!("handshakes during reloads: ok={ok} failed={failed}");
+    assert_eq!(failed, 0);
+    assert!(ok > 0);
+    line.clear();
+    lin.write_all(b"after\n").expect("w");
+    lout.read_line(&mut line).expect("r");
+    assert_eq!(line, "after\n", "the open connection survived the reloads");
+    drop(lin);
+    let _ = long.kill(); // -quiet implies -ign_eof
+    let _ = long.wait();
+    let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["chain"][0], "CN=reloaded.example", "{v}");
+    // Reloads are counted (signals that arrive during a reload coalesce, as Unix signals
+    // do; a reload that caught the key renamed but not yet the chain kept the old set).
+    let metrics = srv.stderr();
+    let maddr = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics on http://"))
+        .expect("metrics line")
+        .trim_end_matches("/metrics")
+        .to_string();
+    let text = http_get(&maddr);
+    let n = |label: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("tlskit_reloads_total{{result=\"{label}\"}} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let total = n("ok") + n("failed");
+    assert!((50..=101).contains(&total) && n("ok") > 0, "{text}");
+}
+
+fn http_get(addr: &str) -> String {
+    let mut c = TcpStream::connect(addr).expect("connect metrics");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .expect("write");
+    let mut out = String::new();
+    c.read_to_string(&mut out).expect("read");
+    out
+}
+
+#[test]
+fn net_serve_metrics_endpoint() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &["--metrics", "127.0.0.1:0"]);
+    let ca = s(&pki.path("ca.pem"));
+    for _ in 0..2 {
+        let (code, _) = connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &ca,
+            "--servername",
+            "test.example",
+        ]);
+        assert_eq!(code, 0);
+    }
+    let maddr = srv
+        .stderr()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("metrics on http://")
+                .map(|a| a.trim_end_matches("/metrics").to_string())
+        })
+        .expect("metrics line");
+    // Garbage instead of a ClientHello: a failed handshake.
+    let mut g = TcpStream::connect(srv.addr()).expect("connect");
+    g.write_all(&[0x16, 0x03, 0x01, 0xff, 0xff, 0, 0, 0, 0])
+        .expect("w");
+    let mut sink = Vec::new();
+    let _ = g.read_to_end(&mut sink);
+    std::thread::sleep(Duration::from_millis(100));
+    let text = http_get(&maddr);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("tlskit_handshakes_total{outcome=\"full\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tlskit_handshakes_total{outcome=\"failed\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tlskit_handshake_duration_seconds_count 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE tlskit_active_connections gauge"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tlskit_reloads_total{result=\"ok\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn net_serve_bad_traffic_timeout_limit_garbage() {
+    let pki = Pki::new();
+    let srv = http_server(
+        &pki,
+        &["--handshake-timeout", "2", "--max-connections", "3"],
+    );
+    let ca = s(&pki.path("ca.pem"));
+    // A client that sends nothing and one that sends half a ClientHello: both closed at the timeout.
+    let silent = TcpStream::connect(srv.addr()).expect("connect");
+    let mut half = TcpStream::connect(srv.addr()).expect("connect");
+    half.write_all(&[
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ])
+    .expect("w");
+    // While two are stuck, another client is served.
+    let (code, _) = connect_json(&[
+        &srv.addr().to_string(),
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0);
+    // At the limit (3): one more idle connection fills it, the next is closed at once.
+    let third = TcpStream::connect(srv.addr()).expect("connect");
+    std::thread::sleep(Duration::from_millis(100));
+    let mut fourth = TcpStream::connect(srv.addr()).expect("connect");
+    fourth
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let t = Instant::now();
+    let mut b = [0u8; 16];
+    assert!(
+        matches!(fourth.read(&mut b), Ok(0) | Err(_)),
+        "over the limit: closed"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "closed at once, not at the timeout"
+    );
+    for mut c in [silent, half, third] {
+        c.set_read_timeout(Some(Duration::from_secs(8)))
+            .expect("timeout");
+        let r = c.read(&mut b);
+        assert!(
+            matches!(r, Ok(0))
+                || matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+            "{r:?}"
+        );
+    }
+    // Garbage bytes: an alert or a close, and the server goes on.
+    let mut g = TcpStream::connect(srv.addr()).expect("connect");
+    g.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("w");
+    g.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut sink = Vec::new();
+    let _ = g.read_to_end(&mut sink);
+    assert!(sink.len() < 64, "at most an alert");
+    // An oversized record header (length 2^15 > 2^14 + 256).
+    let mut o = TcpStream::connect(srv.addr()).expect("connect");
+    o.write_all(&[0x16, 0x03, 0x01, 0x80, 0x00]).expect("w");
+    o.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let _ = o.read_to_end(&mut sink);
+    let (code, _) = connect_json(&[
+        &srv.addr().to_string(),
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        srv.stderr().contains("event=handshake_timeout"),
+        "{}",
+        srv.stderr()
+    );
+    assert!(
+        srv.stderr().contains("event=connection_limit"),
+        "{}",
+        srv.stderr()
+    );
+}
+
+#[test]
+fn net_serve_sigterm_graceful_shutdown() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let mut srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "echo",
+        "--shutdown-grace",
+        "5",
+    ]);
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    let mut open = Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &target,
+            "-servername",
+            "test.example",
+            "-CAfile",
+            &ca,
+            "-quiet",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl");
+    let mut oin = open.stdin.take().expect("stdin");
+    let mut oout = BufReader::new(open.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    oin.write_all(b"one\n").expect("w");
+    oout.read_line(&mut line).expect("r");
+    srv.signal("TERM");
+    assert!(srv.wait_log("event=stopping", Duration::from_secs(5)));
+    // New connections are refused, the open one still works.
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(TcpStream::connect(srv.addr()).is_err(), "listener closed");
+    line.clear();
+    oin.write_all(b"two\n").expect("w");
+    oout.read_line(&mut line).expect("r");
+    assert_eq!(line, "two\n");
+    // (-quiet implies -ign_eof: the client leaves when killed, which ends the connection.)
+    drop(oin);
+    let _ = open.kill();
+    let _ = open.wait();
+    assert_eq!(
+        srv.wait_exit(Duration::from_secs(5)),
+        Some(0),
+        "{}",
+        srv.stderr()
+    );
+    assert!(
+        srv.wait_log("closed_unfinished=0", Duration::from_secs(2)),
+        "{}",
+        srv.stderr()
+    );
+}
+
+#[test]
+fn net_serve_config_file() {
+    let pki = Pki::new();
+    let conf = pki.path("serve.toml");
+    std::fs::write(
+        &conf,
+        "listen = [\"127.0.0.1:0\"]\ncert = \"chain.pem\"\nkey = \"leaf.key\"\nrespond = \"http\"\ncompress = \"zlib\"\nalpn = [\"http/1.1\"]\nlog_level = \"debug\"\n",
+    )
+    .expect("write");
+    let srv = Serve::start(&["--config", &s(&conf)]);
+    let (code, v) = connect_json(&[
+        &srv.addr().to_string(),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "test.example",
+        "--alpn",
+        "http/1.1",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["alpn"], "http/1.1");
+    assert!(
+        srv.wait_log("event=handshake ", Duration::from_secs(5)),
+        "debug log level from the file"
+    );
+    // An unknown key is a configuration error.
+    std::fs::write(&conf, "lissen = 1\n").expect("write");
+    let out = tlskit(&["serve", "--config", &s(&conf)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lissen"));
+}
+
+#[test]
+fn net_serve_backend_with_proxy_protocol() {
+    let pki = Pki::new();
+    let backend = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let baddr = backend.local_addr().expect("addr").to_string();
+    let srv = http_server(&pki, &[]);
+    drop(srv);
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &baddr,
+        "--proxy-protocol",
+    ]);
+    let handle = std::thread::spawn(move || {
+        let (mut conn, _) = backend.accept().expect("accept");
+        let mut head = [0u8; 28];
+        conn.read_exact(&mut head).expect("proxy header");
+        let mut req = [0u8; 5];
+        conn.read_exact(&mut req).expect("data");
+        conn.write_all(b"pong\n").expect("reply");
+        (head, req)
+    });
+    let mut child = Command::new(BIN)
+        .args([
+            "connect",
+            &srv.addr().to_string(),
+            "--roots",
+            &s(&pki.path("ca.pem")),
+            "--servername",
+            "test.example",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"ping\n")
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    let (head, req) = handle.join().expect("backend");
+    assert_eq!(&head[..12], b"\r\n\r\n\0\r\nQUIT\n");
+    assert_eq!(head[13], 0x11, "TCP over IPv4");
+    assert_eq!(&head[16..20], &[127, 0, 0, 1]);
+    assert_eq!(
+        u16::from_be_bytes([head[26], head[27]]),
+        srv.port(),
+        "destination port"
+    );
+    assert_eq!(&req, b"ping\n");
+    assert!(String::from_utf8_lossy(&out.stdout).ends_with("pong\n"));
+}
+
+/// Resumption is bound to the client-CA store generation: after the CA that issued a
+/// client's certificate is removed and the store reloaded, the client's saved session
+/// (a TLS 1.3 ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
+#[test]
+fn net_serve_removed_client_ca_ends_resumption() {
+    if !have("openssl") {
+        eprintln!("SKIP: openssl not installed");
+        return;
+    }
+    let pki = Pki::new();
+    std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("copy");
+    let srv = http_server(&pki, &["--client-ca", &s(&pki.path("live-ca.pem"))]);
+    let run = |tls: &str, sess: &str| -> String {
+        let script = format!(
+            "cd {} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client {tls} -ign_eof -connect {} \
+             -servername test.example -CAfile ca.pem -cert client.pem -key client.key {sess} 2>&1",
+            s(pki.dir.path()),
+            srv.addr()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    for tls in ["-tls1_3", "-tls1_2"] {
+        std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("restore");
+        srv.reload();
+        let first = run(tls, "-sess_out sess.pem");
+        assert!(
+            first.contains("200 OK") && first.contains("New,"),
+            "{tls}: {first}"
+        );
+        let again = run(tls, "-sess_in sess.pem");
+        assert!(
+            again.contains("200 OK") && again.contains("Reused,"),
+            "{tls}: resumption works: {again}"
+        );
+        // Remove the client CA (the store keeps another, unrelated anchor) and reload.
+        std::fs::copy(pki.path("other-ca.pem"), pki.path("live-ca.pem")).expect("replace");
+        srv.reload();
+        let after = run(tls, "-sess_in sess.pem");
+        assert!(
+            !after.contains("Reused,"),
+            "{tls}: not resumed after the CA was removed: {after}"
+        );
+        assert!(
+            !after.contains("200 OK"),
+            "{tls}: certificate refused: {after}"
+        );
+    }
+}

@@ -1,0 +1,347 @@
+//! Shared helpers of the net tests: a test PKI made with rcgen, a `tlskit serve` child
+//! process that is killed on drop, and small utilities. Every test uses its own temp dir
+//! and port 0 (the server reports the port it got in its `listening on` line).
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
+};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
+
+fn ca_params(cn: &str) -> CertificateParams {
+    let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p
+}
+
+fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
+    let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    p.distinguished_name = dn;
+    for n in names {
+        let san = match n.parse::<std::net::IpAddr>() {
+            Ok(ip) => SanType::IpAddress(ip),
+            Err(_) => SanType::DnsName(n.clone().try_into().expect("dns name")),
+        };
+        p.subject_alt_names.push(san);
+    }
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    p.extended_key_usages = vec![if client {
+        ExtendedKeyUsagePurpose::ClientAuth
+    } else {
+        ExtendedKeyUsagePurpose::ServerAuth
+    }];
+    p
+}
+
+fn p256() -> KeyPair {
+    KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("keygen")
+}
+
+fn write(path: &Path, data: &str) {
+    std::fs::write(path, data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// A test PKI on disk.
+pub struct Pki {
+    pub dir: tempfile::TempDir,
+    root: CertifiedIssuer<'static, KeyPair>,
+    inter: CertifiedIssuer<'static, KeyPair>,
+    client_root: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Pki {
+    /// Root → intermediate → server leaf (`chain.pem`/`leaf.key`, names test.example,
+    /// localhost, 127.0.0.1); a separate client root (`client-ca.pem`) with a client
+    /// certificate (`client.pem`/`client.key`); an unrelated root (`other-ca.pem`).
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root =
+            CertifiedIssuer::self_signed(ca_params("tlskit test root"), p256()).expect("root");
+        let inter =
+            CertifiedIssuer::signed_by(ca_params("tlskit test intermediate"), p256(), &root)
+                .expect("inter");
+        let client_root =
+            CertifiedIssuer::self_signed(ca_params("tlskit client root"), p256()).expect("croot");
+        let other =
+            CertifiedIssuer::self_signed(ca_params("unrelated root"), p256()).expect("other");
+        let pki = Self {
+            dir,
+            root,
+            inter,
+            client_root,
+        };
+        write(&pki.path("ca.pem"), &pki.root.pem());
+        write(&pki.path("client-ca.pem"), &pki.client_root.pem());
+        write(&pki.path("other-ca.pem"), &other.pem());
+        pki.server_leaf(
+            "chain.pem",
+            "leaf.key",
+            "test.example",
+            &["test.example", "localhost", "127.0.0.1"],
+        );
+        let ck = p256();
+        let cp = leaf_params("tlskit test client", &[], true);
+        let c = cp.signed_by(&ck, &pki.client_root).expect("client");
+        write(&pki.path("client.pem"), &c.pem());
+        write(&pki.path("client.key"), &ck.serialize_pem());
+        pki
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Write a server leaf (signed by the intermediate) + intermediate as `chain`, key as `key`.
+    pub fn server_leaf(&self, chain: &str, key: &str, cn: &str, names: &[&str]) {
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        self.server_leaf_owned(chain, key, cn, &names)
+    }
+
+    pub fn server_leaf_owned(&self, chain: &str, key: &str, cn: &str, names: &[String]) {
+        let k = p256();
+        let c = leaf_params(cn, names, false)
+            .signed_by(&k, &self.inter)
+            .expect("leaf");
+        write(
+            &self.path(chain),
+            &format!("{}{}", c.pem(), self.inter.pem()),
+        );
+        write(&self.path(key), &k.serialize_pem());
+    }
+
+    /// A leaf with `n` extra DNS names (about 31 bytes each): a long, compressible chain.
+    pub fn long_chain(&self, chain: &str, key: &str, n: usize) {
+        let mut names: Vec<String> = vec![
+            "test.example".into(),
+            "localhost".into(),
+            "127.0.0.1".into(),
+        ];
+        names.extend((0..n).map(|i| format!("host-{i:05}.long-chain.tlskit.example")));
+        self.server_leaf_owned(chain, key, "test.example", &names);
+    }
+
+    /// Total DER bytes of the certificates in a PEM file.
+    pub fn der_bytes(&self, chain: &str) -> usize {
+        let text = std::fs::read_to_string(self.path(chain)).expect("read chain");
+        let mut total = 0;
+        for block in text.split("-----BEGIN CERTIFICATE-----").skip(1) {
+            let b64: String = block
+                .split("-----END CERTIFICATE-----")
+                .next()
+                .unwrap_or("")
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            total += b64.len() / 4 * 3 - b64.chars().rev().take_while(|c| *c == '=').count();
+        }
+        total
+    }
+}
+
+/// A running `tlskit serve`, killed on drop.
+pub struct Serve {
+    pub child: Child,
+    pub addrs: Vec<SocketAddr>,
+    pub ready_after: Duration,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    /// Start `tlskit serve ARGS` (with `--listen 127.0.0.1:0` unless ARGS has --listen or
+    /// --config) and wait for every `listening on` line.
+    pub fn start(args: &[&str]) -> Self {
+        Self::start_with(Command::new(BIN), args, 1)
+    }
+
+    pub fn start_with(mut cmd: Command, args: &[&str], listens: usize) -> Self {
+        cmd.arg("serve");
+        if !args.iter().any(|a| *a == "--listen" || *a == "--config") {
+            cmd.args(["--listen", "127.0.0.1:0"]);
+        }
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let t0 = Instant::now();
+        let mut child = cmd.spawn().expect("spawn tlskit serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let keep = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(a) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(a.parse::<SocketAddr>().expect("address in ready line"));
+                }
+                keep.lock().expect("lines").push(line);
+            }
+        });
+        let mut addrs = Vec::new();
+        while addrs.len() < listens {
+            match rx.recv_timeout(Duration::from_secs(20)) {
+                Ok(a) => addrs.push(a),
+                Err(_) => {
+                    let _ = child.kill();
+                    let out = lines.lock().expect("lines").join("\n");
+                    panic!("tlskit serve did not become ready: {out}");
+                }
+            }
+        }
+        let ready_after = t0.elapsed();
+        Self {
+            child,
+            addrs,
+            ready_after,
+            lines,
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addrs[0]
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr().port()
+    }
+
+    pub fn stderr(&self) -> String {
+        self.lines.lock().expect("lines").join("\n")
+    }
+
+    pub fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success());
+    }
+
+    /// SIGHUP and wait until the reload it caused is logged.
+    pub fn reload(&self) {
+        let before = self.stderr().matches("event=reloaded").count();
+        self.signal("HUP");
+        let t = Instant::now();
+        while self.stderr().matches("event=reloaded").count() <= before {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "no reload logged: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Wait for the process to exit (up to `limit`), returning its exit code.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Wait until stderr contains `needle`.
+    pub fn wait_log(&self, needle: &str, limit: Duration) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if self.stderr().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `tlskit ARGS` to completion.
+pub fn tlskit(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tlskit")
+}
+
+/// `tlskit connect ... --json` → (exit code, JSON).
+pub fn connect_json(args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["connect"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = tlskit(&all);
+    let code = out.status.code().unwrap_or(-1);
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    if code == 2 {
+        eprintln!("connect stderr: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    (code, v)
+}
+
+/// A port that was free a moment ago (for peers that cannot report theirs).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Wait until something accepts TCP on 127.0.0.1:port.
+pub fn wait_port(port: u16, limit: Duration) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    false
+}
+
+/// Whether a program is on PATH.
+pub fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A child process killed on drop.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

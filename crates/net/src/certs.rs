@@ -1,0 +1,234 @@
+//! Server certificates: loading a chain and its key, checking that they belong together,
+//! and the SNI index (exact names in one hash map, wildcards in another keyed by the
+//! parent domain) that a handshake consults with at most two lookups, however many
+//! certificates are loaded. The index lives behind an `ArcSwap`, so a reload replaces it
+//! without touching handshakes in flight.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::NetError;
+
+/// Read a PEM file holding the leaf certificate followed by its chain.
+pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+    let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
+        .collect::<Result<_, _>>()
+        .map_err(|e| NetError::file(path, format!("bad PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(NetError::file(path, "no CERTIFICATE block found"));
+    }
+    Ok(certs)
+}
+
+/// Read a PEM private key (PKCS#8, SEC1 or PKCS#1).
+pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
+    let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
+    PrivateKeyDer::from_pem_slice(&data)
+        .map_err(|e| NetError::file(path, format!("no usable private key: {e}")))
+}
+
+/// Load a chain and its key and check that the key belongs to the leaf.
+pub fn load_certified_key(
+    cert: &Path,
+    key: &Path,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, NetError> {
+    let chain = load_chain(cert)?;
+    let der = load_key(key)?;
+    let signing = provider
+        .key_provider
+        .load_private_key(der)
+        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")))?;
+    let ck = CertifiedKey::new(chain, signing);
+    match ck.keys_match() {
+        Ok(()) => Ok(Arc::new(ck)),
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Err(NetError::KeyMismatch {
+                cert: cert.to_path_buf(),
+                key: key.to_path_buf(),
+            })
+        }
+        Err(e) => Err(NetError::file(
+            cert,
+            format!("cannot check key against certificate: {e}"),
+        )),
+    }
+}
+
+/// DNS names (SAN dNSName, lower case) the leaf certificate of `ck` is valid for.
+fn leaf_dns_names(ck: &CertifiedKey) -> Vec<String> {
+    use x509_parser::extensions::GeneralName;
+    let Some(leaf) = ck.cert.first() else {
+        return Vec::new();
+    };
+    let Ok((_, cert)) = x509_parser::parse_x509_certificate(leaf) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for n in &san.value.general_names {
+            if let GeneralName::DNSName(d) = n {
+                names.push(d.trim_end_matches('.').to_ascii_lowercase());
+            }
+        }
+    }
+    names
+}
+
+/// One certificate set: a default and the SNI index.
+pub struct CertIndex {
+    default: Arc<CertifiedKey>,
+    exact: HashMap<String, Arc<CertifiedKey>>,
+    /// `*.example.com` is stored under `example.com`.
+    wildcard: HashMap<String, Arc<CertifiedKey>>,
+    /// Where the certificates came from (for reloads).
+    pub(crate) files: usize,
+}
+
+impl std::fmt::Debug for CertIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertIndex")
+            .field("exact", &self.exact.len())
+            .field("wildcard", &self.wildcard.len())
+            .finish()
+    }
+}
+
+/// A problem with one pair in an SNI directory (the rest is still loaded).
+#[derive(Debug, Clone)]
+pub struct PairIssue {
+    /// The chain or key file.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+impl CertIndex {
+    /// Build the index: the default pair (`cert`, `key`) must load; each `NAME.crt` or
+    /// `NAME.pem` in `sni_dir` with a `NAME.key` beside it is indexed under the DNS names
+    /// of its leaf. The first pair to claim a name keeps it (pairs are read in name order).
+    pub fn load(
+        cert: &Path,
+        key: &Path,
+        sni_dir: Option<&Path>,
+        provider: &CryptoProvider,
+    ) -> Result<(Self, Vec<PairIssue>), NetError> {
+        let default = load_certified_key(cert, key, provider)?;
+        let mut idx = Self {
+            default: default.clone(),
+            exact: HashMap::new(),
+            wildcard: HashMap::new(),
+            files: 1,
+        };
+        let mut issues = Vec::new();
+        if let Some(dir) = sni_dir {
+            let rd = std::fs::read_dir(dir).map_err(|e| NetError::file(dir, e))?;
+            let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            for chain in paths {
+                let ext = chain.extension().and_then(|e| e.to_str()).unwrap_or("");
+                if ext != "crt" && ext != "pem" {
+                    continue;
+                }
+                let key = chain.with_extension("key");
+                if !key.exists() {
+                    issues.push(PairIssue {
+                        path: chain.clone(),
+                        reason: format!("no key file {}", key.display()),
+                    });
+                    continue;
+                }
+                match load_certified_key(&chain, &key, provider) {
+                    Ok(ck) => {
+                        idx.files += 1;
+                        let names = leaf_dns_names(&ck);
+                        if names.is_empty() {
+                            issues.push(PairIssue {
+                                path: chain.clone(),
+                                reason: "leaf has no DNS names in subjectAltName".into(),
+                            });
+                        }
+                        for n in names {
+                            idx.insert(&n, ck.clone());
+                        }
+                    }
+                    Err(e) => issues.push(PairIssue {
+                        path: chain.clone(),
+                        reason: e.to_string(),
+                    }),
+                }
+            }
+        }
+        // The default certificate also answers for its own names.
+        for n in leaf_dns_names(&default) {
+            idx.insert(&n, default.clone());
+        }
+        Ok((idx, issues))
+    }
+
+    fn insert(&mut self, name: &str, ck: Arc<CertifiedKey>) {
+        if let Some(parent) = name.strip_prefix("*.") {
+            self.wildcard.entry(parent.to_string()).or_insert(ck);
+        } else {
+            self.exact.entry(name.to_string()).or_insert(ck);
+        }
+    }
+
+    /// How many names are indexed.
+    pub fn names(&self) -> usize {
+        self.exact.len() + self.wildcard.len()
+    }
+
+    /// The certificate for an SNI name (already lower case from rustls), or the default.
+    pub fn lookup(&self, sni: Option<&str>) -> Arc<CertifiedKey> {
+        if let Some(name) = sni {
+            if let Some(ck) = self.exact.get(name) {
+                return ck.clone();
+            }
+            if let Some((_, parent)) = name.split_once('.') {
+                if let Some(ck) = self.wildcard.get(parent) {
+                    return ck.clone();
+                }
+            }
+        }
+        self.default.clone()
+    }
+}
+
+/// rustls certificate resolver over a replaceable [`CertIndex`].
+#[derive(Debug)]
+pub struct SniResolver {
+    index: ArcSwap<CertIndex>,
+}
+
+impl SniResolver {
+    /// Serve from `index`.
+    pub fn new(index: CertIndex) -> Self {
+        Self {
+            index: ArcSwap::from_pointee(index),
+        }
+    }
+    /// Replace the index; handshakes in flight keep the one they started with.
+    pub fn replace(&self, index: CertIndex) {
+        self.index.store(Arc::new(index));
+    }
+    /// The index now in use.
+    pub fn current(&self) -> Arc<CertIndex> {
+        self.index.load_full()
+    }
+}
+
+impl ResolvesServerCert for SniResolver {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.index.load().lookup(hello.server_name()))
+    }
+}

@@ -1,0 +1,70 @@
+//! Errors of the net crate: each names what it was about (a file, an address) and why.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Everything that can stop `serve` or `connect`.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// A certificate or key file could not be read or parsed.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The private key does not belong to the certificate's public key.
+    #[error("{key}: private key does not match the certificate in {cert}")]
+    KeyMismatch {
+        /// The certificate chain file.
+        cert: PathBuf,
+        /// The key file.
+        key: PathBuf,
+    },
+    /// A listening socket could not be set up.
+    #[error("cannot listen on {addr}: {reason}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The operating system's reason.
+        reason: std::io::Error,
+    },
+    /// Something in the configuration is inconsistent or invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// The trust store for client authentication or server verification could not load.
+    #[error("trust store: {0}")]
+    Store(String),
+    /// rustls refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    /// Could not reach the peer (name resolution, TCP connect, timeout).
+    #[error("cannot connect to {target}: {reason}")]
+    Connect {
+        /// HOST:PORT as given.
+        target: String,
+        /// Why.
+        reason: String,
+    },
+    /// The TLS handshake failed for a reason other than certificate verification.
+    #[error("TLS handshake with {target} failed: {reason}")]
+    Handshake {
+        /// HOST:PORT as given.
+        target: String,
+        /// Why.
+        reason: String,
+    },
+    /// Any other I/O error (runtime start, relaying).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl NetError {
+    pub(crate) fn file(path: impl Into<PathBuf>, reason: impl std::fmt::Display) -> Self {
+        Self::File {
+            path: path.into(),
+            reason: reason.to_string(),
+        }
+    }
+}

@@ -1,0 +1,700 @@
+//! `tlskit serve`: a TLS terminator on tokio + rustls (aws-lc-rs).
+//!
+//! [`Server::bind`] does everything that can fail because of the configuration (reading
+//! certificates and keys, checking they match, loading the client-CA store, binding every
+//! address) before anything is accepted; [`Server::run`] then serves until SIGTERM/SIGINT.
+//! SIGHUP reloads certificates and the client-CA store without touching open connections.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::version::{TLS12, TLS13};
+use rustls::{HandshakeKind, ServerConfig, SupportedProtocolVersion};
+use tlskit_store::{Source, StoreHandle};
+use tlskit_verify::{
+    GenerationSessionCache, GenerationTickets, RootHints, StoreClientVerifier, VerifierConfig,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+
+use crate::certs::{CertIndex, SniResolver};
+use crate::error::NetError;
+use crate::log::{self, Level};
+use crate::metrics::{Metrics, Outcome};
+
+/// What the server does with the plaintext.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Answer every HTTP/1.1 request with 200 and a small body.
+    Http,
+    /// Send every byte back.
+    Echo,
+    /// Forward to this TCP address (HOST:PORT).
+    Backend(String),
+}
+
+/// Certificate compression algorithms (RFC 8879) the server may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// brotli (algorithm 2).
+    Brotli,
+    /// zlib (algorithm 1).
+    Zlib,
+}
+
+/// Which CA names the server hints in its CertificateRequest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaHints {
+    /// The store's names, within tlskit_verify's caps (never above 65,535 bytes).
+    Store,
+    /// No names.
+    Off,
+}
+
+/// Everything `serve` needs. Build it from flags or a TOML file.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Addresses to listen on.
+    pub listen: Vec<SocketAddr>,
+    /// PEM: leaf, then its chain.
+    pub cert: PathBuf,
+    /// PEM private key of the leaf.
+    pub key: PathBuf,
+    /// Directory of NAME.crt|NAME.pem + NAME.key pairs chosen by SNI.
+    pub sni_dir: Option<PathBuf>,
+    /// Responder or backend.
+    pub mode: Mode,
+    /// Client-certificate trust store sources; empty: no client authentication.
+    pub client_ca: Vec<Source>,
+    /// Client certificates optional (verified when sent) instead of required.
+    pub client_auth_optional: bool,
+    /// CA hints in CertificateRequest.
+    pub ca_hints: CaHints,
+    /// Certificate compression algorithms, in preference order; empty: none.
+    pub compress: Vec<Compression>,
+    /// ALPN protocols offered, in preference order. Default: `http/1.1` for the HTTP
+    /// responder, none otherwise.
+    pub alpn: Vec<String>,
+    /// TLS versions (1.2, 1.3).
+    pub versions: Vec<TlsVersion>,
+    /// Prometheus endpoint address.
+    pub metrics: Option<SocketAddr>,
+    /// Time a client has to complete the handshake.
+    pub handshake_timeout: Duration,
+    /// Time an established connection may stay silent (HTTP responder and echo).
+    pub idle_timeout: Duration,
+    /// Most connections open at once; more are accepted and closed at once.
+    pub max_connections: usize,
+    /// How long SIGTERM waits for open connections before closing them.
+    pub shutdown_grace: Duration,
+    /// Session ticket key lifetime (keys rotate; tickets from the previous key still work).
+    pub ticket_rotation: Duration,
+    /// Send a PROXY protocol v2 header to the backend.
+    pub proxy_protocol: bool,
+}
+
+/// A TLS protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    /// TLS 1.2.
+    Tls12,
+    /// TLS 1.3.
+    Tls13,
+}
+
+impl TlsVersion {
+    pub(crate) fn rustls(self) -> &'static SupportedProtocolVersion {
+        match self {
+            Self::Tls12 => &TLS12,
+            Self::Tls13 => &TLS13,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// Defaults for everything but the listen addresses and the certificate pair.
+    pub fn new(listen: Vec<SocketAddr>, cert: PathBuf, key: PathBuf) -> Self {
+        Self {
+            listen,
+            cert,
+            key,
+            sni_dir: None,
+            mode: Mode::Http,
+            client_ca: Vec::new(),
+            client_auth_optional: false,
+            ca_hints: CaHints::Store,
+            compress: vec![Compression::Brotli, Compression::Zlib],
+            alpn: Vec::new(),
+            versions: vec![TlsVersion::Tls13, TlsVersion::Tls12],
+            metrics: None,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 10_000,
+            shutdown_grace: Duration::from_secs(10),
+            ticket_rotation: Duration::from_secs(6 * 3600),
+            proxy_protocol: false,
+        }
+    }
+}
+
+/// Shared state of a running server.
+struct Shared {
+    cfg: ServeConfig,
+    provider: Arc<CryptoProvider>,
+    resolver: Arc<SniResolver>,
+    store: Option<Arc<StoreHandle>>,
+    tls: Arc<ServerConfig>,
+    metrics: Arc<Metrics>,
+    limit: Arc<Semaphore>,
+    stopping: AtomicBool,
+}
+
+/// A configured, bound server that has not started accepting yet.
+pub struct Server {
+    shared: Arc<Shared>,
+    listeners: Vec<std::net::TcpListener>,
+    metrics_listener: Option<std::net::TcpListener>,
+    addrs: Vec<SocketAddr>,
+}
+
+/// A ticketer made by `Ticketer::new()` (itself rotating every 6 hours), replaced as a
+/// whole by an outer [`rustls::ticketer::TicketRotator`] at the configured period.
+#[derive(Debug)]
+struct BoxedTicketer(Arc<dyn ProducesTickets>);
+
+impl ProducesTickets for BoxedTicketer {
+    fn enabled(&self) -> bool {
+        self.0.enabled()
+    }
+    fn lifetime(&self) -> u32 {
+        self.0.lifetime()
+    }
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        self.0.encrypt(plain)
+    }
+    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
+        self.0.decrypt(cipher)
+    }
+}
+
+fn make_ticketer() -> Result<Box<dyn ProducesTickets>, rustls::crypto::GetRandomFailed> {
+    rustls::crypto::aws_lc_rs::Ticketer::new()
+        .map(|t| Box::new(BoxedTicketer(t)) as Box<dyn ProducesTickets>)
+        .map_err(|_| rustls::crypto::GetRandomFailed)
+}
+
+fn build_tls(
+    cfg: &ServeConfig,
+    provider: &Arc<CryptoProvider>,
+    resolver: Arc<SniResolver>,
+    store: Option<&Arc<StoreHandle>>,
+) -> Result<ServerConfig, NetError> {
+    let versions: Vec<_> = cfg.versions.iter().map(|v| v.rustls()).collect();
+    if versions.is_empty() {
+        return Err(NetError::Config("no TLS version enabled".into()));
+    }
+    let builder =
+        ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(&versions)?;
+    let builder = match store {
+        Some(handle) => {
+            let hints = match cfg.ca_hints {
+                CaHints::Store => RootHints::default(),
+                CaHints::Off => RootHints::Off,
+            };
+            let v = StoreClientVerifier::new(handle.clone(), VerifierConfig::default(), hints);
+            let v = if cfg.client_auth_optional {
+                v.optional()
+            } else {
+                v
+            };
+            builder.with_client_cert_verifier(Arc::new(v))
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut tls = builder.with_cert_resolver(resolver);
+    let lifetime = u32::try_from(cfg.ticket_rotation.as_secs())
+        .unwrap_or(u32::MAX)
+        .max(60);
+    let ticketer: Arc<dyn ProducesTickets> = Arc::new(rustls::ticketer::TicketRotator::new(
+        lifetime,
+        make_ticketer,
+    )?);
+    let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
+    match store {
+        // Resumption bound to the trust-store generation: a reload of the client-CA
+        // store makes every earlier ticket and session id useless.
+        Some(handle) => {
+            tls.ticketer = Arc::new(GenerationTickets::new(ticketer, handle.clone()));
+            tls.session_storage = Arc::new(GenerationSessionCache::new(sessions, handle.clone()));
+        }
+        None => {
+            tls.ticketer = ticketer;
+            tls.session_storage = sessions;
+        }
+    }
+    tls.cert_compressors = cfg
+        .compress
+        .iter()
+        .map(|c| match c {
+            Compression::Brotli => rustls::compress::BROTLI_COMPRESSOR,
+            Compression::Zlib => rustls::compress::ZLIB_COMPRESSOR,
+        })
+        .collect();
+    let alpn: Vec<Vec<u8>> = if cfg.alpn.is_empty() && cfg.mode == Mode::Http {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        cfg.alpn.iter().map(|p| p.as_bytes().to_vec()).collect()
+    };
+    tls.alpn_protocols = alpn;
+    tls.ignore_client_order = true;
+    Ok(tls)
+}
+
+impl Server {
+    /// Load and check everything, bind every address. Nothing is accepted yet, but the
+    /// kernel queues connections from now on, so "ready" may be announced after this.
+    pub fn bind(cfg: ServeConfig) -> Result<Self, NetError> {
+        if cfg.listen.is_empty() {
+            return Err(NetError::Config("no --listen address".into()));
+        }
+        if cfg.max_connections == 0 {
+            return Err(NetError::Config(
+                "max_connections must be at least 1".into(),
+            ));
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let (index, issues) =
+            CertIndex::load(&cfg.cert, &cfg.key, cfg.sni_dir.as_deref(), &provider)?;
+        for i in &issues {
+            log::event(
+                Level::Warn,
+                "sni_pair_skipped",
+                &[("path", &i.path.display()), ("reason", &i.reason)],
+            );
+        }
+        let names = index.names();
+        let resolver = Arc::new(SniResolver::new(index));
+        let store = if cfg.client_ca.is_empty() {
+            None
+        } else {
+            let (handle, report) = StoreHandle::new(cfg.client_ca.clone())
+                .map_err(|e| NetError::Store(e.to_string()))?;
+            for e in &report.errors {
+                log::event(
+                    Level::Warn,
+                    "client_ca_skipped",
+                    &[("path", &e.path.display()), ("reason", &e.reason)],
+                );
+            }
+            if handle.current().is_empty() {
+                return Err(NetError::Store(
+                    "--client-ca: no CA certificate could be loaded".into(),
+                ));
+            }
+            Some(Arc::new(handle))
+        };
+        let tls = Arc::new(build_tls(
+            &cfg,
+            &provider,
+            resolver.clone(),
+            store.as_ref(),
+        )?);
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for a in &cfg.listen {
+            let l = crate::sock::listener(*a, 4096)?;
+            addrs.push(l.local_addr()?);
+            listeners.push(l);
+        }
+        let metrics_listener = match cfg.metrics {
+            Some(a) => Some(crate::sock::listener(a, 64)?),
+            None => None,
+        };
+        log::event(
+            Level::Debug,
+            "configured",
+            &[("sni_names", &names), ("client_auth", &store.is_some())],
+        );
+        let limit = Arc::new(Semaphore::new(cfg.max_connections));
+        Ok(Self {
+            shared: Arc::new(Shared {
+                cfg,
+                provider,
+                resolver,
+                store,
+                tls,
+                metrics: Arc::new(Metrics::default()),
+                limit,
+                stopping: AtomicBool::new(false),
+            }),
+            listeners,
+            metrics_listener,
+            addrs,
+        })
+    }
+
+    /// The bound addresses (port 0 resolved), in `--listen` order.
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// The bound metrics address.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
+    /// Serve until SIGTERM or SIGINT, then drain for up to the shutdown grace period.
+    pub fn run(self) -> Result<(), NetError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let result = rt.block_on(self.run_async());
+        rt.shutdown_timeout(Duration::from_millis(200));
+        result
+    }
+
+    async fn run_async(self) -> Result<(), NetError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let shared = self.shared;
+        for l in self.listeners {
+            let l = TcpListener::from_std(l)?;
+            tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
+        }
+        if let Some(l) = self.metrics_listener {
+            let l = TcpListener::from_std(l)?;
+            tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
+        }
+        log::event(
+            Level::Info,
+            "started",
+            &[("listen", &DisplayAddrs(&self.addrs))],
+        );
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = int.recv() => break,
+                _ = hup.recv() => {
+                    let s = shared.clone();
+                    let _ = tokio::task::spawn_blocking(move || reload(&s)).await;
+                }
+            }
+        }
+        shared.stopping.store(true, Ordering::Release);
+        let _ = stop_tx.send(true);
+        let active = shared.metrics.active();
+        log::event(Level::Info, "stopping", &[("active", &active)]);
+        let deadline = Instant::now() + shared.cfg.shutdown_grace;
+        while shared.metrics.active() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left = shared.metrics.active();
+        log::event(Level::Info, "stopped", &[("closed_unfinished", &left)]);
+        Ok(())
+    }
+}
+
+struct DisplayAddrs<'a>(&'a [SocketAddr]);
+
+impl std::fmt::Display for DisplayAddrs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, a) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{a}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reload certificates (and the client-CA store). A failure keeps what was serving.
+fn reload(s: &Shared) {
+    let t = Instant::now();
+    let certs = CertIndex::load(
+        &s.cfg.cert,
+        &s.cfg.key,
+        s.cfg.sni_dir.as_deref(),
+        &s.provider,
+    );
+    let mut ok = true;
+    match certs {
+        Ok((index, issues)) => {
+            for i in &issues {
+                log::event(
+                    Level::Warn,
+                    "sni_pair_skipped",
+                    &[("path", &i.path.display()), ("reason", &i.reason)],
+                );
+            }
+            s.resolver.replace(index);
+        }
+        Err(e) => {
+            ok = false;
+            log::event(
+                Level::Error,
+                "reload_failed",
+                &[("what", &"certificates"), ("reason", &e)],
+            );
+        }
+    }
+    if let Some(store) = &s.store {
+        match store.reload() {
+            Ok(_) => {}
+            Err(e) => {
+                ok = false;
+                log::event(
+                    Level::Error,
+                    "reload_failed",
+                    &[("what", &"client_ca"), ("reason", &e)],
+                );
+            }
+        }
+    }
+    s.metrics.reload(ok);
+    let generation = s.store.as_ref().map(|h| h.generation()).unwrap_or(0);
+    log::event(
+        Level::Info,
+        "reloaded",
+        &[
+            ("ok", &ok),
+            ("store_generation", &generation),
+            ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
+        ],
+    );
+}
+
+async fn accept_loop(l: TcpListener, s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let accepted = tokio::select! {
+            r = l.accept() => r,
+            _ = stop.changed() => return,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE and friends: back off briefly instead of spinning.
+                log::event(Level::Error, "accept_failed", &[("reason", &e)]);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = s.limit.clone().try_acquire_owned() else {
+            s.metrics.rejected();
+            log::event(Level::Warn, "connection_limit", &[("peer", &peer)]);
+            drop(tcp);
+            continue;
+        };
+        let s = s.clone();
+        tokio::spawn(async move {
+            s.metrics.conn_open();
+            handle(tcp, peer, &s).await;
+            s.metrics.conn_close();
+            drop(permit);
+        });
+    }
+}
+
+async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
+    if let Err(e) = crate::sock::tune(socket2::SockRef::from(&tcp)) {
+        log::event(
+            Level::Warn,
+            "socket_options",
+            &[("peer", &peer), ("reason", &e)],
+        );
+    }
+    let local = tcp.local_addr().unwrap_or(peer);
+    let start = Instant::now();
+    let acceptor = tokio_rustls::TlsAcceptor::from(s.tls.clone());
+    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(t)) => t,
+        Ok(Err(e)) => {
+            s.metrics.handshake(Outcome::Failed, 0.0);
+            log::event(
+                Level::Warn,
+                "handshake_failed",
+                &[("peer", &peer), ("reason", &e)],
+            );
+            return;
+        }
+        Err(_) => {
+            s.metrics.handshake(Outcome::Timeout, 0.0);
+            log::event(Level::Warn, "handshake_timeout", &[("peer", &peer)]);
+            return;
+        }
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let (_, conn) = tls.get_ref();
+    let resumed = conn.handshake_kind() == Some(HandshakeKind::Resumed);
+    s.metrics.handshake(
+        if resumed {
+            Outcome::Resumed
+        } else {
+            Outcome::Full
+        },
+        secs,
+    );
+    if log::enabled(Level::Debug) {
+        let version = conn
+            .protocol_version()
+            .map(|v| format!("{v:?}"))
+            .unwrap_or_default();
+        let sni = conn.server_name().unwrap_or("").to_string();
+        log::event(
+            Level::Debug,
+            "handshake",
+            &[
+                ("peer", &peer),
+                ("sni", &sni),
+                ("version", &version),
+                ("resumed", &resumed),
+                ("ms", &format!("{:.2}", secs * 1e3)),
+            ],
+        );
+    }
+    let result = match &s.cfg.mode {
+        Mode::Http => respond_http(tls, s).await,
+        Mode::Echo => echo(tls, s.cfg.idle_timeout).await,
+        Mode::Backend(addr) => forward(tls, addr, peer, local, s).await,
+    };
+    if let Err(e) = result {
+        log::event(
+            Level::Debug,
+            "connection_error",
+            &[("peer", &peer), ("reason", &e)],
+        );
+    }
+}
+
+const BODY: &[u8] = b"hello from tlskit\n";
+
+async fn respond_http(
+    mut tls: tokio_rustls::server::TlsStream<TcpStream>,
+    s: &Shared,
+) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        // Read one request head.
+        let end = loop {
+            if let Some(p) = find_head_end(&buf) {
+                break p;
+            }
+            if buf.len() > 16 * 1024 {
+                tls.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await?;
+                return tls.shutdown().await;
+            }
+            let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read(&mut chunk)).await {
+                Ok(r) => r?,
+                Err(_) => return tls.shutdown().await,
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let http10 = head.lines().next().is_some_and(|l| l.ends_with("http/1.0"));
+        let close = s.stopping.load(Ordering::Acquire)
+            || head.contains("\nconnection: close")
+            || (http10 && !head.contains("\nconnection: keep-alive"));
+        buf.drain(..end);
+        let mut resp = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
+            BODY.len(),
+            if close { "Connection: close\r\n" } else { "" }
+        )
+        .into_bytes();
+        resp.extend_from_slice(BODY);
+        tls.write_all(&resp).await?;
+        tls.flush().await?;
+        if close {
+            return tls.shutdown().await;
+        }
+    }
+}
+
+fn find_head_end(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+async fn echo(
+    tls: tokio_rustls::server::TlsStream<TcpStream>,
+    idle: Duration,
+) -> std::io::Result<()> {
+    let (mut r, mut w) = tokio::io::split(tls);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match tokio::time::timeout(idle, r.read(&mut buf)).await {
+            Ok(n) => n?,
+            Err(_) => break,
+        };
+        if n == 0 {
+            break;
+        }
+        w.write_all(&buf[..n]).await?;
+        w.flush().await?;
+    }
+    w.shutdown().await
+}
+
+async fn forward(
+    mut tls: tokio_rustls::server::TlsStream<TcpStream>,
+    addr: &str,
+    peer: SocketAddr,
+    local: SocketAddr,
+    s: &Shared,
+) -> std::io::Result<()> {
+    let mut backend = match TcpStream::connect(addr).await {
+        Ok(b) => b,
+        Err(e) => {
+            s.metrics.backend_error();
+            log::event(
+                Level::Error,
+                "backend_unreachable",
+                &[("backend", &addr), ("reason", &e)],
+            );
+            return tls.shutdown().await;
+        }
+    };
+    backend.set_nodelay(true)?;
+    if s.cfg.proxy_protocol {
+        backend
+            .write_all(&crate::proxy::v2_header(peer, local))
+            .await?;
+    }
+    tokio::io::copy_bidirectional(&mut tls, &mut backend).await?;
+    Ok(())
+}
+
+async fn metrics_loop(l: TcpListener, m: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let (mut c, _) = tokio::select! {
+            r = l.accept() => match r { Ok(x) => x, Err(_) => continue },
+            _ = stop.changed() => return,
+        };
+        let m = m.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 2048];
+            let _ = tokio::time::timeout(Duration::from_secs(5), c.read(&mut buf)).await;
+            let body = m.render();
+            let resp = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = c.write_all(resp.as_bytes()).await;
+            let _ = c.shutdown().await;
+        });
+    }
+}

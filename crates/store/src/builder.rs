@@ -1,0 +1,405 @@
+//! [`StoreBuilder`]: incremental, linear-time construction of a [`TrustStore`].
+//!
+//! Each added certificate costs O(its bytes) + O(1) expected: it is parsed once, hashed
+//! once, and inserted into three growing hash tables (amortised O(1)); the CA-name list and
+//! its encoded size are extended in place. Nothing walks the anchors already added, so a
+//! long sequence of one-file `add_source` calls stays linear (the "40-second pattern").
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use sha2::Digest;
+
+use crate::der;
+use crate::error::{IssueKind, LoadIssue};
+use crate::store::{hash_bytes, hash_sha, Bytes, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+
+/// Result of adding one certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// A new anchor.
+    New,
+    /// Same SHA-256 as an anchor already in the builder: not added again.
+    Duplicate,
+}
+
+/// Open-addressing table of anchor indices, power-of-two capacity, linear probing.
+///
+/// Each builder slot is `(hash >> 32) << 32 | (index + 1)` (0 = empty): the high half of
+/// the hash both picks the home slot ([`slot_of`]) and serves as a tag, so probing compares
+/// keys only on a tag match and growing never recomputes a hash. The built store keeps
+/// just the low 32 bits (index + 1) and recomputes the hash of the key it looks up.
+pub(crate) struct Table {
+    slots: Vec<u64>,
+    count: u32,
+}
+
+/// Home slot of a hash in a table of `cap` (a power of two) slots.
+#[inline]
+pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
+    (h >> 32) as usize & (cap - 1)
+}
+
+impl Table {
+    fn new() -> Self {
+        Table {
+            slots: vec![0; 16],
+            count: 0,
+        }
+    }
+    pub(crate) fn cap(&self) -> usize {
+        self.slots.len()
+    }
+    fn find(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let tag = h >> 32;
+        let mut s = slot_of(h, self.slots.len());
+        loop {
+            let v = self.slots[s];
+            if v == 0 {
+                return None;
+            }
+            if v >> 32 == tag {
+                let i = (v as u32).wrapping_sub(1);
+                if eq(i) {
+                    return Some(i);
+                }
+            }
+            s = (s + 1) & mask;
+        }
+    }
+    fn put(slots: &mut [u64], v: u64) {
+        let mask = slots.len() - 1;
+        let mut s = (v >> 32) as usize & mask;
+        while slots[s] != 0 {
+            s = (s + 1) & mask;
+        }
+        slots[s] = v;
+    }
+    /// Insert an index known to be absent; doubles at load 3/4.
+    fn insert(&mut self, h: u64, idx: u32) {
+        if (self.count as usize + 1) * 4 > self.slots.len() * 3 {
+            let mut bigger = vec![0u64; self.slots.len() * 2];
+            for &v in &self.slots {
+                if v != 0 {
+                    Self::put(&mut bigger, v);
+                }
+            }
+            self.slots = bigger;
+        }
+        Self::put(&mut self.slots, (h >> 32) << 32 | u64::from(idx + 1));
+        self.count += 1;
+    }
+    /// Grow (once) so that `n` entries fit under the 3/4 load limit.
+    fn reserve(&mut self, n: usize) {
+        let want = (n * 4 / 3 + 1).next_power_of_two();
+        if want > self.slots.len() {
+            let mut bigger = vec![0u64; want];
+            for &v in &self.slots {
+                if v != 0 {
+                    Self::put(&mut bigger, v);
+                }
+            }
+            self.slots = bigger;
+        }
+    }
+    /// The slots as the built store keeps them: index + 1, 0 = empty.
+    fn low_words(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().map(|&v| v as u32)
+    }
+}
+
+/// Incremental builder: linear in bytes, amortised O(1) per added certificate.
+pub struct StoreBuilder {
+    pub(crate) der: Vec<u8>,
+    pub(crate) recs: Vec<Rec>,
+    pub(crate) sha: Vec<[u8; 32]>,
+    subj_next: Vec<u32>,
+    ski_next: Vec<u32>,
+    /// Last anchor of the group each head starts (valid at heads only).
+    subj_tail: Vec<u32>,
+    ski_tail: Vec<u32>,
+    subj_tab: Table,
+    ski_tab: Table,
+    sha_tab: Table,
+    names: Vec<u32>,
+    encoded_len: u64,
+    // Bookkeeping for reports (not part of the built store).
+    pub(crate) seen_inodes: HashSet<(u64, u64)>,
+    pub(crate) files: usize,
+    pub(crate) aliases: usize,
+    pub(crate) duplicates: usize,
+    pub(crate) read_buf: Vec<u8>,
+    pub(crate) snapshot_sources: Vec<crate::snapshot::SourceRecord>,
+    /// When set, every certificate occurrence is recorded (for lint and prune).
+    pub(crate) tracker: Option<Tracker>,
+}
+
+/// Per-occurrence bookkeeping for lint and prune.
+#[derive(Default)]
+pub(crate) struct Tracker {
+    pub(crate) files: Vec<PathBuf>,
+    /// (file index, anchor index, block number, new?) for every certificate seen.
+    pub(crate) occurrences: Vec<(u32, u32, u32, bool)>,
+    /// Issues per file, by file index.
+    pub(crate) file_issues: Vec<(u32, LoadIssue)>,
+    /// Paths that resolved to an inode already read (hash links, symlinks).
+    pub(crate) alias_of: Vec<(PathBuf, PathBuf)>,
+    pub(crate) inode_path: std::collections::HashMap<(u64, u64), PathBuf>,
+}
+
+/// Parse and fingerprint one certificate (no builder state: safe on worker threads).
+/// Rejects malformed DER, non-CA certificates and oversized subjects.
+pub(crate) fn prepare(cert: &[u8]) -> Result<(der::CertFields, [u8; 32]), IssueKind> {
+    let f = der::parse_cert(cert).map_err(|e| IssueKind::MalformedDer(e.0))?;
+    if !f.is_ca {
+        let (o, l) = (f.subject.0 as usize, f.subject.1 as usize);
+        return Err(IssueKind::NotCa {
+            subject: crate::lint::render_name(cert.get(o..o + l).unwrap_or(&[])),
+        });
+    }
+    if f.subject.1 > 65533 {
+        return Err(IssueKind::SubjectTooLarge(f.subject.1 as usize));
+    }
+    Ok((f, sha2::Sha256::digest(cert).into()))
+}
+
+impl Default for StoreBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StoreBuilder {
+    pub fn new() -> Self {
+        StoreBuilder {
+            der: Vec::new(),
+            recs: Vec::new(),
+            sha: Vec::new(),
+            subj_next: Vec::new(),
+            ski_next: Vec::new(),
+            subj_tail: Vec::new(),
+            ski_tail: Vec::new(),
+            subj_tab: Table::new(),
+            ski_tab: Table::new(),
+            sha_tab: Table::new(),
+            names: Vec::new(),
+            encoded_len: 0,
+            seen_inodes: HashSet::new(),
+            files: 0,
+            aliases: 0,
+            duplicates: 0,
+            read_buf: Vec::new(),
+            snapshot_sources: Vec::new(),
+            tracker: None,
+        }
+    }
+
+    /// Pre-size for about `anchors` certificates of `der_bytes` total.
+    pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
+        let total = self.recs.len() + anchors;
+        self.sha_tab.reserve(total);
+        self.subj_tab.reserve(self.names.len() + anchors);
+        self.ski_tab.reserve(total);
+        self.der.reserve(der_bytes);
+        self.recs.reserve(anchors);
+        self.sha.reserve(anchors);
+        self.subj_next.reserve(anchors);
+        self.ski_next.reserve(anchors);
+        self.subj_tail.reserve(anchors);
+        self.ski_tail.reserve(anchors);
+    }
+
+    pub(crate) fn track(&mut self) {
+        self.tracker = Some(Tracker::default());
+    }
+
+    /// Anchors added so far.
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+    /// Distinct subjects so far (the CA-name list length).
+    pub fn ca_names_len(&self) -> usize {
+        self.names.len()
+    }
+    /// Encoded size of the CA-name list so far (sum of 2 + DN length).
+    pub fn ca_names_encoded_len(&self) -> usize {
+        self.encoded_len as usize
+    }
+
+    /// Add one DER certificate found at `origin`. Duplicates (same SHA-256) are one anchor.
+    pub fn add_der(&mut self, der: &[u8], origin: &Path) -> Result<Added, LoadIssue> {
+        let start = self.der.len();
+        self.der.extend_from_slice(der);
+        self.commit_tail(start)
+            .map(|(a, _)| a)
+            .map_err(|k| LoadIssue::new(origin, k))
+    }
+
+    /// The certificate is `self.der[start..]`; index it or roll the arena back.
+    /// Returns what happened and the anchor's index.
+    pub(crate) fn commit_tail(&mut self, start: usize) -> Result<(Added, u32), IssueKind> {
+        let prepared = prepare(&self.der[start..]);
+        let result = prepared.and_then(|(f, sha)| self.insert_prepared(start, &f, &sha));
+        if !matches!(result, Ok((Added::New, _))) {
+            self.der.truncate(start);
+        }
+        result
+    }
+
+    /// Index the certificate at `self.der[start..]` whose fields and fingerprint were
+    /// computed by [`prepare`]. On `Duplicate` or error the caller truncates the arena.
+    pub(crate) fn insert_prepared(
+        &mut self,
+        start: usize,
+        f: &der::CertFields,
+        sha: &[u8; 32],
+    ) -> Result<(Added, u32), IssueKind> {
+        if let Some(i) = self.find_sha(sha) {
+            self.duplicates += 1;
+            return Ok((Added::Duplicate, i));
+        }
+        let cert_len = self.der.len() - start;
+        let (Ok(der_off), Ok(der_len)) = (u32::try_from(start), u32::try_from(cert_len)) else {
+            return Err(IssueKind::Unreadable(
+                "store full: DER arena exceeds 4 GiB".into(),
+            ));
+        };
+        if der_off.checked_add(der_len).is_none() || self.recs.len() >= (u32::MAX - 1) as usize {
+            return Err(IssueKind::Unreadable(
+                "store full: DER arena exceeds 4 GiB".into(),
+            ));
+        }
+        let (ski_off, ski_len) = f.ski.unwrap_or((NO_SKI, 0));
+        let rec = Rec {
+            der_off,
+            der_len,
+            subj_off: f.subject.0,
+            subj_len: f.subject.1,
+            ski_off,
+            ski_len,
+            not_before: f.not_before,
+            not_after: f.not_after,
+        };
+        let idx = self.recs.len() as u32;
+        self.recs.push(rec);
+        self.sha.push(*sha);
+        self.subj_next.push(0);
+        self.ski_next.push(0);
+        self.subj_tail.push(idx);
+        self.ski_tail.push(idx);
+
+        let (der_arena, recs) = (&self.der, &self.recs);
+        let subj_of = |i: u32| {
+            let r = &recs[i as usize];
+            let s = (r.der_off + r.subj_off) as usize;
+            &der_arena[s..s + r.subj_len as usize]
+        };
+        let ski_of = |i: u32| {
+            let r = &recs[i as usize];
+            let s = (r.der_off + r.ski_off) as usize;
+            &der_arena[s..s + r.ski_len as usize]
+        };
+        self.sha_tab.insert(hash_sha(sha), idx);
+
+        let subject = subj_of(idx);
+        let hs = hash_bytes(subject);
+        match self.subj_tab.find(hs, |i| subj_of(i) == subject) {
+            Some(head) => {
+                let tail = self.subj_tail[head as usize];
+                self.subj_next[tail as usize] = idx + 1;
+                self.subj_tail[head as usize] = idx;
+            }
+            None => {
+                self.subj_tab.insert(hs, idx);
+                self.names.push(idx);
+                self.encoded_len += 2 + subject.len() as u64;
+            }
+        }
+        if ski_off != NO_SKI {
+            let key = ski_of(idx);
+            let hk = hash_bytes(key);
+            match self.ski_tab.find(hk, |i| ski_of(i) == key) {
+                Some(head) => {
+                    let tail = self.ski_tail[head as usize];
+                    self.ski_next[tail as usize] = idx + 1;
+                    self.ski_tail[head as usize] = idx;
+                }
+                None => self.ski_tab.insert(hk, idx),
+            }
+        }
+        Ok((Added::New, idx))
+    }
+
+    /// Index of the anchor with this fingerprint, if present.
+    pub(crate) fn find_sha(&self, sha: &[u8; 32]) -> Option<u32> {
+        self.sha_tab
+            .find(hash_sha(sha), |i| &self.sha[i as usize] == sha)
+    }
+
+    pub(crate) fn layout(&self) -> Layout {
+        Layout {
+            n: self.recs.len() as u32,
+            m: self.names.len() as u32,
+            subj_cap: self.subj_tab.cap() as u32,
+            ski_cap: self.ski_tab.cap() as u32,
+            sha_cap: self.sha_tab.cap() as u32,
+            encoded_len: self.encoded_len,
+        }
+    }
+
+    /// Serialise the tables buffer (see the layout in store.rs).
+    pub(crate) fn tables_bytes(&self) -> Vec<u8> {
+        let lay = self.layout();
+        let Some(off) = lay.offsets() else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(off.total);
+        fn put(out: &mut Vec<u8>, v: impl Iterator<Item = u32>) {
+            for x in v {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        put(&mut out, self.subj_tab.low_words());
+        put(&mut out, self.ski_tab.low_words());
+        put(&mut out, self.sha_tab.low_words());
+        put(&mut out, self.subj_next.iter().copied());
+        put(&mut out, self.ski_next.iter().copied());
+        put(&mut out, self.names.iter().copied());
+        out.resize(off.index_len, 0);
+        for r in &self.recs {
+            r.write(&mut out);
+        }
+        for s in &self.sha {
+            out.extend_from_slice(s);
+        }
+        debug_assert_eq!(out.len(), off.total);
+        out
+    }
+
+    /// Finish: an immutable store of generation 1 (a [`crate::StoreHandle`] renumbers it).
+    pub fn build(self) -> TrustStore {
+        let lay = self.layout();
+        let tables = self.tables_bytes();
+        // offsets() only fails on overflow, which the u32 caps on counts rule out.
+        let off = lay.offsets().unwrap_or_default();
+        let mut der = self.der;
+        der.shrink_to_fit();
+        TrustStore {
+            generation: 1,
+            names: CaNames {
+                core: Core {
+                    tables: Bytes::Owned(tables),
+                    der: Bytes::Owned(der),
+                    lay,
+                    off,
+                    check: None,
+                },
+            },
+            snapshot: None,
+        }
+    }
+}

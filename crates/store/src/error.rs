@@ -1,0 +1,163 @@
+//! Typed errors: per-file load issues (the load goes on) and store-level errors.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Largest file the store reads (bundle, DER file or snapshot source file): 64 MiB.
+/// Larger files are reported as [`IssueKind::TooLarge`] and skipped. A snapshot file is
+/// mapped, not read, and has its own limit ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Why one input (a file, a PEM block, a certificate) was not loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IssueKind {
+    /// The file could not be opened or read.
+    #[error("unreadable: {0}")]
+    Unreadable(String),
+    /// A symlink chain loops (ELOOP), or a directory link leads back to itself.
+    #[error("symlink loop")]
+    SymlinkLoop,
+    /// Larger than [`MAX_FILE_BYTES`].
+    #[error("file too large ({size} bytes; limit {limit} bytes)")]
+    TooLarge { size: u64, limit: u64 },
+    /// Not a regular file (device, FIFO, socket).
+    #[error("not a regular file")]
+    NotRegular,
+    /// A malformed PEM block (missing END, bad base64, ...).
+    #[error("bad PEM block: {0}")]
+    BadPem(&'static str),
+    /// A private key block: skipped, never loaded, never shown.
+    #[error("private key block ({label}) skipped: not loaded, contents not shown")]
+    PrivateKey { label: String },
+    /// A well-formed PEM block that is not a certificate (CRL, CSR, public key, ...).
+    #[error("not a certificate ({label} block) skipped")]
+    NotCertificate { label: String },
+    /// Bytes that are not a well-formed DER certificate.
+    #[error("malformed DER certificate: {0}")]
+    MalformedDer(&'static str),
+    /// A well-formed certificate that cannot be a trust anchor: basicConstraints does not
+    /// say cA (and it is not a legacy v1 self-issued root). Reported, not loaded.
+    #[error("not a CA certificate (basicConstraints cA is not set): not loaded as an anchor; subject {subject}")]
+    NotCa { subject: String },
+    /// Neither a PEM block nor a DER certificate in the file.
+    #[error("no certificate found (no PEM block, not DER)")]
+    NoCertificates,
+    /// The certificate's subject is larger than a TLS CA-name entry can carry.
+    #[error("subject name too large ({0} bytes)")]
+    SubjectTooLarge(usize),
+    /// A snapshot file could not be used.
+    #[error("{0}")]
+    Snapshot(#[from] SnapshotError),
+    /// A source recorded in a snapshot changed after the snapshot was built.
+    #[error("snapshot is stale: source {0}")]
+    Stale(String),
+    /// One anchor of a snapshot failed its integrity check and is never returned.
+    #[error("snapshot anchor #{index} failed its integrity check (SHA-256 or fields mismatch): not trusted")]
+    CorruptAnchor { index: u32 },
+}
+
+impl IssueKind {
+    /// A short, stable tag for JSON output and lint findings.
+    pub fn tag(&self) -> &'static str {
+        match self {
+            IssueKind::Unreadable(_) => "unreadable",
+            IssueKind::SymlinkLoop => "symlink-loop",
+            IssueKind::TooLarge { .. } => "too-large",
+            IssueKind::NotRegular => "not-regular",
+            IssueKind::BadPem(_) => "bad-pem",
+            IssueKind::PrivateKey { .. } => "private-key",
+            IssueKind::NotCertificate { .. } => "not-certificate",
+            IssueKind::MalformedDer(_) => "malformed-der",
+            IssueKind::NotCa { .. } => "non-ca",
+            IssueKind::NoCertificates => "no-certificates",
+            IssueKind::SubjectTooLarge(_) => "subject-too-large",
+            IssueKind::Snapshot(_) => "bad-snapshot",
+            IssueKind::Stale(_) => "stale-snapshot",
+            IssueKind::CorruptAnchor { .. } => "corrupt-anchor",
+        }
+    }
+}
+
+/// One problem with one input, with its path. The load goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadIssue {
+    pub path: PathBuf,
+    /// 1-based index of the PEM block (or DER element) in the file, where it applies.
+    pub block: Option<u32>,
+    pub reason: IssueKind,
+}
+
+impl LoadIssue {
+    pub(crate) fn new(path: impl Into<PathBuf>, reason: IssueKind) -> Self {
+        LoadIssue {
+            path: path.into(),
+            block: None,
+            reason,
+        }
+    }
+    pub(crate) fn at(path: impl Into<PathBuf>, block: u32, reason: IssueKind) -> Self {
+        LoadIssue {
+            path: path.into(),
+            block: Some(block),
+            reason,
+        }
+    }
+}
+
+impl fmt::Display for LoadIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.block {
+            Some(b) => write!(f, "{}: block {b}: {}", self.path.display(), self.reason),
+            None => write!(f, "{}: {}", self.path.display(), self.reason),
+        }
+    }
+}
+
+impl std::error::Error for LoadIssue {}
+
+/// Why a snapshot file was rejected. A rejected snapshot is never trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    #[error("cannot read snapshot: {0}")]
+    Io(String),
+    #[error("not a tlskit snapshot (bad magic)")]
+    BadMagic,
+    #[error("unsupported snapshot version {found} (this tlskit reads version {supported}); rebuild it with `tlskit store build`")]
+    WrongVersion { found: u32, supported: u32 },
+    #[error("snapshot truncated or extended: {0}")]
+    Truncated(String),
+    #[error("snapshot header checksum mismatch: file altered or corrupt")]
+    HeaderChecksum,
+    #[error("snapshot index checksum mismatch: file altered or corrupt")]
+    TableChecksum,
+    #[error("snapshot layout inconsistent: {0}")]
+    Layout(&'static str),
+    #[error("snapshot too large ({0} bytes)")]
+    TooLarge(u64),
+    #[error("{count} snapshot anchor(s) failed their integrity check, first #{first}")]
+    CorruptAnchors { count: usize, first: u32 },
+}
+
+/// Store-level failures.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No source yielded a single anchor. Carries every per-file issue.
+    #[error("nothing loadable: no trust anchor found ({} problem(s) reported)", .issues.len())]
+    NothingLoadable { issues: Vec<LoadIssue> },
+    /// No system trust store was found on this machine.
+    #[error(
+        "no system trust store found (checked SSL_CERT_FILE, SSL_CERT_DIR and the usual paths)"
+    )]
+    NoSystemStore,
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
+    #[error("cannot watch: {0}")]
+    Watch(String),
+    #[error("store too large: {0}")]
+    Capacity(&'static str),
+}

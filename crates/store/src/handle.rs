@@ -1,0 +1,253 @@
+//! [`StoreHandle`]: live reload without blocking readers.
+//!
+//! Readers call [`StoreHandle::current`], an `arc-swap` load: no lock, never blocked by a
+//! reload. A reload builds a complete new store off to the side (on the caller's thread,
+//! the SIGHUP thread or the watcher thread) and swaps it in with one atomic pointer store,
+//! so readers see either the old or the new store, never a half-built one. A reload that
+//! loads nothing keeps the last good store and returns the reason. Reloads are serialised
+//! by a mutex that readers never touch; each successful swap increments the generation.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+
+use crate::error::StoreError;
+use crate::source::{load, system_store, LoadReport, Source};
+use crate::store::TrustStore;
+
+/// What a successful reload did.
+#[derive(Debug, Clone)]
+pub struct ReloadOutcome {
+    /// Generation of the store now installed.
+    pub generation: u64,
+    pub report: LoadReport,
+}
+
+struct Inner {
+    sources: Vec<Source>,
+    current: ArcSwap<TrustStore>,
+    generation: AtomicU64,
+    reload_lock: Mutex<()>,
+    last_error: Mutex<Option<String>>,
+}
+
+/// Live reload. Readers never block: `current()` is an arc-swap load. Cheap to clone.
+#[derive(Clone)]
+pub struct StoreHandle {
+    inner: Arc<Inner>,
+}
+
+/// Called after each background reload (SIGHUP or file change) with its result.
+pub type ReloadCallback = Arc<dyn Fn(&Result<ReloadOutcome, StoreError>) + Send + Sync>;
+
+impl StoreHandle {
+    /// Load `sources` (generation 1) and return a handle that can reload them.
+    pub fn new(sources: Vec<Source>) -> Result<(Self, LoadReport), StoreError> {
+        let (store, report) = load(&sources)?;
+        Ok((Self::with(store, sources), report))
+    }
+
+    fn with(mut store: TrustStore, sources: Vec<Source>) -> Self {
+        store.set_generation(1);
+        StoreHandle {
+            inner: Arc::new(Inner {
+                sources,
+                current: ArcSwap::from_pointee(store),
+                generation: AtomicU64::new(1),
+                reload_lock: Mutex::new(()),
+                last_error: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A handle around a store built elsewhere (reload() then has no sources and fails,
+    /// keeping this store; use `replace`).
+    pub fn from_store(store: TrustStore) -> Self {
+        Self::with(store, Vec::new())
+    }
+
+    /// The store now in use. Never blocks.
+    pub fn current(&self) -> Arc<TrustStore> {
+        self.inner.current.load_full()
+    }
+
+    /// Generation of the store now in use.
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
+    }
+
+    /// Why the last reload failed, if it did (cleared by a successful one).
+    pub fn last_error(&self) -> Option<String> {
+        self.inner.last_error.lock().map_or(None, |g| g.clone())
+    }
+
+    /// Reload from the sources. On failure the last good store stays in use.
+    pub fn reload(&self) -> Result<ReloadOutcome, StoreError> {
+        let _serial = self
+            .inner
+            .reload_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let result = if self.inner.sources.is_empty() {
+            Err(StoreError::NothingLoadable { issues: Vec::new() })
+        } else {
+            load(&self.inner.sources)
+        };
+        match result {
+            Ok((store, report)) => {
+                let generation = self.install(store);
+                if let Ok(mut g) = self.inner.last_error.lock() {
+                    *g = None;
+                }
+                Ok(ReloadOutcome { generation, report })
+            }
+            Err(e) => {
+                if let Ok(mut g) = self.inner.last_error.lock() {
+                    *g = Some(e.to_string());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn install(&self, mut store: TrustStore) -> u64 {
+        let g = self.inner.generation.load(Ordering::Acquire) + 1;
+        store.set_generation(g);
+        self.inner.current.store(Arc::new(store));
+        self.inner.generation.store(g, Ordering::Release);
+        g
+    }
+
+    /// Install a store built elsewhere; returns its (new) generation.
+    pub fn replace(&self, store: TrustStore) -> u64 {
+        let _serial = self
+            .inner
+            .reload_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.install(store)
+    }
+
+    /// Reload on every SIGHUP, on a background thread, until the guard is dropped.
+    pub fn reload_on_sighup(
+        &self,
+        on_reload: Option<ReloadCallback>,
+    ) -> Result<BackgroundReload, StoreError> {
+        use signal_hook::consts::SIGHUP;
+        use signal_hook::iterator::Signals;
+        let mut signals = Signals::new([SIGHUP]).map_err(|e| StoreError::Watch(e.to_string()))?;
+        let closer = signals.handle();
+        let me = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("tlskit-sighup".into())
+            .spawn(move || {
+                for _ in signals.forever() {
+                    let r = me.reload();
+                    if let Some(cb) = &on_reload {
+                        cb(&r);
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Watch(e.to_string()))?;
+        Ok(BackgroundReload {
+            stop: Some(Box::new(move || closer.close())),
+            keep: None,
+            thread: Some(thread),
+        })
+    }
+
+    /// Reload when a watched source changes, once changes have been quiet for `debounce`.
+    /// Watches each directory source and each file source's parent directory (so atomic
+    /// replacement by rename is seen).
+    pub fn watch_sources(
+        &self,
+        debounce: Duration,
+        on_reload: Option<ReloadCallback>,
+    ) -> Result<BackgroundReload, StoreError> {
+        use notify::{RecursiveMode, Watcher};
+        let (tx, rx) = mpsc::channel::<()>();
+        let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            if ev.is_ok_and(|e| !e.kind.is_access()) {
+                let _ = tx.send(());
+            }
+        })
+        .map_err(|e| StoreError::Watch(e.to_string()))?;
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for s in &self.inner.sources {
+            let expanded = match s {
+                Source::System => system_store().map(|s| s.sources).unwrap_or_default(),
+                other => vec![other.clone()],
+            };
+            for s in expanded {
+                match s {
+                    Source::Dir(p) => dirs.push(p),
+                    Source::File(p) | Source::Snapshot(p) => {
+                        let abs = std::path::absolute(&p).unwrap_or(p);
+                        if let Some(parent) = abs.parent() {
+                            dirs.push(parent.to_path_buf());
+                        }
+                    }
+                    Source::System => {}
+                }
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        for d in &dirs {
+            watcher
+                .watch(d, RecursiveMode::NonRecursive)
+                .map_err(|e| StoreError::Watch(format!("{}: {e}", d.display())))?;
+        }
+        let me = self.clone();
+        let thread = std::thread::Builder::new()
+            .name("tlskit-watch".into())
+            .spawn(move || {
+                while rx.recv().is_ok() {
+                    // Debounce: wait until no event arrives for `debounce`.
+                    loop {
+                        match rx.recv_timeout(debounce) {
+                            Ok(()) => continue,
+                            Err(mpsc::RecvTimeoutError::Timeout) => break,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    let r = me.reload();
+                    if let Some(cb) = &on_reload {
+                        cb(&r);
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Watch(e.to_string()))?;
+        Ok(BackgroundReload {
+            stop: None,
+            keep: Some(Box::new(watcher)),
+            thread: Some(thread),
+        })
+    }
+}
+
+/// A background reloader (SIGHUP listener or source watcher). Dropping it stops it and
+/// waits for its thread (after any reload in progress).
+pub struct BackgroundReload {
+    stop: Option<Box<dyn FnOnce() + Send>>,
+    /// The file watcher; dropping it closes the event channel, which ends the thread.
+    keep: Option<Box<dyn Send>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for BackgroundReload {
+    fn drop(&mut self) {
+        drop(self.keep.take());
+        if let Some(stop) = self.stop.take() {
+            stop();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! Store hygiene: lint findings and prune plans.
+//!
+//! Lint loads the sources with per-occurrence tracking and reports duplicates (the same
+//! certificate through several files), expired and not-yet-valid anchors, non-CA
+//! certificates, weak keys (RSA < 2048 bits), SHA-1 (and MD5) signatures, groups of anchors
+//! sharing a subject, and every load issue (private keys, bad PEM, ...). Details come from
+//! x509-parser; this is not the hot path.
+//!
+//! Prune moves whole files that hold only duplicates and/or expired certificates into a
+//! backup directory (never deletes). It refuses, and reports, files that also hold good
+//! certificates, files with unparseable content, and files reached through several paths
+//! (hash links would be left dangling).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use x509_parser::prelude::FromDer;
+
+use crate::builder::StoreBuilder;
+use crate::error::{IssueKind, StoreError};
+use crate::source::{LoadReport, Source};
+use crate::store::{now_unix, TrustStore};
+
+/// A printable Distinguished Name ("CN=..., O=...") of a raw Name DER.
+pub fn render_name(name_der: &[u8]) -> String {
+    match x509_parser::x509::X509Name::from_der(name_der) {
+        Ok((_, n)) => {
+            let s = n.to_string();
+            if s.is_empty() {
+                "(empty subject)".into()
+            } else {
+                s
+            }
+        }
+        Err(_) => "(unparseable name)".into(),
+    }
+}
+
+/// One lint finding.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Finding {
+    /// "duplicate", "expired", "not-yet-valid", "non-ca", "weak-key", "sha1-signature",
+    /// "md5-signature", "same-subject", or a load-issue tag ("private-key", "bad-pem", ...).
+    pub kind: String,
+    pub path: PathBuf,
+    pub subject: String,
+    pub detail: String,
+}
+
+/// Lint result: findings plus the load report of the tracked load.
+pub struct LintReport {
+    pub findings: Vec<Finding>,
+    pub report: LoadReport,
+    pub store: TrustStore,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn date(ts: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(ts)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ts.to_string())
+}
+
+struct Tracked {
+    store: TrustStore,
+    report: LoadReport,
+    tracker: crate::builder::Tracker,
+}
+
+fn load_tracked(sources: &[Source]) -> Tracked {
+    let started = Instant::now();
+    let mut b = StoreBuilder::new();
+    b.track();
+    let mut report = LoadReport::default();
+    for s in sources {
+        b.add_source(s, &mut report);
+    }
+    b.finish_report(&mut report, started);
+    let tracker = b.tracker.take().unwrap_or_default();
+    Tracked {
+        store: b.build(),
+        report,
+        tracker,
+    }
+}
+
+/// Lint the sources at time `now` (Unix seconds).
+pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
+    let t = load_tracked(sources);
+    let mut findings = Vec::new();
+    let files = &t.tracker.files;
+    let path_of = |f: u32| files.get(f as usize).cloned().unwrap_or_default();
+    // First file of each anchor.
+    let mut first_file: HashMap<u32, u32> = HashMap::new();
+    for &(f, a, _, new) in &t.tracker.occurrences {
+        if new {
+            first_file.insert(a, f);
+        }
+    }
+    for (f, issue) in &t.tracker.file_issues {
+        let subject = match &issue.reason {
+            IssueKind::NotCa { subject } => subject.clone(),
+            _ => String::new(),
+        };
+        let detail = match issue.block {
+            Some(b) => format!("block {b}: {}", issue.reason),
+            None => issue.reason.to_string(),
+        };
+        findings.push(Finding {
+            kind: issue.reason.tag().into(),
+            path: path_of(*f),
+            subject,
+            detail,
+        });
+    }
+    // Issues not tied to a tracked file (unreadable paths, loops, bad snapshots).
+    for issue in &t.report.errors {
+        if !t.tracker.file_issues.iter().any(|(_, i)| i == issue) {
+            findings.push(Finding {
+                kind: issue.reason.tag().into(),
+                path: issue.path.clone(),
+                subject: String::new(),
+                detail: issue.reason.to_string(),
+            });
+        }
+    }
+    for &(f, a, block, new) in &t.tracker.occurrences {
+        if new {
+            continue;
+        }
+        let Some(anchor) = t.store.get(a) else {
+            continue;
+        };
+        let first = first_file
+            .get(&a)
+            .map(|&ff| path_of(ff))
+            .unwrap_or_default();
+        let same = first_file.get(&a) == Some(&f);
+        findings.push(Finding {
+            kind: "duplicate".into(),
+            path: path_of(f),
+            subject: render_name(anchor.subject()),
+            detail: if same {
+                format!(
+                    "block {block}: repeats an earlier block of the same file (sha256 {})",
+                    hex(anchor.sha256())
+                )
+            } else {
+                format!(
+                    "block {block}: same certificate as {} (sha256 {})",
+                    first.display(),
+                    hex(anchor.sha256())
+                )
+            },
+        });
+    }
+    for a in t.store.anchors() {
+        let path = first_file
+            .get(&a.index())
+            .map(|&f| path_of(f))
+            .unwrap_or_default();
+        let subject = render_name(a.subject());
+        if a.not_after() < now {
+            findings.push(Finding {
+                kind: "expired".into(),
+                path: path.clone(),
+                subject: subject.clone(),
+                detail: format!("notAfter {}", date(a.not_after())),
+            });
+        }
+        if a.not_before() > now {
+            findings.push(Finding {
+                kind: "not-yet-valid".into(),
+                path: path.clone(),
+                subject: subject.clone(),
+                detail: format!("notBefore {}", date(a.not_before())),
+            });
+        }
+        if let Ok((_, cert)) = x509_parser::certificate::X509Certificate::from_der(a.der()) {
+            if let Ok(x509_parser::public_key::PublicKey::RSA(rsa)) = cert.public_key().parsed() {
+                let bits = rsa.key_size();
+                if bits < 2048 {
+                    findings.push(Finding {
+                        kind: "weak-key".into(),
+                        path: path.clone(),
+                        subject: subject.clone(),
+                        detail: format!("RSA key of {bits} bits (< 2048)"),
+                    });
+                }
+            }
+            let oid = cert.signature_algorithm.algorithm.to_id_string();
+            let kind = match oid.as_str() {
+                "1.2.840.113549.1.1.5"
+                | "1.2.840.10045.4.1"
+                | "1.2.840.10040.4.3"
+                | "1.3.14.3.2.29" => Some("sha1-signature"),
+                "1.2.840.113549.1.1.4" | "1.2.840.113549.1.1.2" => Some("md5-signature"),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                findings.push(Finding {
+                    kind: kind.into(),
+                    path: path.clone(),
+                    subject: subject.clone(),
+                    detail: format!(
+                        "signed with {oid}; a self-signed root's own signature is not checked, but it shows the CA's age"
+                    ),
+                });
+            }
+        }
+    }
+    for name in t.store.ca_names().iter() {
+        let group: Vec<_> = t.store.by_subject(name).collect();
+        if group.len() > 1 {
+            let path = first_file
+                .get(&group[0].index())
+                .map(|&f| path_of(f))
+                .unwrap_or_default();
+            let list: Vec<String> = group
+                .iter()
+                .map(|a| {
+                    let state = if a.not_after() < now {
+                        "expired"
+                    } else {
+                        "valid"
+                    };
+                    format!(
+                        "{} ({state} until {})",
+                        &hex(a.sha256())[..16],
+                        date(a.not_after())
+                    )
+                })
+                .collect();
+            findings.push(Finding {
+                kind: "same-subject".into(),
+                path,
+                subject: render_name(name),
+                detail: format!(
+                    "{} anchors share this subject: {}",
+                    group.len(),
+                    list.join(", ")
+                ),
+            });
+        }
+    }
+    LintReport {
+        findings,
+        report: t.report,
+        store: t.store,
+    }
+}
+
+/// Lint the sources now.
+pub fn lint(sources: &[Source]) -> LintReport {
+    lint_at(sources, now_unix())
+}
+
+/// One file prune would move.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PruneMove {
+    pub path: PathBuf,
+    pub to: PathBuf,
+    pub reason: String,
+}
+
+/// One file prune will not touch although it holds duplicates or expired certificates.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PruneRefusal {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// What prune would do.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PrunePlan {
+    pub moves: Vec<PruneMove>,
+    pub refused: Vec<PruneRefusal>,
+}
+
+/// Plan a prune of one file or directory source, backing up into `backup`.
+pub fn plan_prune(source: &Source, backup: &Path) -> Result<PrunePlan, StoreError> {
+    plan_prune_at(source, backup, now_unix())
+}
+
+/// [`plan_prune`] at time `now`.
+pub fn plan_prune_at(source: &Source, backup: &Path, now: i64) -> Result<PrunePlan, StoreError> {
+    let root: PathBuf = match source {
+        Source::Dir(p) => p.clone(),
+        Source::File(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
+        Source::Snapshot(_) | Source::System => {
+            return Err(StoreError::Write {
+                path: source
+                    .path()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| "system".into()),
+                reason: "prune works on a file or a directory of certificate files".into(),
+            })
+        }
+    };
+    let t = load_tracked(std::slice::from_ref(source));
+    let files = &t.tracker.files;
+    let mut first_file: HashMap<u32, u32> = HashMap::new();
+    for &(f, a, _, new) in &t.tracker.occurrences {
+        if new {
+            first_file.insert(a, f);
+        }
+    }
+    let mut per_file: Vec<(usize, usize, usize, Vec<String>)> =
+        vec![(0, 0, 0, Vec::new()); files.len()];
+    for &(f, a, _, new) in &t.tracker.occurrences {
+        let Some(entry) = per_file.get_mut(f as usize) else {
+            continue;
+        };
+        let expired = t.store.get(a).is_some_and(|x| x.not_after() < now);
+        if expired {
+            entry.1 += 1;
+            entry.3.push("expired".into());
+        } else if !new && first_file.get(&a) != Some(&f) {
+            entry.2 += 1;
+            let other = first_file
+                .get(&a)
+                .and_then(|&ff| files.get(ff as usize))
+                .cloned()
+                .unwrap_or_default();
+            entry.3.push(format!("duplicate of {}", other.display()));
+        } else {
+            entry.0 += 1;
+        }
+    }
+    let mut plan = PrunePlan {
+        moves: Vec::new(),
+        refused: Vec::new(),
+    };
+    for (i, (good, expired, dups, reasons)) in per_file.into_iter().enumerate() {
+        let path = files[i].clone();
+        if expired + dups == 0 {
+            continue;
+        }
+        let issues = t
+            .tracker
+            .file_issues
+            .iter()
+            .filter(|(f, _)| *f as usize == i)
+            .count();
+        let aliases: Vec<&PathBuf> = t
+            .tracker
+            .alias_of
+            .iter()
+            .filter(|(_, first)| *first == path)
+            .map(|(a, _)| a)
+            .collect();
+        let refusal = if good > 0 {
+            Some(format!(
+                "holds {good} other good certificate(s); edit it by hand"
+            ))
+        } else if issues > 0 {
+            Some(format!(
+                "holds {issues} block(s) that did not load; inspect it by hand"
+            ))
+        } else if !aliases.is_empty() {
+            Some(format!(
+                "also reached through {} (links would dangle); remove the links and rehash",
+                aliases
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some(reason) => plan.refused.push(PruneRefusal { path, reason }),
+            None => {
+                let rel = path
+                    .strip_prefix(&root)
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|_| {
+                        path.file_name()
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| path.clone())
+                    });
+                let mut r = reasons;
+                r.dedup();
+                plan.moves.push(PruneMove {
+                    to: backup.join(rel),
+                    path,
+                    reason: r.join("; "),
+                });
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Carry out a plan: move each file into the backup (rename, or copy + remove across
+/// filesystems; symlinks are moved as links). Never overwrites an existing backup file.
+/// Returns one result per move.
+pub fn apply_prune(plan: &PrunePlan) -> Vec<(PathBuf, Result<(), String>)> {
+    plan.moves
+        .iter()
+        .map(|m| {
+            (
+                m.path.clone(),
+                move_file(&m.path, &m.to).map_err(|e| e.to_string()),
+            )
+        })
+        .collect()
+}
+
+fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    if to.symlink_metadata().is_ok() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} already exists in the backup; not overwritten",
+                to.display()
+            ),
+        ));
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(18) => {
+            // EXDEV: copy, sync, then remove the original.
+            let md = from.symlink_metadata()?;
+            if md.file_type().is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(from)?, to)?;
+            } else {
+                std::fs::copy(from, to)?;
+                std::fs::File::open(to)?.sync_all()?;
+            }
+            std::fs::remove_file(from)
+        }
+        Err(e) => Err(e),
+    }
+}

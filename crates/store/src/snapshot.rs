@@ -1,0 +1,470 @@
+//! Snapshot files: a store compiled to one file that a process maps and uses at once.
+//!
+//! # Format (version 1, little-endian)
+//!
+//! ```text
+//! 0    magic "TLSKSNAP"        8
+//! 8    version u32 = 1          header_len u32 = 128
+//! 16   n u32  m u32  subj_cap u32  ski_cap u32  sha_cap u32  flags u32 (0)
+//! 40   encoded_len u64         CA-name list size in a CertificateRequest
+//! 48   tables_off u64  tables_len u64     store tables (layout in store.rs)
+//! 64   sources_off u64 sources_len u64    the sources it was built from
+//! 80   der_off u64     der_len u64        DER arena
+//! 96   created u64 (Unix s)     index_xxh3 u64 (tables' index part)
+//! 112  sources_xxh3 u64                   header_xxh3 u64 (bytes 0..120)
+//! ```
+//! followed by the tables, the sources and the DER arena, in that order, ending exactly at
+//! the end of the file.
+//!
+//! # Integrity: what is checked when
+//!
+//! Opening must take well under a millisecond at 100,000 anchors, so it cannot hash the
+//! ~40 MB of DER. Instead:
+//! * **at open**: magic, version, the header's xxh3, that every section lies inside the
+//!   file and the file ends where the header says (truncation or extension is rejected),
+//!   the table layout, and the xxh3 of the index part (hash tables, subject/SKI chains,
+//!   CA-name list). Any failure rejects the whole file with a [`SnapshotError`].
+//! * **before an anchor's first use**: its DER is hashed with SHA-256 and compared with
+//!   its recorded fingerprint, and re-parsed and compared with its record (subject, SKI,
+//!   validity, CA flag). The result is kept in a bitset. An anchor that fails is never
+//!   returned by any lookup or iterator; [`TrustStore::verify_all`] reports it.
+//! * **stale sources**: [`TrustStore::stale_sources`] checks the recorded sources' size
+//!   and mtime (and the sources section's own xxh3); `load` reports it, opening does not
+//!   (a `stat` per source file would break the time budget for 100,000-file directories).
+//!
+//! Lookups compare the key with the anchor they reach (subject, SKI, fingerprint), so even
+//! a damaged index could only cause a miss, never a wrong anchor.
+//!
+//! Snapshots are written to a temporary file in the target directory and renamed over the
+//! target, so a reader never sees a half-written file and a mapped file is never rewritten
+//! in place (see the `SAFETY` comment in [`map_file`]).
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::error::{IssueKind, LoadIssue, SnapshotError, StoreError};
+use crate::store::{Bytes, CaNames, Checker, Core, Layout, TrustStore};
+
+/// First 8 bytes of every snapshot.
+pub const MAGIC: &[u8; 8] = b"TLSKSNAP";
+/// The format version this code reads and writes.
+pub const VERSION: u32 = 1;
+const HEADER_LEN: usize = 128;
+/// Largest snapshot accepted (offsets inside are u32 for DER).
+pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
+
+/// One source a snapshot was built from, to detect staleness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRecord {
+    pub path: PathBuf,
+    pub is_dir: bool,
+    pub size: u64,
+    pub mtime_s: i64,
+    pub mtime_ns: i64,
+}
+
+impl SourceRecord {
+    pub(crate) fn from_meta(path: &Path, md: &fs::Metadata, is_dir: bool) -> Self {
+        SourceRecord {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            is_dir,
+            size: if is_dir { 0 } else { md.len() },
+            mtime_s: md.mtime(),
+            mtime_ns: md.mtime_nsec(),
+        }
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        let p = self.path.as_os_str().as_bytes();
+        out.push(u8::from(self.is_dir));
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out.extend_from_slice(&self.mtime_s.to_le_bytes());
+        out.extend_from_slice(&self.mtime_ns.to_le_bytes());
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    fn read_all(mut b: &[u8]) -> Option<Vec<SourceRecord>> {
+        let mut out = Vec::new();
+        let take = |b: &mut &[u8], n: usize| -> Option<Vec<u8>> {
+            let (h, t) = (b.get(..n)?, b.get(n..)?);
+            *b = t;
+            Some(h.to_vec())
+        };
+        let count = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?);
+        for _ in 0..count {
+            let is_dir = take(&mut b, 1)?[0] != 0;
+            let size = u64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
+            let mtime_s = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
+            let mtime_ns = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
+            let len = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
+            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&take(&mut b, len)?));
+            out.push(SourceRecord {
+                path,
+                is_dir,
+                size,
+                mtime_s,
+                mtime_ns,
+            });
+        }
+        Some(out)
+    }
+}
+
+/// Where a mapped store came from.
+pub(crate) struct SnapshotMeta {
+    pub(crate) path: PathBuf,
+    pub(crate) map: Arc<memmap2::Mmap>,
+    pub(crate) sources_range: (usize, usize),
+    pub(crate) sources_xxh3: u64,
+    pub(crate) created: u64,
+    /// Parsed sources (for stores whose sources were read when they were built).
+    pub(crate) sources: Vec<SourceRecord>,
+}
+
+/// Does the file at `path` start with the snapshot magic?
+pub fn has_magic(path: &Path) -> bool {
+    let mut m = [0u8; 8];
+    fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut m))
+        .is_ok_and(|_| &m == MAGIC)
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    // Callers pass offsets inside the 128-byte header they have checked is present.
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Map a snapshot file read-only.
+#[allow(unsafe_code)]
+fn map_file(file: &fs::File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: `Mmap::map` is unsafe because the returned slice would change (or the
+    // process take SIGBUS) if the file were modified or truncated while mapped. tlskit
+    // never modifies a snapshot in place: `write_snapshot` writes a new temporary file
+    // and renames it over the old name, which replaces the directory entry and leaves
+    // the inode we mapped untouched until the last mapping is dropped. Only a process
+    // that writes into the snapshot file itself (not tlskit; the file should be
+    // writable only by its owner) could break this. The mapping is read-only and all
+    // access goes through bounds-checked slices; its contents are treated as
+    // untrusted bytes and checked as described in the module documentation.
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+impl TrustStore {
+    /// Open a snapshot: map it and check the header and index (see the module docs).
+    /// Anchors are verified lazily before their first use.
+    pub fn open_snapshot(path: &Path) -> Result<TrustStore, SnapshotError> {
+        let io = |e: std::io::Error| SnapshotError::Io(format!("{}: {e}", path.display()));
+        let file = fs::File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len > MAX_SNAPSHOT_BYTES {
+            return Err(SnapshotError::TooLarge(len));
+        }
+        if len < HEADER_LEN as u64 {
+            if len >= 8 {
+                let mut m = [0u8; 8];
+                (&file).read_exact(&mut m).map_err(io)?;
+                if &m != MAGIC {
+                    return Err(SnapshotError::BadMagic);
+                }
+            }
+            return Err(SnapshotError::Truncated(format!(
+                "{len} bytes, shorter than the {HEADER_LEN}-byte header"
+            )));
+        }
+        let map = Arc::new(map_file(&file).map_err(io)?);
+        let h = map
+            .get(..HEADER_LEN)
+            .ok_or(SnapshotError::Truncated("short header".into()))?;
+        if &h[..8] != MAGIC {
+            return Err(SnapshotError::BadMagic);
+        }
+        let version = u32_at(h, 8);
+        if version != VERSION {
+            return Err(SnapshotError::WrongVersion {
+                found: version,
+                supported: VERSION,
+            });
+        }
+        if xxh3_64(&h[..120]) != u64_at(h, 120) {
+            return Err(SnapshotError::HeaderChecksum);
+        }
+        if u32_at(h, 12) as usize != HEADER_LEN || u32_at(h, 36) != 0 {
+            return Err(SnapshotError::Layout("unknown header length or flags"));
+        }
+        let lay = Layout {
+            n: u32_at(h, 16),
+            m: u32_at(h, 20),
+            subj_cap: u32_at(h, 24),
+            ski_cap: u32_at(h, 28),
+            sha_cap: u32_at(h, 32),
+            encoded_len: u64_at(h, 40),
+        };
+        if !lay.sane() {
+            return Err(SnapshotError::Layout("table sizes"));
+        }
+        let off = lay
+            .offsets()
+            .ok_or(SnapshotError::Layout("table sizes overflow"))?;
+        let (t_off, t_len) = (u64_at(h, 48), u64_at(h, 56));
+        let (s_off, s_len) = (u64_at(h, 64), u64_at(h, 72));
+        let (d_off, d_len) = (u64_at(h, 80), u64_at(h, 88));
+        if t_off != HEADER_LEN as u64 || t_len != off.total as u64 {
+            return Err(SnapshotError::Layout("tables section"));
+        }
+        let t_end = t_off + t_len;
+        if s_off != t_end || d_off != s_off.saturating_add(s_len) || d_len > u32::MAX as u64 {
+            return Err(SnapshotError::Layout("section order"));
+        }
+        let end = d_off.saturating_add(d_len);
+        if end != len {
+            return Err(SnapshotError::Truncated(format!(
+                "header says {end} bytes, file has {len}"
+            )));
+        }
+        let index = map
+            .get(t_off as usize..t_off as usize + off.index_len)
+            .ok_or(SnapshotError::Layout("index part"))?;
+        if xxh3_64(index) != u64_at(h, 104) {
+            return Err(SnapshotError::TableChecksum);
+        }
+        let meta = SnapshotMeta {
+            path: path.to_path_buf(),
+            map: Arc::clone(&map),
+            sources_range: (s_off as usize, s_len as usize),
+            sources_xxh3: u64_at(h, 112),
+            created: u64_at(h, 96),
+            sources: Vec::new(),
+        };
+        Ok(TrustStore {
+            generation: 1,
+            names: CaNames {
+                core: Core {
+                    tables: Bytes::Mapped {
+                        map: Arc::clone(&map),
+                        start: t_off as usize,
+                        len: t_len as usize,
+                    },
+                    der: Bytes::Mapped {
+                        map,
+                        start: d_off as usize,
+                        len: d_len as usize,
+                    },
+                    lay,
+                    off,
+                    check: Some(Checker::new(lay.n)),
+                },
+            },
+            snapshot: Some(Box::new(meta)),
+        })
+    }
+
+    /// Check every anchor now (SHA-256 of its DER and its record). Built stores always
+    /// pass. Returns the indices of anchors that failed (they are never returned).
+    pub fn verify_all(&self) -> Result<(), SnapshotError> {
+        let n = self.core().lay.n;
+        let check = |range: std::ops::Range<u32>| -> Vec<u32> {
+            range.filter(|&i| self.core().anchor(i).is_none()).collect()
+        };
+        let bad: Vec<u32> = if n > 4096 {
+            let mid = n / 2;
+            std::thread::scope(|s| {
+                let t = s.spawn(|| check(mid..n));
+                let mut a = check(0..mid);
+                // A panicked checker proves nothing: count its whole range as failed.
+                a.extend(t.join().unwrap_or_else(|_| (mid..n).collect()));
+                a
+            })
+        } else {
+            check(0..n)
+        };
+        match bad.first() {
+            None => Ok(()),
+            Some(&first) => Err(SnapshotError::CorruptAnchors {
+                count: bad.len(),
+                first,
+            }),
+        }
+    }
+
+    /// For a snapshot: its path and when it was built (Unix seconds).
+    pub fn snapshot_info(&self) -> Option<(&Path, u64)> {
+        self.snapshot
+            .as_ref()
+            .map(|m| (m.path.as_path(), m.created))
+    }
+
+    /// The sources recorded in this snapshot (empty for built stores).
+    pub fn snapshot_sources(&self) -> Result<Vec<SourceRecord>, SnapshotError> {
+        let Some(m) = &self.snapshot else {
+            return Ok(Vec::new());
+        };
+        let (o, l) = m.sources_range;
+        let b = m
+            .map
+            .get(o..o + l)
+            .ok_or(SnapshotError::Layout("sources section"))?;
+        if xxh3_64(b) != m.sources_xxh3 {
+            return Err(SnapshotError::TableChecksum);
+        }
+        SourceRecord::read_all(b).ok_or(SnapshotError::Layout("sources section"))
+    }
+
+    /// Issues for each recorded source that changed, vanished or appeared since the
+    /// snapshot was built (empty for built stores).
+    pub fn stale_sources(&self) -> Vec<LoadIssue> {
+        let Some(m) = &self.snapshot else {
+            return Vec::new();
+        };
+        let recs = match self.snapshot_sources() {
+            Ok(r) => r,
+            Err(e) => return vec![LoadIssue::new(&m.path, IssueKind::Snapshot(e))],
+        };
+        let mut out = Vec::new();
+        for r in recs {
+            let why = match fs::metadata(&r.path) {
+                Err(_) => Some("was removed"),
+                Ok(md) if md.mtime() != r.mtime_s || md.mtime_nsec() != r.mtime_ns => {
+                    Some("changed")
+                }
+                Ok(md) if !r.is_dir && md.len() != r.size => Some("changed size"),
+                Ok(_) => None,
+            };
+            if let Some(why) = why {
+                out.push(LoadIssue::new(
+                    &m.path,
+                    IssueKind::Stale(format!(
+                        "{} {why} since the snapshot was built",
+                        r.path.display()
+                    )),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Write this store as a snapshot at `out` (atomically: temp file + rename), recording
+    /// `sources` for staleness checks.
+    pub fn write_snapshot(&self, out: &Path, sources: &[SourceRecord]) -> Result<(), StoreError> {
+        let c = self.core();
+        let tables = c.tables.as_slice();
+        let der = c.der.as_slice();
+        let mut src = Vec::new();
+        src.extend_from_slice(&(sources.len() as u32).to_le_bytes());
+        for s in sources {
+            s.write(&mut src);
+        }
+        let t_off = HEADER_LEN as u64;
+        let s_off = t_off + tables.len() as u64;
+        let d_off = s_off + src.len() as u64;
+        let mut h = Vec::with_capacity(HEADER_LEN);
+        h.extend_from_slice(MAGIC);
+        for v in [
+            VERSION,
+            HEADER_LEN as u32,
+            c.lay.n,
+            c.lay.m,
+            c.lay.subj_cap,
+            c.lay.ski_cap,
+            c.lay.sha_cap,
+            0,
+        ] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let index = tables.get(..c.off.index_len).unwrap_or(&[]);
+        for v in [
+            c.lay.encoded_len,
+            t_off,
+            tables.len() as u64,
+            s_off,
+            src.len() as u64,
+            d_off,
+            der.len() as u64,
+            created,
+            xxh3_64(index),
+            xxh3_64(&src),
+        ] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        let hx = xxh3_64(&h);
+        h.extend_from_slice(&hx.to_le_bytes());
+        debug_assert_eq!(h.len(), HEADER_LEN);
+        atomic_write(out, &[&h, tables, &src, der])
+    }
+}
+
+/// Write `parts` to `path` atomically: a temporary file in the same directory, fsync,
+/// rename over `path`, fsync the directory.
+pub fn atomic_write(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
+    let err = |e: std::io::Error| StoreError::Write {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(".{name}.tmp.{}.{nanos}", std::process::id()));
+    let result = (|| {
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        for p in parts {
+            f.write_all(p)?;
+        }
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+/// Load `sources` and write them as a snapshot at `out`. Returns the load report.
+pub fn build_snapshot(
+    sources: &[crate::Source],
+    out: &Path,
+) -> Result<crate::LoadReport, StoreError> {
+    let started = std::time::Instant::now();
+    let mut b = crate::StoreBuilder::new();
+    let mut report = crate::LoadReport::default();
+    for s in sources {
+        b.add_source(s, &mut report);
+    }
+    b.finish_report(&mut report, started);
+    if b.is_empty() {
+        return Err(StoreError::NothingLoadable {
+            issues: report.errors,
+        });
+    }
+    let recs = std::mem::take(&mut b.snapshot_sources);
+    let store = b.build();
+    store.write_snapshot(out, &recs)?;
+    report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(report)
+}

@@ -1,0 +1,830 @@
+//! Certificate sources: PEM bundles, DER files, directories, the system default, and
+//! snapshot files; and `load`, which turns a list of sources into a store.
+//!
+//! A file reached through several paths (Debian's `/etc/ssl/certs` symlinks, OpenSSL hash
+//! links `abcd1234.0`) is read once: files are keyed by (device, inode) after following
+//! links. A certificate present in several different files is one anchor (keyed by
+//! SHA-256); the repeats are counted as duplicates. Directories are read flat, like
+//! OpenSSL's CApath: subdirectories are not descended. Entries are read in byte order of
+//! their names, so results are deterministic.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::builder::{prepare, Added, StoreBuilder};
+use crate::der;
+use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES};
+use crate::pem::{self, Block, PemScanner};
+use crate::snapshot::{self, SourceRecord};
+use crate::store::{now_unix, TrustStore};
+
+/// Where certificates come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A PEM bundle (any number of certificates, text around blocks ignored) or a DER file.
+    File(PathBuf),
+    /// A directory of certificate files (flat; symlinks and hash links followed).
+    Dir(PathBuf),
+    /// A snapshot built by `tlskit store build`.
+    Snapshot(PathBuf),
+    /// This machine's default store (see [`system_store`]).
+    System,
+}
+
+impl Source {
+    /// A command-line SRC: "system" → System; a snapshot file (detected by magic) →
+    /// Snapshot; a directory → Dir; otherwise File.
+    pub fn from_arg(arg: &str) -> Source {
+        if arg == "system" {
+            return Source::System;
+        }
+        let p = PathBuf::from(arg);
+        if p.is_dir() {
+            return Source::Dir(p);
+        }
+        if snapshot::has_magic(&p) {
+            return Source::Snapshot(p);
+        }
+        Source::File(p)
+    }
+
+    /// The path, if the source has one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Source::File(p) | Source::Dir(p) | Source::Snapshot(p) => Some(p),
+            Source::System => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::System => f.write_str("system"),
+            Source::File(p) | Source::Dir(p) | Source::Snapshot(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Where this machine's default trust store was found, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemStore {
+    pub sources: Vec<Source>,
+    /// How it was chosen: "SSL_CERT_FILE", "SSL_CERT_DIR", or "default path".
+    pub chosen_by: String,
+    /// Every candidate checked, with whether it exists.
+    pub candidates: Vec<(PathBuf, bool)>,
+}
+
+/// The usual Linux bundle locations, in the order they are tried.
+pub const SYSTEM_BUNDLES: &[&str] = &[
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+/// The usual directories, tried when no bundle exists.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/etc/ssl/certs",
+    "/etc/pki/tls/certs",
+    "/system/etc/security/cacerts",
+];
+
+/// Find this machine's default store: `SSL_CERT_FILE` and/or `SSL_CERT_DIR` (colon
+/// separated) if set, else the first existing bundle of [`SYSTEM_BUNDLES`], else the first
+/// existing directory of [`SYSTEM_DIRS`].
+pub fn system_store() -> Result<SystemStore, StoreError> {
+    let mut sources = Vec::new();
+    let mut chosen = Vec::new();
+    let mut candidates = Vec::new();
+    if let Some(f) = std::env::var_os("SSL_CERT_FILE").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(f);
+        candidates.push((p.clone(), p.exists()));
+        sources.push(Source::File(p));
+        chosen.push("SSL_CERT_FILE");
+    }
+    if let Some(d) = std::env::var_os("SSL_CERT_DIR").filter(|v| !v.is_empty()) {
+        for p in std::env::split_paths(&d) {
+            candidates.push((p.clone(), p.exists()));
+            sources.push(Source::Dir(p));
+        }
+        chosen.push("SSL_CERT_DIR");
+    }
+    if !sources.is_empty() {
+        return Ok(SystemStore {
+            sources,
+            chosen_by: chosen.join(" + "),
+            candidates,
+        });
+    }
+    for b in SYSTEM_BUNDLES {
+        let p = PathBuf::from(b);
+        let ok = p.is_file();
+        candidates.push((p.clone(), ok));
+        if ok {
+            return Ok(SystemStore {
+                sources: vec![Source::File(p)],
+                chosen_by: "default path".into(),
+                candidates,
+            });
+        }
+    }
+    for d in SYSTEM_DIRS {
+        let p = PathBuf::from(d);
+        let ok = p.is_dir();
+        candidates.push((p.clone(), ok));
+        if ok {
+            return Ok(SystemStore {
+                sources: vec![Source::Dir(p)],
+                chosen_by: "default path".into(),
+                candidates,
+            });
+        }
+    }
+    Err(StoreError::NoSystemStore)
+}
+
+/// What a load did: counts and every per-file problem.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    /// Distinct files read (a file reached via several paths counts once).
+    pub files: usize,
+    /// Unique certificates loaded.
+    pub anchors: usize,
+    /// Certificates seen again after their first copy (same SHA-256).
+    pub duplicates: usize,
+    /// Anchors past their notAfter at load time (they stay loaded: lookups return every
+    /// anchor with a subject, and validity is the verifier's decision).
+    pub expired: usize,
+    /// Paths skipped because they lead to a file already read (symlinks, hash links).
+    pub aliases: usize,
+    pub errors: Vec<LoadIssue>,
+    pub load_ms: f64,
+}
+
+/// Files larger than this are read and processed in chunks of [`STREAM_CHUNK_BYTES`].
+const STREAM_MIN_BYTES: usize = 4 << 20;
+const STREAM_CHUNK_BYTES: usize = 2 << 20;
+
+/// PEM text at least this large is decoded on several threads.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+fn worker_threads(len: usize) -> usize {
+    if len < PARALLEL_MIN_BYTES {
+        return 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
+}
+
+fn block_issue(b: Block<'_>) -> IssueKind {
+    match b {
+        Block::Other {
+            label,
+            private_key: true,
+        } => IssueKind::PrivateKey { label },
+        Block::Other {
+            label,
+            private_key: false,
+        } => IssueKind::NotCertificate { label },
+        Block::Bad(why) => IssueKind::BadPem(why),
+        // Certificates are handled by the callers.
+        Block::Certificate(_) => IssueKind::BadPem("unexpected certificate block"),
+    }
+}
+
+/// What a worker thread produced from one slice of a PEM file.
+#[derive(Default)]
+struct Chunk {
+    arena: Vec<u8>,
+    items: Vec<Item>,
+    blocks: u32,
+}
+
+enum Item {
+    Cert {
+        off: usize,
+        len: usize,
+        fields: der::CertFields,
+        sha: [u8; 32],
+        block: u32,
+    },
+    Issue {
+        block: u32,
+        kind: IssueKind,
+    },
+}
+
+fn prepare_pem(text: &[u8]) -> Chunk {
+    let mut c = Chunk {
+        arena: Vec::with_capacity(text.len() * 3 / 4),
+        ..Chunk::default()
+    };
+    for b in PemScanner::new(text) {
+        c.blocks += 1;
+        let block = c.blocks;
+        match b {
+            Block::Certificate(body) => {
+                let start = c.arena.len();
+                if let Err(why) = pem::decode_body(body, &mut c.arena) {
+                    c.arena.truncate(start);
+                    c.items.push(Item::Issue {
+                        block,
+                        kind: IssueKind::BadPem(why),
+                    });
+                    continue;
+                }
+                match prepare(&c.arena[start..]) {
+                    Ok((fields, sha)) => c.items.push(Item::Cert {
+                        off: start,
+                        len: c.arena.len() - start,
+                        fields,
+                        sha,
+                        block,
+                    }),
+                    Err(kind) => {
+                        c.arena.truncate(start);
+                        c.items.push(Item::Issue { block, kind });
+                    }
+                }
+            }
+            other => c.items.push(Item::Issue {
+                block,
+                kind: block_issue(other),
+            }),
+        }
+    }
+    c
+}
+
+#[cfg(target_os = "linux")]
+const ELOOP: i32 = 40;
+#[cfg(not(target_os = "linux"))]
+const ELOOP: i32 = 62;
+
+fn io_issue(path: &Path, e: &std::io::Error) -> LoadIssue {
+    if e.raw_os_error() == Some(ELOOP) {
+        LoadIssue::new(path, IssueKind::SymlinkLoop)
+    } else {
+        LoadIssue::new(path, IssueKind::Unreadable(e.to_string()))
+    }
+}
+
+impl StoreBuilder {
+    /// Add everything a source yields, recording problems in `report` (never stops on one).
+    pub fn add_source(&mut self, source: &Source, report: &mut LoadReport) {
+        match source {
+            Source::File(p) => self.add_file(p, report),
+            Source::Dir(p) => self.add_dir(p, report),
+            Source::Snapshot(p) => self.add_snapshot(p, report),
+            Source::System => match system_store() {
+                Ok(s) => {
+                    for src in &s.sources {
+                        self.add_source(src, report);
+                    }
+                }
+                Err(e) => report.errors.push(LoadIssue::new(
+                    "system",
+                    IssueKind::Unreadable(e.to_string()),
+                )),
+            },
+        }
+        report.files = self.files;
+        report.duplicates = self.duplicates;
+        report.aliases = self.aliases;
+        report.anchors = self.len();
+    }
+
+    fn add_snapshot(&mut self, path: &Path, report: &mut LoadReport) {
+        let store = match TrustStore::open_snapshot(path) {
+            Ok(s) => s,
+            Err(e) => {
+                report
+                    .errors
+                    .push(LoadIssue::new(path, IssueKind::Snapshot(e)));
+                return;
+            }
+        };
+        self.files += 1;
+        for issue in store.stale_sources() {
+            report.errors.push(issue);
+        }
+        let file_idx = self.tracker.as_mut().map(|t| {
+            t.files.push(path.to_path_buf());
+            (t.files.len() - 1) as u32
+        });
+        let n = store.len() as u32;
+        self.reserve(n as usize, store.der_bytes());
+        for i in 0..n {
+            match store.get(i) {
+                Some(a) => {
+                    let start = self.der.len();
+                    self.der.extend_from_slice(a.der());
+                    self.commit_occurrence(start, path, file_idx, i + 1, report);
+                }
+                None => self.push_issue(
+                    report,
+                    file_idx,
+                    LoadIssue::at(path, i + 1, IssueKind::CorruptAnchor { index: i }),
+                ),
+            }
+        }
+        if let Some(meta) = &store.snapshot {
+            self.snapshot_sources.extend(meta.sources.iter().cloned());
+        }
+    }
+
+    fn add_dir(&mut self, dir: &Path, report: &mut LoadReport) {
+        let rd = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) => {
+                report.errors.push(io_issue(dir, &e));
+                return;
+            }
+        };
+        if let Ok(md) = fs::metadata(dir) {
+            self.snapshot_sources
+                .push(SourceRecord::from_meta(dir, &md, true));
+        }
+        let mut entries: Vec<PathBuf> = Vec::new();
+        for e in rd {
+            match e {
+                Ok(e) => entries.push(e.path()),
+                Err(e) => report.errors.push(io_issue(dir, &e)),
+            }
+        }
+        entries.sort_unstable();
+        for p in entries {
+            match fs::metadata(&p) {
+                Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
+                Ok(md) => self.add_file_meta(&p, md, report),
+                Err(e) => report.errors.push(io_issue(&p, &e)),
+            }
+        }
+    }
+
+    fn push_issue(&mut self, report: &mut LoadReport, file: Option<u32>, issue: LoadIssue) {
+        if let (Some(t), Some(f)) = (self.tracker.as_mut(), file) {
+            t.file_issues.push((f, issue.clone()));
+        }
+        report.errors.push(issue);
+    }
+
+    /// Read one file (PEM bundle or DER) and add its certificates.
+    pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
+        match fs::metadata(path) {
+            Ok(md) => self.add_file_meta(path, md, report),
+            Err(e) => report.errors.push(io_issue(path, &e)),
+        }
+    }
+
+    /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
+    fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
+        if !md.is_file() {
+            report
+                .errors
+                .push(LoadIssue::new(path, IssueKind::NotRegular));
+            return;
+        }
+        let key = (md.dev(), md.ino());
+        if !self.seen_inodes.insert(key) {
+            self.aliases += 1;
+            if let Some(t) = self.tracker.as_mut() {
+                let first = t.inode_path.get(&key).cloned().unwrap_or_default();
+                t.alias_of.push((path.to_path_buf(), first));
+            }
+            return;
+        }
+        if md.len() > MAX_FILE_BYTES {
+            report.errors.push(LoadIssue::new(
+                path,
+                IssueKind::TooLarge {
+                    size: md.len(),
+                    limit: MAX_FILE_BYTES,
+                },
+            ));
+            return;
+        }
+        let file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                report.errors.push(io_issue(path, &e));
+                return;
+            }
+        };
+        if md.len() > STREAM_MIN_BYTES as u64 {
+            self.add_stream(file, &md, key, path, report);
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.read_buf);
+        buf.clear();
+        buf.reserve(md.len() as usize + 1);
+        // Bound the read even if the file grew after the metadata call.
+        let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
+        if let Err(e) = read {
+            report.errors.push(io_issue(path, &e));
+            self.read_buf = buf;
+            return;
+        }
+        if buf.len() as u64 > MAX_FILE_BYTES {
+            report.errors.push(LoadIssue::new(
+                path,
+                IssueKind::TooLarge {
+                    size: buf.len() as u64,
+                    limit: MAX_FILE_BYTES,
+                },
+            ));
+            self.read_buf = buf;
+            return;
+        }
+        let file_idx = self.register_file(path, &md, key);
+        self.add_bytes(&buf, path, file_idx, report);
+        self.read_buf = buf;
+    }
+
+    fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
+        self.files += 1;
+        self.snapshot_sources
+            .push(SourceRecord::from_meta(path, md, false));
+        self.tracker.as_mut().map(|t| {
+            t.files.push(path.to_path_buf());
+            t.inode_path.insert(key, path.to_path_buf());
+            (t.files.len() - 1) as u32
+        })
+    }
+
+    /// Large files are read in chunks and processed as they arrive, so the working set
+    /// stays in cache and no file-sized buffer is allocated. Each round processes the
+    /// complete blocks before the last BEGIN line and carries the rest over; block
+    /// numbers continue across rounds. The result equals reading the file whole.
+    fn add_stream(
+        &mut self,
+        mut f: fs::File,
+        md: &fs::Metadata,
+        key: (u64, u64),
+        path: &Path,
+        report: &mut LoadReport,
+    ) {
+        let file_idx = self.register_file(path, md, key);
+        let mut buf = std::mem::take(&mut self.read_buf);
+        buf.clear();
+        let mut total = 0u64;
+        let mut eof = false;
+        let mut blocks = 0u32;
+        let mut checked_pem = false;
+        self.reserve_for_pem(md.len() as usize);
+        while !eof {
+            let old = buf.len();
+            buf.resize(old + STREAM_CHUNK_BYTES, 0);
+            let mut got = 0;
+            while got < STREAM_CHUNK_BYTES {
+                match f.read(&mut buf[old + got..]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        buf.truncate(old + got);
+                        report.errors.push(io_issue(path, &e));
+                        self.read_buf = buf;
+                        return;
+                    }
+                }
+            }
+            buf.truncate(old + got);
+            total += got as u64;
+            if total > MAX_FILE_BYTES {
+                report.errors.push(LoadIssue::new(
+                    path,
+                    IssueKind::TooLarge {
+                        size: total,
+                        limit: MAX_FILE_BYTES,
+                    },
+                ));
+                self.read_buf = buf;
+                return;
+            }
+            if !checked_pem {
+                checked_pem = true;
+                if !pem::looks_like_pem(&buf) {
+                    // Not PEM: read the rest and take the whole-buffer (DER) path.
+                    let rest = (&mut f)
+                        .take(MAX_FILE_BYTES + 1 - total)
+                        .read_to_end(&mut buf);
+                    match rest {
+                        Err(e) => report.errors.push(io_issue(path, &e)),
+                        Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => {
+                            report.errors.push(LoadIssue::new(
+                                path,
+                                IssueKind::TooLarge {
+                                    size: buf.len() as u64,
+                                    limit: MAX_FILE_BYTES,
+                                },
+                            ))
+                        }
+                        Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+                    }
+                    self.read_buf = buf;
+                    return;
+                }
+            }
+            let cut = if eof {
+                buf.len()
+            } else {
+                match memchr::memmem::rfind(&buf, b"-----BEGIN ") {
+                    Some(c) if c > 0 => c,
+                    _ => continue, // one block larger than a chunk: read more first
+                }
+            };
+            blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            buf.drain(..cut);
+        }
+        if blocks == 0 {
+            self.push_issue(
+                report,
+                file_idx,
+                LoadIssue::new(path, IssueKind::NoCertificates),
+            );
+        }
+        self.read_buf = buf;
+    }
+
+    /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and
+    /// a typical CA (P-256) takes about 560 PEM bytes. Growing the indexes once instead of
+    /// doubling avoids rehashing every entry several times; an overestimate (RSA roots are
+    /// ~2 KB) costs a few bytes of index per DER kilobyte.
+    fn reserve_for_pem(&mut self, len: usize) {
+        if len >= 1 << 20 {
+            self.reserve(len / 560, len * 3 / 4);
+        }
+    }
+
+    /// PEM text, on worker threads when it is large. Returns the number of blocks.
+    fn add_pem_any(
+        &mut self,
+        text: &[u8],
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        if base == 0 {
+            self.reserve_for_pem(text.len());
+        }
+        let threads = worker_threads(text.len());
+        if threads > 1 {
+            self.add_pem_parallel(text, base, threads, path, file, report)
+        } else {
+            // Base64 is 4/3 of the DER; reserving avoids regrowing the arena.
+            self.der.reserve(text.len() * 3 / 4);
+            self.add_pem(text, base, path, file, report)
+        }
+    }
+
+    /// Add the certificates in one file's bytes (PEM or DER).
+    pub(crate) fn add_bytes(
+        &mut self,
+        buf: &[u8],
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) {
+        if pem::looks_like_pem(buf) {
+            let blocks = self.add_pem_any(buf, 0, path, file, report);
+            if blocks == 0 {
+                self.push_issue(
+                    report,
+                    file,
+                    LoadIssue::new(path, IssueKind::NoCertificates),
+                );
+            }
+        } else if buf.first() == Some(&0x30) {
+            // One or more concatenated DER certificates.
+            let mut rest = buf;
+            let mut block = 0u32;
+            while !rest.is_empty() {
+                block += 1;
+                let len = match der::first_element_len(rest) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        self.push_issue(
+                            report,
+                            file,
+                            LoadIssue::at(path, block, IssueKind::MalformedDer(e.0)),
+                        );
+                        break;
+                    }
+                };
+                let start = self.der.len();
+                self.der.extend_from_slice(&rest[..len]);
+                self.commit_occurrence(start, path, file, block, report);
+                rest = &rest[len..];
+            }
+        } else {
+            self.push_issue(
+                report,
+                file,
+                LoadIssue::new(path, IssueKind::NoCertificates),
+            );
+        }
+    }
+
+    /// Sequential PEM path: decode straight into the arena. Returns the number of blocks.
+    fn add_pem(
+        &mut self,
+        buf: &[u8],
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        let mut block = base;
+        for b in PemScanner::new(buf) {
+            block += 1;
+            match b {
+                Block::Certificate(body) => {
+                    let start = self.der.len();
+                    if let Err(why) = pem::decode_body(body, &mut self.der) {
+                        self.der.truncate(start);
+                        self.push_issue(
+                            report,
+                            file,
+                            LoadIssue::at(path, block, IssueKind::BadPem(why)),
+                        );
+                        continue;
+                    }
+                    self.commit_occurrence(start, path, file, block, report);
+                }
+                other => {
+                    let kind = block_issue(other);
+                    self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                }
+            }
+        }
+        block - base
+    }
+
+    /// Parallel PEM path for large files: split at BEGIN lines, decode + parse + hash on
+    /// worker threads, then index the results here in file order (same result as the
+    /// sequential path, including block numbers).
+    fn add_pem_parallel(
+        &mut self,
+        buf: &[u8],
+        base: u32,
+        threads: usize,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        let mut cuts = vec![0usize];
+        for k in 1..threads {
+            let at = buf.len() * k / threads;
+            let prev = *cuts.last().unwrap_or(&0);
+            let next = memchr::memmem::find(&buf[at.max(prev)..], b"-----BEGIN ")
+                .map(|i| i + at.max(prev));
+            if let Some(n) = next {
+                if n > prev {
+                    cuts.push(n);
+                }
+            }
+        }
+        cuts.push(buf.len());
+        let chunks: Vec<Chunk> = std::thread::scope(|s| {
+            let handles: Vec<_> = cuts
+                .windows(2)
+                .skip(1)
+                .map(|w| {
+                    let part = &buf[w[0]..w[1]];
+                    (part, s.spawn(move || prepare_pem(part)))
+                })
+                .collect();
+            let mut out = vec![prepare_pem(&buf[cuts[0]..cuts[1]])];
+            for (part, h) in handles {
+                // A worker only panics on a bug; redo its part here rather than lose it
+                // (a deterministic bug then panics here, visibly).
+                out.push(h.join().unwrap_or_else(|_| prepare_pem(part)));
+            }
+            out
+        });
+        let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
+        self.der.reserve(total_der);
+        let mut block_base = base;
+        for c in chunks {
+            for item in c.items {
+                match item {
+                    Item::Cert {
+                        off,
+                        len,
+                        fields,
+                        sha,
+                        block,
+                    } => {
+                        let block = block_base + block;
+                        if let Some(i) = self.find_sha(&sha) {
+                            self.duplicates += 1;
+                            self.track_occurrence(file, i, block, false);
+                            continue;
+                        }
+                        let start = self.der.len();
+                        self.der.extend_from_slice(&c.arena[off..off + len]);
+                        match self.insert_prepared(start, &fields, &sha) {
+                            Ok((added, i)) => {
+                                self.track_occurrence(file, i, block, added == Added::New)
+                            }
+                            Err(kind) => {
+                                self.der.truncate(start);
+                                self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                            }
+                        }
+                    }
+                    Item::Issue { block, kind } => {
+                        self.push_issue(
+                            report,
+                            file,
+                            LoadIssue::at(path, block_base + block, kind),
+                        );
+                    }
+                }
+            }
+            block_base += c.blocks;
+        }
+        block_base - base
+    }
+
+    fn track_occurrence(&mut self, file: Option<u32>, idx: u32, block: u32, new: bool) {
+        if let (Some(t), Some(f)) = (self.tracker.as_mut(), file) {
+            t.occurrences.push((f, idx, block, new));
+        }
+    }
+
+    fn commit_occurrence(
+        &mut self,
+        start: usize,
+        path: &Path,
+        file: Option<u32>,
+        block: u32,
+        report: &mut LoadReport,
+    ) {
+        match self.commit_tail(start) {
+            Ok((added, idx)) => self.track_occurrence(file, idx, block, added == Added::New),
+            Err(kind) => self.push_issue(report, file, LoadIssue::at(path, block, kind)),
+        }
+    }
+
+    /// Finish a load: counts, expired, timing.
+    pub(crate) fn finish_report(&self, report: &mut LoadReport, started: Instant) {
+        let now = now_unix();
+        report.files = self.files;
+        report.anchors = self.len();
+        report.duplicates = self.duplicates;
+        report.aliases = self.aliases;
+        report.expired = self.recs.iter().filter(|r| r.not_after < now).count();
+        report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+    }
+}
+
+/// Load sources into a new store (generation 1). A single snapshot source is mapped, not
+/// copied. Fails with [`StoreError::NothingLoadable`] (carrying every issue) when no
+/// source yields an anchor.
+pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> {
+    let started = Instant::now();
+    if let [Source::Snapshot(p)] = sources {
+        let store = TrustStore::open_snapshot(p).map_err(|e| StoreError::NothingLoadable {
+            issues: vec![LoadIssue::new(p, IssueKind::Snapshot(e))],
+        })?;
+        let mut report = LoadReport {
+            files: 1,
+            anchors: store.len(),
+            expired: store.count_expired(now_unix()),
+            ..LoadReport::default()
+        };
+        report.errors.extend(store.stale_sources());
+        report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+        if store.is_empty() {
+            return Err(StoreError::NothingLoadable {
+                issues: report.errors,
+            });
+        }
+        return Ok((store, report));
+    }
+    let mut b = StoreBuilder::new();
+    let mut report = LoadReport::default();
+    for s in sources {
+        b.add_source(s, &mut report);
+    }
+    b.finish_report(&mut report, started);
+    if b.is_empty() {
+        return Err(StoreError::NothingLoadable {
+            issues: report.errors,
+        });
+    }
+    let store = b.build();
+    report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok((store, report))
+}

@@ -1,0 +1,724 @@
+//! Chain building on the store's index.
+//!
+//! For the end-entity certificate and every certificate the peer sent (plus any extra
+//! intermediates the caller supplies), the store is asked for anchors whose subject is
+//! that certificate's issuer name and anchors whose subjectKeyIdentifier is its
+//! authorityKeyIdentifier. Only those candidates, parsed with
+//! `webpki::anchor_from_trusted_cert`, are handed to rustls-webpki together with the
+//! intermediates; rustls-webpki does every signature, path-policy, EKU, name and CRL
+//! check and explores alternative paths (cross-signed intermediates, several anchors with
+//! one subject). The work per verification depends on the chain, never on the number of
+//! anchors in the store: each look-up is a hash probe.
+//!
+//! Anchor validity: rustls-webpki does not look at a trust anchor's own validity period.
+//! tlskit does, like OpenSSL: an anchor outside its validity period at the verification
+//! time is skipped (another candidate with the same subject, a re-issued root, is still
+//! tried). `VerifierConfig::accept_expired_anchors` turns that off.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::Arc;
+
+use rustls_pki_types::{CertificateDer, ServerName, SignatureVerificationAlgorithm, UnixTime};
+use tlskit_store::{Anchor, StoreHandle, TrustStore};
+use webpki::{
+    CertRevocationList, EndEntityCert, ExpirationPolicy, KeyUsage, OwnedCertRevocationList,
+    RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy, VerifiedPath,
+};
+
+use crate::cache::{CacheLimits, VerifyCache};
+use crate::der;
+
+/// What the end-entity certificate must be good for (its extended key usage).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    /// TLS server authentication (id-kp-serverAuth, required if the EKU extension is present).
+    Server,
+    /// TLS client authentication (id-kp-clientAuth, required if the EKU extension is present).
+    Client,
+}
+
+impl Purpose {
+    fn usage(self) -> KeyUsage {
+        match self {
+            Self::Server => KeyUsage::server_auth(),
+            Self::Client => KeyUsage::client_auth(),
+        }
+    }
+    /// `"server"` or `"client"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Client => "client",
+        }
+    }
+}
+
+/// The largest path rustls-webpki builds: the end entity, six intermediates, the anchor.
+pub const MAX_SUPPORTED_DEPTH: usize = 8;
+
+/// A parsed certificate revocation list.
+#[derive(Debug, Clone)]
+pub struct Crl {
+    inner: Arc<CertRevocationList<'static>>,
+    next_update: Option<i64>,
+}
+
+impl Crl {
+    /// Parse a DER CRL (rustls-webpki does the parsing).
+    pub fn from_der(der: &[u8]) -> Result<Self, VerifyError> {
+        let owned = OwnedCertRevocationList::from_der(der)
+            .map_err(|e| VerifyError::BadCrl(format!("{e:?}")))?;
+        Ok(Self {
+            inner: Arc::new(CertRevocationList::Owned(owned)),
+            next_update: der::crl_next_update(der),
+        })
+    }
+}
+
+/// How a [`ChainVerifier`] checks chains.
+#[derive(Debug, Clone)]
+pub struct VerifierConfig {
+    /// Most certificates in a path, end entity and anchor included (2..=8; larger values
+    /// are capped at [`MAX_SUPPORTED_DEPTH`]). Default 8.
+    pub max_depth: usize,
+    /// Most certificates a peer may present (end entity + chain). Longer chains are
+    /// refused before any work. Default 16.
+    pub max_presented: usize,
+    /// Use trust anchors outside their own validity period (rustls's behaviour). Default
+    /// false: such anchors are skipped.
+    pub accept_expired_anchors: bool,
+    /// CRLs to check every certificate of the path against.
+    pub crls: Vec<Crl>,
+    /// When CRLs are given: treat a certificate whose issuer has no CRL as unrevoked
+    /// (true, default) or as an error (false).
+    pub allow_unknown_revocation: bool,
+    /// When CRLs are given: refuse CRLs past their nextUpdate (default true).
+    pub enforce_crl_expiry: bool,
+    /// Verification cache limits; `None` disables the cache.
+    pub cache: Option<CacheLimits>,
+}
+
+impl Default for VerifierConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: MAX_SUPPORTED_DEPTH,
+            max_presented: 16,
+            accept_expired_anchors: false,
+            crls: Vec::new(),
+            allow_unknown_revocation: true,
+            enforce_crl_expiry: true,
+            cache: Some(CacheLimits::default()),
+        }
+    }
+}
+
+/// A successfully verified path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedChain {
+    /// DER certificates from the end entity to the trust anchor (anchor last).
+    pub certs: Vec<CertificateDer<'static>>,
+    /// SHA-256 of the anchor, as the store indexes it.
+    pub anchor_sha256: [u8; 32],
+    /// Latest notBefore on the path (Unix seconds): no answer is valid before it.
+    pub valid_from: i64,
+    /// Earliest notAfter on the path (and CRL nextUpdate, when enforced): no answer is
+    /// valid after it.
+    pub valid_until: i64,
+}
+
+impl VerifiedChain {
+    /// Subjects from the end entity to the anchor, RFC 4514-like.
+    pub fn subjects(&self) -> Vec<String> {
+        self.certs
+            .iter()
+            .map(|c| {
+                der::cert_fields(c)
+                    .map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
+            })
+            .collect()
+    }
+}
+
+/// The result of a successful verification.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    /// The path.
+    pub chain: Arc<VerifiedChain>,
+    /// Whether the answer came from the cache.
+    pub cached: bool,
+}
+
+/// Why a chain was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The end-entity certificate (or a presented certificate) is not a parsable certificate.
+    BadEncoding(String),
+    /// A CRL could not be parsed.
+    BadCrl(String),
+    /// The peer sent more certificates than allowed.
+    TooManyCertificates {
+        /// Certificates sent (end entity included).
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Every path would be longer than the configured depth.
+    ChainTooDeep {
+        /// The limit (certificates in a path, end entity and anchor included).
+        limit: usize,
+    },
+    /// No anchor in the store issued the chain.
+    UnknownIssuer {
+        /// The issuer name of the topmost certificate that found no issuer (RFC 4514 form).
+        issuer: String,
+    },
+    /// Anchors with the right name exist but all are outside their validity period.
+    AnchorNotValid {
+        /// The anchor subject.
+        subject: String,
+        /// The verification time, Unix seconds.
+        time: i64,
+    },
+    /// A certificate on the path had expired.
+    Expired {
+        /// The verification time, Unix seconds.
+        time: i64,
+        /// The certificate's notAfter, Unix seconds.
+        not_after: i64,
+    },
+    /// A certificate on the path is not valid yet.
+    NotYetValid {
+        /// The verification time, Unix seconds.
+        time: i64,
+        /// The certificate's notBefore, Unix seconds.
+        not_before: i64,
+    },
+    /// The certificate does not carry the reference name.
+    NameMismatch {
+        /// The reference name.
+        expected: String,
+        /// The names the certificate has (may be empty if unknown).
+        presented: Vec<String>,
+    },
+    /// The certificate's extended key usage does not allow the purpose.
+    WrongPurpose {
+        /// The purpose asked for.
+        purpose: Purpose,
+    },
+    /// A certificate on the path is revoked by a CRL.
+    Revoked,
+    /// A certificate's signature did not verify with its issuer's key.
+    BadSignature,
+    /// Any other refusal by rustls-webpki (debug form of its error).
+    Other(String),
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BadEncoding(w) => write!(f, "not a valid certificate: {w}"),
+            Self::BadCrl(w) => write!(f, "not a valid CRL: {w}"),
+            Self::TooManyCertificates { count, limit } => write!(
+                f,
+                "the chain has {count} certificates; at most {limit} are accepted"
+            ),
+            Self::ChainTooDeep { limit } => write!(
+                f,
+                "every path to a trust anchor is longer than the maximum chain depth \
+                 ({limit} certificates including the end entity and the anchor)"
+            ),
+            Self::UnknownIssuer { issuer } => write!(
+                f,
+                "no trust anchor in the store issued this chain (unknown issuer {issuer})"
+            ),
+            Self::AnchorNotValid { subject, time } => write!(
+                f,
+                "the only trust anchors named {subject} are outside their validity period at {}",
+                fmt_time(*time)
+            ),
+            Self::Expired { time, not_after } => write!(
+                f,
+                "a certificate expired at {} (checked at {})",
+                fmt_time(*not_after),
+                fmt_time(*time)
+            ),
+            Self::NotYetValid { time, not_before } => write!(
+                f,
+                "a certificate is not valid before {} (checked at {})",
+                fmt_time(*not_before),
+                fmt_time(*time)
+            ),
+            Self::NameMismatch {
+                expected,
+                presented,
+            } => {
+                write!(f, "the certificate is not valid for {expected}")?;
+                if !presented.is_empty() {
+                    write!(f, " (it names {})", presented.join(", "))?;
+                }
+                Ok(())
+            }
+            Self::WrongPurpose { purpose } => write!(
+                f,
+                "the certificate's extended key usage does not allow {} authentication",
+                purpose.as_str()
+            ),
+            Self::Revoked => f.write_str("a certificate on the path is revoked (CRL)"),
+            Self::BadSignature => f.write_str("a signature on the chain does not verify"),
+            Self::Other(w) => write!(f, "rejected by path validation: {w}"),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Format Unix seconds as RFC 3339 UTC.
+pub(crate) fn fmt_time(t: i64) -> String {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // civil_from_days (Howard Hinnant).
+    let z = days + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Render a raw DER Name in RFC 4514-like form (for messages).
+pub fn format_name(raw: &[u8]) -> String {
+    use x509_parser::prelude::FromDer;
+    match x509_parser::x509::X509Name::from_der(raw) {
+        Ok((_, name)) => {
+            let s = name.to_string();
+            if s.is_empty() {
+                "(empty name)".into()
+            } else {
+                s
+            }
+        }
+        Err(_) => "(unparsable name)".into(),
+    }
+}
+
+/// Verifies chains against a [`TrustStore`], with an optional cache.
+#[derive(Debug)]
+pub struct ChainVerifier {
+    config: VerifierConfig,
+    algs: &'static [&'static dyn SignatureVerificationAlgorithm],
+    cache: Option<VerifyCache>,
+    crl_deadline: Option<i64>,
+}
+
+impl ChainVerifier {
+    /// A verifier using the aws-lc-rs provider's signature algorithms.
+    pub fn new(mut config: VerifierConfig) -> Self {
+        config.max_depth = config.max_depth.clamp(2, MAX_SUPPORTED_DEPTH);
+        config.max_presented = config.max_presented.max(1);
+        let cache = config.cache.map(VerifyCache::new);
+        let crl_deadline = if config.enforce_crl_expiry {
+            config.crls.iter().filter_map(|c| c.next_update).min()
+        } else {
+            None
+        };
+        Self {
+            algs: rustls::crypto::aws_lc_rs::default_provider()
+                .signature_verification_algorithms
+                .all,
+            config,
+            cache,
+            crl_deadline,
+        }
+    }
+
+    /// The configuration in use (after clamping).
+    pub fn config(&self) -> &VerifierConfig {
+        &self.config
+    }
+
+    /// Drop every cached answer.
+    pub fn clear_cache(&self) {
+        if let Some(c) = &self.cache {
+            c.clear();
+        }
+    }
+
+    /// Bytes of chains and names held by the cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.bytes())
+    }
+
+    /// Number of cached answers.
+    pub fn cache_len(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.len())
+    }
+
+    /// Verify `end_entity` (+ `intermediates`, as sent by the peer, in any order) against
+    /// `store` at time `now`, for `purpose` and (when given) the reference name. Uses the
+    /// cache when configured.
+    pub fn verify(
+        &self,
+        store: &TrustStore,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: Option<&ServerName<'_>>,
+        purpose: Purpose,
+        now: UnixTime,
+    ) -> Result<Verified, VerifyError> {
+        self.check_count(intermediates)?;
+        let Some(cache) = &self.cache else {
+            return self.verify_uncached(store, end_entity, intermediates, name, purpose, now);
+        };
+        let gen = store.generation();
+        let secs = unix_secs(now);
+        let key = cache.key(gen, end_entity, intermediates, name, purpose);
+        if let Some(chain) = cache.get_with(
+            &key,
+            gen,
+            end_entity,
+            intermediates,
+            purpose,
+            secs,
+            Arc::clone,
+        ) {
+            return Ok(Verified {
+                chain,
+                cached: true,
+            });
+        }
+        let v = self.verify_uncached(store, end_entity, intermediates, name, purpose, now)?;
+        cache.insert(
+            key,
+            gen,
+            end_entity,
+            intermediates,
+            purpose,
+            v.chain.clone(),
+        );
+        Ok(v)
+    }
+
+    /// Verify on the store `handle` holds now, answering only valid/invalid. A cache hit
+    /// needs only the handle's generation (an atomic load): no reference count is touched
+    /// and nothing shared is written, so concurrent hits scale. A miss takes
+    /// `handle.current()` once and finishes on that store.
+    pub fn verify_on_handle(
+        &self,
+        handle: &StoreHandle,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: Option<&ServerName<'_>>,
+        purpose: Purpose,
+        now: UnixTime,
+    ) -> Result<(), VerifyError> {
+        self.check_count(intermediates)?;
+        if let Some(cache) = &self.cache {
+            // The handle's generation names the store it serves; an answer cached for
+            // that generation was computed on that store.
+            let gen = handle.generation();
+            let key = cache.key(gen, end_entity, intermediates, name, purpose);
+            let secs = unix_secs(now);
+            if cache
+                .get_with(&key, gen, end_entity, intermediates, purpose, secs, |_| ())
+                .is_some()
+            {
+                return Ok(());
+            }
+        }
+        let store = handle.current();
+        self.verify(&store, end_entity, intermediates, name, purpose, now)
+            .map(|_| ())
+    }
+
+    fn check_count(&self, intermediates: &[CertificateDer<'_>]) -> Result<(), VerifyError> {
+        let count = intermediates.len() + 1;
+        if count > self.config.max_presented {
+            return Err(VerifyError::TooManyCertificates {
+                count,
+                limit: self.config.max_presented,
+            });
+        }
+        Ok(())
+    }
+
+    /// Verify without consulting or filling the cache.
+    pub fn verify_uncached(
+        &self,
+        store: &TrustStore,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: Option<&ServerName<'_>>,
+        purpose: Purpose,
+        now: UnixTime,
+    ) -> Result<Verified, VerifyError> {
+        self.check_count(intermediates)?;
+        let secs = unix_secs(now);
+        let ee = EndEntityCert::try_from(end_entity)
+            .map_err(|e| VerifyError::BadEncoding(format!("end-entity certificate: {e:?}")))?;
+        let leaf = der::cert_fields(end_entity).ok_or_else(|| {
+            VerifyError::BadEncoding("end-entity certificate: malformed TBSCertificate".into())
+        })?;
+
+        // 1. Candidate anchors from the index: issuer name, then key identifier.
+        let mut candidates: Vec<Anchor<'_>> = Vec::with_capacity(4);
+        add_candidates(store, &leaf, &mut candidates);
+        for i in intermediates {
+            // A presented certificate we cannot read is left to rustls-webpki to judge.
+            if let Some(f) = der::cert_fields(i) {
+                add_candidates(store, &f, &mut candidates);
+            }
+        }
+
+        // 2. Skip anchors outside their own validity period (see the module docs).
+        let mut skipped: Option<&[u8]> = None;
+        let mut usable: Vec<Anchor<'_>> = Vec::with_capacity(candidates.len());
+        for a in candidates {
+            if self.config.accept_expired_anchors
+                || (a.not_before() <= secs && secs <= a.not_after())
+            {
+                usable.push(a);
+            } else {
+                skipped = Some(a.subject());
+            }
+        }
+        let ders: Vec<CertificateDer<'_>> = usable
+            .iter()
+            .map(|a| CertificateDer::from(a.der()))
+            .collect();
+        let mut anchors = Vec::with_capacity(ders.len());
+        let mut anchor_of = Vec::with_capacity(ders.len());
+        for (i, d) in ders.iter().enumerate() {
+            // An anchor rustls-webpki cannot parse cannot anchor a path; skip it.
+            if let Ok(ta) = webpki::anchor_from_trusted_cert(d) {
+                anchors.push(ta);
+                anchor_of.push(i);
+            }
+        }
+
+        // 3. rustls-webpki: signatures, path policy, EKU, CRLs, path exploration.
+        let crl_refs: Vec<&CertRevocationList<'_>> =
+            self.config.crls.iter().map(|c| &*c.inner).collect();
+        let revocation = match RevocationOptionsBuilder::new(&crl_refs) {
+            Ok(b) => Some(
+                b.with_depth(RevocationCheckDepth::Chain)
+                    .with_status_policy(if self.config.allow_unknown_revocation {
+                        UnknownStatusPolicy::Allow
+                    } else {
+                        UnknownStatusPolicy::Deny
+                    })
+                    .with_expiration_policy(if self.config.enforce_crl_expiry {
+                        ExpirationPolicy::Enforce
+                    } else {
+                        ExpirationPolicy::Ignore
+                    })
+                    .build(),
+            ),
+            Err(_) => None, // no CRLs configured
+        };
+        let too_deep = Cell::new(false);
+        let max_depth = self.config.max_depth;
+        let depth_check = |p: &VerifiedPath<'_>| -> Result<(), webpki::Error> {
+            if p.intermediate_certificates().count() + 2 > max_depth {
+                too_deep.set(true);
+                return Err(webpki::Error::MaximumPathDepthExceeded);
+            }
+            Ok(())
+        };
+        let path = ee
+            .verify_for_usage(
+                self.algs,
+                &anchors,
+                intermediates,
+                now,
+                purpose.usage(),
+                revocation,
+                Some(&depth_check),
+            )
+            .map_err(|e| {
+                if too_deep.get() && matches!(e, webpki::Error::MaximumPathDepthExceeded) {
+                    return VerifyError::ChainTooDeep { limit: max_depth };
+                }
+                if matches!(e, webpki::Error::UnknownIssuer) {
+                    if let Some(subject) = skipped {
+                        return VerifyError::AnchorNotValid {
+                            subject: format_name(subject),
+                            time: secs,
+                        };
+                    }
+                    return VerifyError::UnknownIssuer {
+                        issuer: format_name(top_issuer(&leaf, intermediates)),
+                    };
+                }
+                map_webpki(e, purpose)
+            })?;
+
+        // 4. The reference name (webpki matches DNS names, wildcards and IP addresses).
+        if let Some(name) = name {
+            ee.verify_is_valid_for_subject_name(name)
+                .map_err(|e| map_name_error(e, name))?;
+        }
+
+        // 5. The answer, with the window in which it may be reused.
+        let idx = anchors
+            .iter()
+            .position(|a| std::ptr::eq(a, path.anchor()))
+            .map(|i| anchor_of[i]);
+        // Invariant: rustls-webpki returns a reference into the anchors slice we gave it.
+        let Some(idx) = idx else {
+            return Err(VerifyError::Other(
+                "path anchor not among candidates".into(),
+            ));
+        };
+        let anchor = usable[idx];
+        let mut certs = Vec::with_capacity(2 + intermediates.len());
+        certs.push(end_entity.clone().into_owned());
+        let mut valid_from = leaf.not_before;
+        let mut valid_until = leaf.not_after;
+        for c in path.intermediate_certificates() {
+            let d = c.der();
+            if let Some(f) = der::cert_fields(&d) {
+                valid_from = valid_from.max(f.not_before);
+                valid_until = valid_until.min(f.not_after);
+            }
+            certs.push(d.into_owned());
+        }
+        if !self.config.accept_expired_anchors {
+            valid_from = valid_from.max(anchor.not_before());
+            valid_until = valid_until.min(anchor.not_after());
+        }
+        if let Some(d) = self.crl_deadline {
+            valid_until = valid_until.min(d);
+        }
+        certs.push(CertificateDer::from(anchor.der().to_vec()));
+        Ok(Verified {
+            chain: Arc::new(VerifiedChain {
+                certs,
+                anchor_sha256: *anchor.sha256(),
+                valid_from,
+                valid_until,
+            }),
+            cached: false,
+        })
+    }
+}
+
+/// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
+fn add_candidates<'s>(
+    store: &'s TrustStore,
+    cert: &der::CertFields<'_>,
+    out: &mut Vec<Anchor<'s>>,
+) {
+    let mut push = |a: Anchor<'s>| {
+        if !out.iter().any(|b| b.sha256() == a.sha256()) {
+            out.push(a);
+        }
+    };
+    for a in store.by_subject(cert.issuer) {
+        push(a);
+    }
+    if let Some(kid) = cert.aki {
+        for a in store.by_key_id(kid) {
+            push(a);
+        }
+    }
+}
+
+pub(crate) fn unix_secs(t: UnixTime) -> i64 {
+    i64::try_from(t.as_secs()).unwrap_or(i64::MAX)
+}
+
+/// The issuer name of the highest certificate the peer sent that chains from the leaf
+/// by name (for the unknown-issuer message).
+fn top_issuer<'a>(leaf: &der::CertFields<'a>, intermediates: &'a [CertificateDer<'_>]) -> &'a [u8] {
+    let mut issuer = leaf.issuer;
+    for _ in 0..intermediates.len() {
+        let next = intermediates
+            .iter()
+            .filter_map(|c| der::cert_fields(c))
+            .find(|f| f.subject == issuer && f.issuer != f.subject);
+        match next {
+            Some(f) => issuer = f.issuer,
+            None => break,
+        }
+    }
+    issuer
+}
+
+fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
+    use webpki::Error as E;
+    match e {
+        E::CertExpired { time, not_after } => VerifyError::Expired {
+            time: unix_secs(time),
+            not_after: unix_secs(not_after),
+        },
+        E::CertNotValidYet { time, not_before } => VerifyError::NotYetValid {
+            time: unix_secs(time),
+            not_before: unix_secs(not_before),
+        },
+        E::CertRevoked => VerifyError::Revoked,
+        E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
+        E::RequiredEkuNotFoundContext(_) => VerifyError::WrongPurpose { purpose },
+        #[allow(deprecated)]
+        E::RequiredEkuNotFound => VerifyError::WrongPurpose { purpose },
+        E::MaximumPathDepthExceeded => VerifyError::ChainTooDeep {
+            limit: MAX_SUPPORTED_DEPTH,
+        },
+        E::BadDer | E::BadDerTime | E::TrailingData(_) => {
+            VerifyError::BadEncoding(format!("{e:?}"))
+        }
+        other => VerifyError::Other(format!("{other:?}")),
+    }
+}
+
+fn map_name_error(e: webpki::Error, name: &ServerName<'_>) -> VerifyError {
+    match e {
+        webpki::Error::CertNotValidForName(ctx) => VerifyError::NameMismatch {
+            expected: name.to_str().into_owned(),
+            presented: ctx.presented,
+        },
+        _ => VerifyError::NameMismatch {
+            expected: name.to_str().into_owned(),
+            presented: Vec::new(),
+        },
+    }
+}
+
+impl From<VerifyError> for rustls::Error {
+    fn from(e: VerifyError) -> Self {
+        use rustls::{CertRevocationListError, CertificateError, OtherError};
+        let ts =
+            |s: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s.max(0) as u64));
+        match e {
+            VerifyError::BadEncoding(_) => CertificateError::BadEncoding.into(),
+            VerifyError::BadCrl(_) => CertRevocationListError::ParseError.into(),
+            VerifyError::UnknownIssuer { .. } => CertificateError::UnknownIssuer.into(),
+            VerifyError::Expired { time, not_after } => CertificateError::ExpiredContext {
+                time: ts(time),
+                not_after: ts(not_after),
+            }
+            .into(),
+            VerifyError::NotYetValid { time, not_before } => CertificateError::NotValidYetContext {
+                time: ts(time),
+                not_before: ts(not_before),
+            }
+            .into(),
+            VerifyError::NameMismatch { .. } => CertificateError::NotValidForName.into(),
+            VerifyError::WrongPurpose { .. } => CertificateError::InvalidPurpose.into(),
+            VerifyError::Revoked => CertificateError::Revoked.into(),
+            VerifyError::BadSignature => CertificateError::BadSignature.into(),
+            other => CertificateError::Other(OtherError(Arc::new(other))).into(),
+        }
+    }
+}
