@@ -339,6 +339,9 @@ class Bench:
             meta["data"] = json.load(open(os.path.join(self.a.data, "manifest.json")))
         except (OSError, ValueError):
             meta["data"] = {}
+        if load_start[0] > 0.5 * (os.cpu_count() or 1):
+            log(f"warning: load average {load_start[0]:.1f} on {os.cpu_count()} CPUs: other work "
+                "is running, the numbers will be noisy (results.md says so)")
         self.run_store_load()
         self.run_dir_load()
         self.run_verify()
@@ -406,6 +409,13 @@ def render_md(out):
     L = []
     L.append("# tlskit peer benchmark results\n")
     mach = m["machine"]
+    busy = max(mach["loadavg_start"][0], m["loadavg_end"][0]) > 0.5 * (mach["nproc"] or 1)
+    if busy:
+        L.append(f"> **Busy machine**: load average {mach['loadavg_start'][0]} at the start and "
+                 f"{m['loadavg_end'][0]} at the end on {mach['nproc']} CPUs. Other work competed "
+                 "for the CPUs, so times are inflated unevenly (most for multi-threaded code and "
+                 "long loads, least for the per-call verification medians) and the two-thread "
+                 "speedup is meaningless. Re-run on an idle machine before publishing.\n")
     L.append(f"- Date: {m['date']}; total run time {m['total_s']:.0f} s")
     L.append(f"- Machine: {mach['nproc']} CPUs ({mach['cpu']}), {mach['memory']} RAM, Linux "
              f"{mach['kernel']}; load average at start {mach['loadavg_start'][0]}, at end "
