@@ -189,7 +189,9 @@ class Bench:
     # ---------- one measurement ----------
     def measure(self, table, key, impl, cmd, note_prefix=""):
         log(f"{table} {key} {impl}: {' '.join(os.path.relpath(c, self.root) if os.path.isabs(c) and c.startswith(self.root) else c for c in cmd)}")
+        load_before = round(os.getloadavg()[0], 2)
         rec = run_json(cmd, self.limit)
+        rec["loadavg_before"] = load_before
         if rec["status"] == "timeout":
             rec["note"] = f"> {self.limit:g} s (timed out)"
         if note_prefix and rec.get("note"):
@@ -278,7 +280,7 @@ class Bench:
                 load = self.results["store_load"].get(str(n), {}).get(impl, {})
                 if impl != "tlskit" and load.get("status") == "timeout":
                     self.skip("verify", n, impl, "skip",
-                              f"n/a: loading a store of this size takes > {self.limit:g} s")
+                              f"not measured: loading a store of this size took > {self.limit:g} s")
                     continue
                 if impl == "tlskit":
                     cmd = [self.a.tlskit, "bench", "verify", "--roots", roots, "--cert", chain,
@@ -306,12 +308,6 @@ class Bench:
         v["rustc"] = tool_version(["rustc", "--version"])
         if self.a.tlskit and os.access(self.a.tlskit, os.X_OK):
             v["tlskit"] = tool_version([self.a.tlskit, "--version"]) or "unknown"
-            try:
-                v["tlskit_commit"] = subprocess.run(
-                    ["git", "-C", self.root, "rev-parse", "--short", "HEAD"],
-                    capture_output=True, text=True).stdout.strip()
-            except OSError:
-                pass
         return v
 
     def run(self):
@@ -337,11 +333,15 @@ class Bench:
             "quick": self.a.quick,
             "versions": self.versions(),
             "missing": self.missing,
+            "tlskit_source": self.a.tlskit_source,
         }
         try:
             meta["data"] = json.load(open(os.path.join(self.a.data, "manifest.json")))
         except (OSError, ValueError):
             meta["data"] = {}
+        if load_start[0] > 0.5 * (os.cpu_count() or 1):
+            log(f"warning: load average {load_start[0]:.1f} on {os.cpu_count()} CPUs: other work "
+                "is running, the numbers will be noisy (results.md says so)")
         self.run_store_load()
         self.run_dir_load()
         self.run_verify()
@@ -355,6 +355,8 @@ class Bench:
             f.write(render_md(out))
         with open(os.path.join(self.a.out, "store_load.svg"), "w") as f:
             f.write(render_svg(out))
+        with open(os.path.join(self.a.out, "verify.svg"), "w") as f:
+            f.write(render_verify_svg(out))
         log(f"done in {meta['total_s']} s: {self.a.out}/results.md, results.json, store_load.svg")
 
 
@@ -373,6 +375,8 @@ def cell_load(rec, impl, field="load"):
         return "n/a"
     if rec.get("status") == "timeout":
         return rec["note"]
+    if rec.get("status") == "skip":
+        return "skipped (see notes)"
     v = load_value(rec, impl, field)
     if v is None:
         return "n/a"
@@ -405,6 +409,13 @@ def render_md(out):
     L = []
     L.append("# tlskit peer benchmark results\n")
     mach = m["machine"]
+    busy = max(mach["loadavg_start"][0], m["loadavg_end"][0]) > 0.5 * (mach["nproc"] or 1)
+    if busy:
+        L.append(f"> **Busy machine**: load average {mach['loadavg_start'][0]} at the start and "
+                 f"{m['loadavg_end'][0]} at the end on {mach['nproc']} CPUs. Other work competed "
+                 "for the CPUs, so times are inflated unevenly (most for multi-threaded code and "
+                 "long loads, least for the per-call verification medians) and the two-thread "
+                 "speedup is meaningless. Re-run on an idle machine before publishing.\n")
     L.append(f"- Date: {m['date']}; total run time {m['total_s']:.0f} s")
     L.append(f"- Machine: {mach['nproc']} CPUs ({mach['cpu']}), {mach['memory']} RAM, Linux "
              f"{mach['kernel']}; load average at start {mach['loadavg_start'][0]}, at end "
@@ -412,7 +423,7 @@ def render_md(out):
     L.append(f"- Versions: {v.get('openssl')}; GnuTLS {v.get('gnutls')}; {v.get('go')}; "
              f"rustls {v.get('rustls')} (rustls-webpki {v.get('rustls-webpki')}, aws-lc-rs "
              f"{v.get('aws-lc-rs')}); {v.get('rustc')}; "
-             f"{v.get('tlskit', 'tlskit: missing')} (commit {v.get('tlskit_commit', '?')})")
+             f"{v.get('tlskit', 'tlskit: missing')} ({m.get('tlskit_source', 'source unknown')})")
     L.append(f"- Repetitions: R = {m['reps']} loads per cell (R = {m['reps_largest_n']} at "
              f"N = {max(ns):,}; a peer stops repeating once it has spent {m['limit_s'] / 3:g} s), "
              f"medians shown; verification: median of up to {m['verify_iterations']:,} "
@@ -543,6 +554,8 @@ def render_md(out):
             vals.append(val)
             if rec and rec.get("status") == "timeout":
                 cells.append(rec["note"])
+            elif rec and rec.get("status") == "skip":
+                cells.append("skipped (see notes)")
             elif val is None:
                 cells.append("n/a")
             else:
@@ -562,6 +575,7 @@ def render_md(out):
     vrow("tlskit cached verification", "tlskit", "cached")
     vrow("tlskit two threads / one thread (rate)", "tlskit", "speedup",
          fmt=lambda x: f"{x:.2f}×", ratio=False)
+    L.append("\n![verification](verify.svg)")
 
     # targets
     L.append("\n## Issue targets (computed from this run)\n")
@@ -641,6 +655,7 @@ def targets(out):
 
 # ---------------------------------------------------------------- SVG
 def render_svg(out):
+    """Store load time against N (log-log), one line per implementation."""
     ns = out["meta"]["ns"]
     limit_ms = out["meta"]["limit_s"] * 1000
     sl = out["store_load"]
@@ -658,9 +673,35 @@ def render_svg(out):
     snap = [(n, load_value(sl.get(str(n), {}).get("tlskit"), "tlskit", "snapshot")) for n in ns]
     snap = [(n, v) for n, v in snap if v]
     series.append(("tlskit (from snapshot)", COLORS["tlskit-snapshot"], snap, []))
+    return plot(ns, series, limit_ms, "Trust store load time vs number of CA certificates (log-log)",
+                "N (self-signed P-256 CA certificates in one PEM bundle)",
+                lambda v: f"{v:g} ms" if v < 1000 else f"{v / 1000:g} s")
 
+
+def render_verify_svg(out):
+    """Per-verification time against N (log-log), one line per implementation."""
+    ns = out["meta"]["ns"]
+    vt = out["verify"]
+    series = []
+    for impl, field, name, color in [
+        ("openssl", "call", "OpenSSL (API call)", COLORS["openssl"]),
+        ("gnutls", "call", "GnuTLS (API call)", COLORS["gnutls"]),
+        ("go", "call", "Go (API call)", COLORS["go"]),
+        ("rustls", "call", "rustls", COLORS["rustls"]),
+        ("tlskit", "call", "tlskit", COLORS["tlskit"]),
+        ("tlskit", "cached", "tlskit (cached)", COLORS["tlskit-snapshot"]),
+    ]:
+        pts = [(n, verify_value(vt.get(str(n), {}).get(impl), impl, field)) for n in ns]
+        series.append((name, color, [(n, v) for n, v in pts if v], []))
+    return plot(ns, series, None, "Time per chain verification vs trust store size (log-log)",
+                "N (anchors in the store; the chain's root is the last one)",
+                lambda v: f"{v:g} µs" if v < 1000 else f"{v / 1000:g} ms")
+
+
+def plot(ns, series, limit_ms, title, xlabel, ylab):
+    """A dependency-free log-log SVG line chart; series = (name, color, [(n, v)], [timed-out n])."""
     vals = [v for _, _, pts, _ in series for _, v in pts]
-    if any(t for *_, t in series):
+    if limit_ms and any(t for *_, t in series):
         vals.append(limit_ms)
     if not vals:
         vals = [1, 1000]
@@ -684,13 +725,12 @@ def render_svg(out):
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" '
          f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">',
          f'<rect width="{W}" height="{H}" fill="white"/>',
-         f'<text x="{ml + pw / 2}" y="22" text-anchor="middle" font-size="14">'
-         f'Trust store load time vs number of CA certificates (log-log)</text>']
+         f'<text x="{ml + pw / 2}" y="22" text-anchor="middle" font-size="14">{title}</text>']
     e = int(round(math.log10(ymin)))
     while 10 ** e <= ymax * 1.0001:
         y = Y(10 ** e)
         s.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#ddd"/>')
-        lab = f"{10 ** e:g} ms" if e < 3 else f"{10 ** (e - 3):g} s"
+        lab = ylab(10 ** e)
         s.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{lab}</text>')
         e += 1
     e = int(round(math.log10(xmin)))
@@ -703,9 +743,8 @@ def render_svg(out):
         x = X(n)
         s.append(f'<line x1="{x:.1f}" y1="{mt + ph}" x2="{x:.1f}" y2="{mt + ph + 4}" stroke="#555"/>')
     s.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#555"/>')
-    s.append(f'<text x="{ml + pw / 2}" y="{H - 10}" text-anchor="middle">N (self-signed P-256 CA '
-             f'certificates in one PEM bundle)</text>')
-    if any(t for *_, t in series):
+    s.append(f'<text x="{ml + pw / 2}" y="{H - 10}" text-anchor="middle">{xlabel}</text>')
+    if limit_ms and any(t for *_, t in series):
         y = Y(limit_ms)
         s.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{ml + pw}" y2="{y:.1f}" stroke="#888" '
                  f'stroke-dasharray="4 3"/>')
@@ -716,7 +755,7 @@ def render_svg(out):
             s.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
         for n, v in pts:
             s.append(f'<circle cx="{X(n):.1f}" cy="{Y(v):.1f}" r="3.5" fill="{color}">'
-                     f'<title>{name}: N = {n:,}: {fmt_ms(v)}</title></circle>')
+                     f'<title>{name}: N = {n:,}: {ylab(v)}</title></circle>')
         for n in timeouts:
             x, y = X(n), Y(limit_ms)
             if pts:
@@ -730,8 +769,9 @@ def render_svg(out):
         s.append(f'<line x1="{lx}" y1="{ly}" x2="{lx + 24}" y2="{ly}" stroke="{color}" stroke-width="2"/>')
         s.append(f'<circle cx="{lx + 12}" cy="{ly}" r="3.5" fill="{color}"/>')
         s.append(f'<text x="{lx + 30}" y="{ly + 4}">{name}</text>')
-    ly = mt + 10 + len(series) * 20 + 10
-    s.append(f'<text x="{ml + pw + 16}" y="{ly}" fill="#666">△ = timed out</text>')
+    if any(t for *_, t in series):
+        ly = mt + 10 + len(series) * 20 + 10
+        s.append(f'<text x="{ml + pw + 16}" y="{ly}" fill="#666">△ = timed out</text>')
     s.append("</svg>\n")
     return "\n".join(s)
 
@@ -750,6 +790,7 @@ def main():
     p.add_argument("--rustls-peer", default="")
     p.add_argument("--tlskit", default="")
     p.add_argument("--tlskit-peer", default="", help="peer-tlskit binary (library API)")
+    p.add_argument("--tlskit-source", default="", help="where the tlskit binary came from")
     p.add_argument("--system-bundle", default="/etc/ssl/certs/ca-certificates.crt")
     p.add_argument("--missing", action="append", default=[], help="IMPL=reason")
     p.add_argument("--command", default="bench/run.sh")
@@ -762,6 +803,7 @@ def main():
         out = json.load(open(os.path.join(a.out, "results.json")))
         open(os.path.join(a.out, "results.md"), "w").write(render_md(out))
         open(os.path.join(a.out, "store_load.svg"), "w").write(render_svg(out))
+        open(os.path.join(a.out, "verify.svg"), "w").write(render_verify_svg(out))
         return
     if not (a.data and a.out and a.ns and a.peer_dir and a.rustls_peer):
         p.error("--data, --out, --ns, --peer-dir and --rustls-peer are required (bench/run.sh passes them)")

@@ -39,6 +39,8 @@ command -v cargo >/dev/null || { say "cargo not found: install Rust (rustup) fir
 say "building tlskit-bench (release)"
 cargo build --release --quiet -p tlskit-bench --bins
 # peer-tlskit needs the store crate's builder API; without it, that row reads n/a.
+TLSKIT_GIVEN=${TLSKIT:-}
+TLSKIT_PEER_GIVEN=${TLSKIT_PEER:-}
 if [ -n "${TLSKIT_PEER:-}" ]; then
   say "using TLSKIT_PEER=$TLSKIT_PEER"
 elif TLSKIT_PEER=$TARGET/release/peer-tlskit && cargo build --release --quiet -p tlskit-bench --features tlskit-store-api --bin peer-tlskit \
@@ -49,9 +51,13 @@ else
   say "peer-tlskit does not build against this tree's tlskit-store (see $PEERS/peer-tlskit-build.log)"
   missing+=(--missing "tlskit-lib=peer-tlskit does not build against this tree's tlskit-store")
 fi
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || COMMIT="$COMMIT with uncommitted changes"
 if [ -n "${TLSKIT:-}" ]; then
   say "using TLSKIT=$TLSKIT"
+  SOURCE="binary given as TLSKIT=$TLSKIT"
 else
+  SOURCE="built from this tree, commit $COMMIT"
   TLSKIT=$TARGET/release/tlskit
   say "building tlskit (release)"
   if ! cargo build --release --quiet -p tlskit; then
@@ -118,8 +124,11 @@ fi
 
 # --- run ------------------------------------------------------------------------------------
 CMD="bench/run.sh${1:+ $*}"
+[ -n "${BENCH_LIMIT:-}" ] && CMD="BENCH_LIMIT=$BENCH_LIMIT $CMD"
+[ -n "${TLSKIT_PEER_GIVEN:-}" ] && CMD="TLSKIT_PEER=$TLSKIT_PEER $CMD"
+[ -n "${TLSKIT_GIVEN:-}" ] && CMD="TLSKIT=$TLSKIT $CMD"
 python3 bench/harness.py --data "$DATA" --out "$ROOT/bench/out" --ns "$NS" \
   --peer-dir "$PEERS" --rustls-peer "$TARGET/release/peer-rustls" --tlskit "$TLSKIT" \
-  --tlskit-peer "$TLSKIT_PEER" \
+  --tlskit-peer "$TLSKIT_PEER" --tlskit-source "$SOURCE" \
   --limit "${BENCH_LIMIT:-90}" --command "$CMD" "${opts[@]}" ${missing[@]+"${missing[@]}"}
 say "results: bench/out/results.md (raw numbers in bench/out/results.json, plot bench/out/store_load.svg)"

@@ -99,10 +99,30 @@ fn main() -> Result<()> {
             fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
         }
         fs::create_dir_all(&dir)?;
-        for (i, pem) in pems[..n].iter().enumerate() {
-            fs::write(dir.join(format!("ca-{:06}.pem", i + 1)), pem)
-                .with_context(|| format!("writing into {}", dir.display()))?;
-        }
+        // One file per certificate, written by every thread (100,000 small files).
+        let per_thread = n.div_ceil(threads);
+        std::thread::scope(|s| -> Result<()> {
+            let dir = &dir;
+            let handles: Vec<_> = pems[..n]
+                .chunks(per_thread)
+                .enumerate()
+                .map(|(t, chunk)| {
+                    s.spawn(move || -> Result<()> {
+                        for (j, pem) in chunk.iter().enumerate() {
+                            let i = t * per_thread + j + 1;
+                            fs::write(dir.join(format!("ca-{i:06}.pem")), pem)
+                                .with_context(|| format!("writing into {}", dir.display()))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("writer thread panicked"))??;
+            }
+            Ok(())
+        })?;
 
         let roots = format!("{}{}", pems[..n - 1].concat(), chain.root);
         write(&verify_dir.join(format!("roots-{n}.pem")), roots.as_bytes())?;
