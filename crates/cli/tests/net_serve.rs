@@ -413,6 +413,7 @@ fn net_serve_sighup_reload_under_connections() {
         "echo",
         "--metrics",
         "127.0.0.1:0",
+        "--no-watch",
     ]);
     let target = srv.addr().to_string();
     let ca = s(&pki.path("ca.pem"));
@@ -866,4 +867,24 @@ fn net_serve_removed_client_ca_ends_resumption() {
             "{tls}: certificate refused: {after}"
         );
     }
+}
+
+/// Without any signal, replacing the certificate files is noticed and served.
+#[test]
+fn net_serve_reloads_on_file_change() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    let target = srv.addr().to_string();
+    let ca = s(&pki.path("ca.pem"));
+    pki.server_leaf("next.pem", "next.key", "changed.example", &["test.example"]);
+    std::fs::rename(pki.path("next.key"), pki.path("leaf.key")).expect("mv");
+    std::fs::rename(pki.path("next.pem"), pki.path("chain.pem")).expect("mv");
+    assert!(
+        srv.wait_log("cause=file_change", Duration::from_secs(10)),
+        "{}",
+        srv.stderr()
+    );
+    let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["chain"][0], "CN=changed.example", "{v}");
 }

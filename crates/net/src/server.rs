@@ -97,6 +97,8 @@ pub struct ServeConfig {
     pub ticket_rotation: Duration,
     /// Send a PROXY protocol v2 header to the backend.
     pub proxy_protocol: bool,
+    /// Reload when the certificate, key, SNI directory or client-CA files change.
+    pub watch: bool,
 }
 
 /// A TLS protocol version.
@@ -139,6 +141,7 @@ impl ServeConfig {
             shutdown_grace: Duration::from_secs(10),
             ticket_rotation: Duration::from_secs(6 * 3600),
             proxy_protocol: false,
+            watch: true,
         }
     }
 }
@@ -161,6 +164,24 @@ pub struct Server {
     listeners: Vec<std::net::TcpListener>,
     metrics_listener: Option<std::net::TcpListener>,
     addrs: Vec<SocketAddr>,
+    rt: tokio::runtime::Runtime,
+    signals: Signals,
+    watch: Watch,
+}
+
+/// The file watcher (dropping it stops watching) and the changes it reports. Set up in
+/// [`Server::bind`], so changes made right after "ready" is announced are seen.
+struct Watch {
+    watcher: Option<notify::RecommendedWatcher>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+/// Signal handlers, installed in [`Server::bind`] so that a SIGHUP or SIGTERM arriving
+/// right after "ready" is announced is handled, not fatal.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 /// A ticketer made by `Ticketer::new()` (itself rotating every 6 hours), replaced as a
@@ -322,7 +343,34 @@ impl Server {
             &[("sni_names", &names), ("client_auth", &store.is_some())],
         );
         let limit = Arc::new(Semaphore::new(cfg.max_connections));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let signals = {
+            use tokio::signal::unix::{signal, SignalKind};
+            let _guard = rt.enter();
+            Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+                hup: signal(SignalKind::hangup())?,
+            }
+        };
+        let (change_tx, changes) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let watcher = if cfg.watch {
+            match watch_files(&cfg, change_tx) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    log::event(Level::Warn, "watch_unavailable", &[("reason", &e)]);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
+            rt,
+            signals,
+            watch: Watch { watcher, changes },
             shared: Arc::new(Shared {
                 cfg,
                 provider,
@@ -353,56 +401,81 @@ impl Server {
 
     /// Serve until SIGTERM or SIGINT, then drain for up to the shutdown grace period.
     pub fn run(self) -> Result<(), NetError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?;
-        let result = rt.block_on(self.run_async());
+        let Server {
+            shared,
+            listeners,
+            metrics_listener,
+            addrs,
+            rt,
+            signals,
+            watch,
+        } = self;
+        let result = rt.block_on(run_async(
+            shared,
+            listeners,
+            metrics_listener,
+            addrs,
+            signals,
+            watch,
+        ));
         rt.shutdown_timeout(Duration::from_millis(200));
         result
     }
+}
 
-    async fn run_async(self) -> Result<(), NetError> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut hup = signal(SignalKind::hangup())?;
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let shared = self.shared;
-        for l in self.listeners {
-            let l = TcpListener::from_std(l)?;
-            tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
-        }
-        if let Some(l) = self.metrics_listener {
-            let l = TcpListener::from_std(l)?;
-            tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
-        }
-        log::event(
-            Level::Info,
-            "started",
-            &[("listen", &DisplayAddrs(&self.addrs))],
-        );
-        loop {
-            tokio::select! {
-                _ = term.recv() => break,
-                _ = int.recv() => break,
-                _ = hup.recv() => {
-                    let s = shared.clone();
-                    let _ = tokio::task::spawn_blocking(move || reload(&s)).await;
-                }
+async fn run_async(
+    shared: Arc<Shared>,
+    listeners: Vec<std::net::TcpListener>,
+    metrics_listener: Option<std::net::TcpListener>,
+    addrs: Vec<SocketAddr>,
+    signals: Signals,
+    watched: Watch,
+) -> Result<(), NetError> {
+    let mut change_rx = watched.changes;
+    let _watcher = watched.watcher;
+    let Signals {
+        mut term,
+        mut int,
+        mut hup,
+    } = signals;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    for l in listeners {
+        let l = TcpListener::from_std(l)?;
+        tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
+    }
+    if let Some(l) = metrics_listener {
+        let l = TcpListener::from_std(l)?;
+        tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
+    }
+    log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => {
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || reload(&s, "sighup")).await;
+            }
+            Some(()) = change_rx.recv() => {
+                // Let a burst of changes (a key and a chain replaced one after the
+                // other) settle, then reload once.
+                while let Ok(Some(())) = tokio::time::timeout(WATCH_DEBOUNCE, change_rx.recv()).await {}
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || reload(&s, "file_change")).await;
             }
         }
-        shared.stopping.store(true, Ordering::Release);
-        let _ = stop_tx.send(true);
-        let active = shared.metrics.active();
-        log::event(Level::Info, "stopping", &[("active", &active)]);
-        let deadline = Instant::now() + shared.cfg.shutdown_grace;
-        while shared.metrics.active() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let left = shared.metrics.active();
-        log::event(Level::Info, "stopped", &[("closed_unfinished", &left)]);
-        Ok(())
     }
+    shared.stopping.store(true, Ordering::Release);
+    let _ = stop_tx.send(true);
+    let active = shared.metrics.active();
+    log::event(Level::Info, "stopping", &[("active", &active)]);
+    let deadline = Instant::now() + shared.cfg.shutdown_grace;
+    while shared.metrics.active() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = shared.metrics.active();
+    log::event(Level::Info, "stopped", &[("closed_unfinished", &left)]);
+    Ok(())
 }
 
 struct DisplayAddrs<'a>(&'a [SocketAddr]);
@@ -419,8 +492,58 @@ impl std::fmt::Display for DisplayAddrs<'_> {
     }
 }
 
+/// Quiet time after the last file change before reloading.
+const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Watch the directories holding the configured files (so atomic replacement by rename
+/// is seen) and report changes to the files themselves, the SNI directory and client-CA
+/// directories.
+fn watch_files(
+    cfg: &ServeConfig,
+    tx: tokio::sync::mpsc::UnboundedSender<()>,
+) -> Result<notify::RecommendedWatcher, notify::Error> {
+    use notify::{RecursiveMode, Watcher};
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert), abs(&cfg.key)];
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = &cfg.sni_dir {
+        dirs.push(abs(d));
+    }
+    for s in &cfg.client_ca {
+        match s {
+            Source::Dir(p) => dirs.push(abs(p)),
+            Source::File(p) | Source::Snapshot(p) => files.push(abs(p)),
+            Source::System => {}
+        }
+    }
+    let mut watch_dirs: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.parent().map(|p| p.to_path_buf()))
+        .collect();
+    watch_dirs.extend(dirs.iter().cloned());
+    watch_dirs.sort();
+    watch_dirs.dedup();
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        let Ok(ev) = ev else { return };
+        if ev.kind.is_access() {
+            return;
+        }
+        let relevant = ev
+            .paths
+            .iter()
+            .any(|p| files.iter().any(|f| f == p) || dirs.iter().any(|d| p.starts_with(d)));
+        if relevant {
+            let _ = tx.send(());
+        }
+    })?;
+    for d in &watch_dirs {
+        watcher.watch(d, RecursiveMode::NonRecursive)?;
+    }
+    Ok(watcher)
+}
+
 /// Reload certificates (and the client-CA store). A failure keeps what was serving.
-fn reload(s: &Shared) {
+fn reload(s: &Shared, cause: &str) {
     let t = Instant::now();
     let certs = CertIndex::load(
         &s.cfg.cert,
@@ -469,6 +592,7 @@ fn reload(s: &Shared) {
         "reloaded",
         &[
             ("ok", &ok),
+            ("cause", &cause),
             ("store_generation", &generation),
             ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
         ],
