@@ -35,9 +35,12 @@ pub(crate) fn finish(result: CmdResult) -> ExitCode {
 
 /// Print a value as pretty JSON on stdout, followed by a newline.
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    // Serialise first, so that a closed pipe surfaces as an io::Error (not an error, see
+    // `finish`) rather than as a serde error.
+    let text = serde_json::to_string_pretty(value)?;
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    writeln!(out, "{text}")?;
+    out.flush()?;
     Ok(())
 }
 

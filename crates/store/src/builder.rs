@@ -23,10 +23,21 @@ pub enum Added {
     Duplicate,
 }
 
-/// Open-addressing table of anchor indices (+1; 0 = empty), power-of-two capacity.
+/// Open-addressing table of anchor indices, power-of-two capacity, linear probing.
+///
+/// Each builder slot is `(hash >> 32) << 32 | (index + 1)` (0 = empty): the high half of
+/// the hash both picks the home slot ([`slot_of`]) and serves as a tag, so probing compares
+/// keys only on a tag match and growing never recomputes a hash. The built store keeps
+/// just the low 32 bits (index + 1) and recomputes the hash of the key it looks up.
 pub(crate) struct Table {
-    pub(crate) slots: Vec<u32>,
+    slots: Vec<u64>,
     count: u32,
+}
+
+/// Home slot of a hash in a table of `cap` (a power of two) slots.
+#[inline]
+pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
+    (h >> 32) as usize & (cap - 1)
 }
 
 impl Table {
@@ -36,41 +47,65 @@ impl Table {
             count: 0,
         }
     }
+    pub(crate) fn cap(&self) -> usize {
+        self.slots.len()
+    }
     fn find(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let mask = self.slots.len() - 1;
-        let mut s = h as usize & mask;
+        let tag = h >> 32;
+        let mut s = slot_of(h, self.slots.len());
         loop {
             let v = self.slots[s];
             if v == 0 {
                 return None;
             }
-            if eq(v - 1) {
-                return Some(v - 1);
+            if v >> 32 == tag {
+                let i = (v as u32).wrapping_sub(1);
+                if eq(i) {
+                    return Some(i);
+                }
             }
             s = (s + 1) & mask;
         }
     }
-    fn put(slots: &mut [u32], h: u64, idx: u32) {
+    fn put(slots: &mut [u64], v: u64) {
         let mask = slots.len() - 1;
-        let mut s = h as usize & mask;
+        let mut s = (v >> 32) as usize & mask;
         while slots[s] != 0 {
             s = (s + 1) & mask;
         }
-        slots[s] = idx + 1;
+        slots[s] = v;
     }
-    /// Insert an index known to be absent; grows (rehashing with `hash_of`) at load 3/4.
-    fn insert(&mut self, h: u64, idx: u32, hash_of: impl Fn(u32) -> u64) {
+    /// Insert an index known to be absent; doubles at load 3/4.
+    fn insert(&mut self, h: u64, idx: u32) {
         if (self.count as usize + 1) * 4 > self.slots.len() * 3 {
-            let mut bigger = vec![0u32; self.slots.len() * 2];
+            let mut bigger = vec![0u64; self.slots.len() * 2];
             for &v in &self.slots {
                 if v != 0 {
-                    Self::put(&mut bigger, hash_of(v - 1), v - 1);
+                    Self::put(&mut bigger, v);
                 }
             }
             self.slots = bigger;
         }
-        Self::put(&mut self.slots, h, idx);
+        Self::put(&mut self.slots, (h >> 32) << 32 | u64::from(idx + 1));
         self.count += 1;
+    }
+    /// Grow (once) so that `n` entries fit under the 3/4 load limit.
+    fn reserve(&mut self, n: usize) {
+        let want = (n * 4 / 3 + 1).next_power_of_two();
+        if want > self.slots.len() {
+            let mut bigger = vec![0u64; want];
+            for &v in &self.slots {
+                if v != 0 {
+                    Self::put(&mut bigger, v);
+                }
+            }
+            self.slots = bigger;
+        }
+    }
+    /// The slots as the built store keeps them: index + 1, 0 = empty.
+    fn low_words(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().map(|&v| v as u32)
     }
 }
 
@@ -94,7 +129,6 @@ pub struct StoreBuilder {
     pub(crate) files: usize,
     pub(crate) aliases: usize,
     pub(crate) duplicates: usize,
-    pub(crate) scratch: Vec<u8>,
     pub(crate) read_buf: Vec<u8>,
     pub(crate) snapshot_sources: Vec<crate::snapshot::SourceRecord>,
     /// When set, every certificate occurrence is recorded (for lint and prune).
@@ -112,6 +146,22 @@ pub(crate) struct Tracker {
     /// Paths that resolved to an inode already read (hash links, symlinks).
     pub(crate) alias_of: Vec<(PathBuf, PathBuf)>,
     pub(crate) inode_path: std::collections::HashMap<(u64, u64), PathBuf>,
+}
+
+/// Parse and fingerprint one certificate (no builder state: safe on worker threads).
+/// Rejects malformed DER, non-CA certificates and oversized subjects.
+pub(crate) fn prepare(cert: &[u8]) -> Result<(der::CertFields, [u8; 32]), IssueKind> {
+    let f = der::parse_cert(cert).map_err(|e| IssueKind::MalformedDer(e.0))?;
+    if !f.is_ca {
+        let (o, l) = (f.subject.0 as usize, f.subject.1 as usize);
+        return Err(IssueKind::NotCa {
+            subject: crate::lint::render_name(cert.get(o..o + l).unwrap_or(&[])),
+        });
+    }
+    if f.subject.1 > 65533 {
+        return Err(IssueKind::SubjectTooLarge(f.subject.1 as usize));
+    }
+    Ok((f, sha2::Sha256::digest(cert).into()))
 }
 
 impl Default for StoreBuilder {
@@ -139,7 +189,6 @@ impl StoreBuilder {
             files: 0,
             aliases: 0,
             duplicates: 0,
-            scratch: Vec::new(),
             read_buf: Vec::new(),
             snapshot_sources: Vec::new(),
             tracker: None,
@@ -148,6 +197,10 @@ impl StoreBuilder {
 
     /// Pre-size for about `anchors` certificates of `der_bytes` total.
     pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
+        let total = self.recs.len() + anchors;
+        self.sha_tab.reserve(total);
+        self.subj_tab.reserve(self.names.len() + anchors);
+        self.ski_tab.reserve(total);
         self.der.reserve(der_bytes);
         self.recs.reserve(anchors);
         self.sha.reserve(anchors);
@@ -182,46 +235,35 @@ impl StoreBuilder {
         let start = self.der.len();
         self.der.extend_from_slice(der);
         self.commit_tail(start)
+            .map(|(a, _)| a)
             .map_err(|k| LoadIssue::new(origin, k))
     }
 
     /// The certificate is `self.der[start..]`; index it or roll the arena back.
-    pub(crate) fn commit_tail(&mut self, start: usize) -> Result<Added, IssueKind> {
-        match self.commit_inner(start) {
-            Ok(Added::New) => Ok(Added::New),
-            other => {
-                self.der.truncate(start);
-                other
-            }
+    /// Returns what happened and the anchor's index.
+    pub(crate) fn commit_tail(&mut self, start: usize) -> Result<(Added, u32), IssueKind> {
+        let prepared = prepare(&self.der[start..]);
+        let result = prepared.and_then(|(f, sha)| self.insert_prepared(start, &f, &sha));
+        if !matches!(result, Ok((Added::New, _))) {
+            self.der.truncate(start);
         }
+        result
     }
 
-    fn commit_inner(&mut self, start: usize) -> Result<Added, IssueKind> {
-        let cert = &self.der[start..];
-        let f = der::parse_cert(cert).map_err(|e| IssueKind::MalformedDer(e.0))?;
-        if !f.is_ca {
-            return Err(IssueKind::NotCa {
-                subject: crate::lint::render_name(
-                    cert.get(f.subject.0 as usize..(f.subject.0 + f.subject.1) as usize)
-                        .unwrap_or(&[]),
-                ),
-            });
-        }
-        if f.subject.1 > 65533 {
-            return Err(IssueKind::SubjectTooLarge(f.subject.1 as usize));
-        }
-        let sha: [u8; 32] = sha2::Sha256::digest(cert).into();
-        let all_sha = &self.sha;
-        if self
-            .sha_tab
-            .find(hash_sha(&sha), |i| all_sha[i as usize] == sha)
-            .is_some()
-        {
+    /// Index the certificate at `self.der[start..]` whose fields and fingerprint were
+    /// computed by [`prepare`]. On `Duplicate` or error the caller truncates the arena.
+    pub(crate) fn insert_prepared(
+        &mut self,
+        start: usize,
+        f: &der::CertFields,
+        sha: &[u8; 32],
+    ) -> Result<(Added, u32), IssueKind> {
+        if let Some(i) = self.find_sha(sha) {
             self.duplicates += 1;
-            return Ok(Added::Duplicate);
+            return Ok((Added::Duplicate, i));
         }
-        let (der_off, der_len) = (u32::try_from(start), u32::try_from(cert.len()));
-        let (Ok(der_off), Ok(der_len)) = (der_off, der_len) else {
+        let cert_len = self.der.len() - start;
+        let (Ok(der_off), Ok(der_len)) = (u32::try_from(start), u32::try_from(cert_len)) else {
             return Err(IssueKind::Unreadable(
                 "store full: DER arena exceeds 4 GiB".into(),
             ));
@@ -244,13 +286,13 @@ impl StoreBuilder {
         };
         let idx = self.recs.len() as u32;
         self.recs.push(rec);
-        self.sha.push(sha);
+        self.sha.push(*sha);
         self.subj_next.push(0);
         self.ski_next.push(0);
         self.subj_tail.push(idx);
         self.ski_tail.push(idx);
 
-        let (der_arena, recs, shas) = (&self.der, &self.recs, &self.sha);
+        let (der_arena, recs) = (&self.der, &self.recs);
         let subj_of = |i: u32| {
             let r = &recs[i as usize];
             let s = (r.der_off + r.subj_off) as usize;
@@ -261,8 +303,7 @@ impl StoreBuilder {
             let s = (r.der_off + r.ski_off) as usize;
             &der_arena[s..s + r.ski_len as usize]
         };
-        self.sha_tab
-            .insert(hash_sha(&sha), idx, |i| hash_sha(&shas[i as usize]));
+        self.sha_tab.insert(hash_sha(sha), idx);
 
         let subject = subj_of(idx);
         let hs = hash_bytes(subject);
@@ -273,7 +314,7 @@ impl StoreBuilder {
                 self.subj_tail[head as usize] = idx;
             }
             None => {
-                self.subj_tab.insert(hs, idx, |i| hash_bytes(subj_of(i)));
+                self.subj_tab.insert(hs, idx);
                 self.names.push(idx);
                 self.encoded_len += 2 + subject.len() as u64;
             }
@@ -281,17 +322,16 @@ impl StoreBuilder {
         if ski_off != NO_SKI {
             let key = ski_of(idx);
             let hk = hash_bytes(key);
-            let has_ski = |i: u32| recs[i as usize].ski_off != NO_SKI;
-            match self.ski_tab.find(hk, |i| has_ski(i) && ski_of(i) == key) {
+            match self.ski_tab.find(hk, |i| ski_of(i) == key) {
                 Some(head) => {
                     let tail = self.ski_tail[head as usize];
                     self.ski_next[tail as usize] = idx + 1;
                     self.ski_tail[head as usize] = idx;
                 }
-                None => self.ski_tab.insert(hk, idx, |i| hash_bytes(ski_of(i))),
+                None => self.ski_tab.insert(hk, idx),
             }
         }
-        Ok(Added::New)
+        Ok((Added::New, idx))
     }
 
     /// Index of the anchor with this fingerprint, if present.
@@ -304,9 +344,9 @@ impl StoreBuilder {
         Layout {
             n: self.recs.len() as u32,
             m: self.names.len() as u32,
-            subj_cap: self.subj_tab.slots.len() as u32,
-            ski_cap: self.ski_tab.slots.len() as u32,
-            sha_cap: self.sha_tab.slots.len() as u32,
+            subj_cap: self.subj_tab.cap() as u32,
+            ski_cap: self.ski_tab.cap() as u32,
+            sha_cap: self.sha_tab.cap() as u32,
             encoded_len: self.encoded_len,
         }
     }
@@ -318,17 +358,17 @@ impl StoreBuilder {
             return Vec::new();
         };
         let mut out = Vec::with_capacity(off.total);
-        let put = |out: &mut Vec<u8>, v: &[u32]| {
+        fn put(out: &mut Vec<u8>, v: impl Iterator<Item = u32>) {
             for x in v {
                 out.extend_from_slice(&x.to_le_bytes());
             }
-        };
-        put(&mut out, &self.subj_tab.slots);
-        put(&mut out, &self.ski_tab.slots);
-        put(&mut out, &self.sha_tab.slots);
-        put(&mut out, &self.subj_next);
-        put(&mut out, &self.ski_next);
-        put(&mut out, &self.names);
+        }
+        put(&mut out, self.subj_tab.low_words());
+        put(&mut out, self.ski_tab.low_words());
+        put(&mut out, self.sha_tab.low_words());
+        put(&mut out, self.subj_next.iter().copied());
+        put(&mut out, self.ski_next.iter().copied());
+        put(&mut out, self.names.iter().copied());
         out.resize(off.index_len, 0);
         for r in &self.recs {
             r.write(&mut out);

@@ -280,7 +280,8 @@ impl TrustStore {
             std::thread::scope(|s| {
                 let t = s.spawn(|| check(mid..n));
                 let mut a = check(0..mid);
-                a.extend(t.join().unwrap_or_default());
+                // A panicked checker proves nothing: count its whole range as failed.
+                a.extend(t.join().unwrap_or_else(|_| (mid..n).collect()));
                 a
             })
         } else {

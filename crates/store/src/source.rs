@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::builder::{Added, StoreBuilder};
+use crate::builder::{prepare, Added, StoreBuilder};
 use crate::der;
 use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES};
 use crate::pem::{self, Block, PemScanner};
@@ -166,6 +166,101 @@ pub struct LoadReport {
     pub load_ms: f64,
 }
 
+/// Files larger than this are read and processed in chunks of [`STREAM_CHUNK_BYTES`].
+const STREAM_MIN_BYTES: usize = 4 << 20;
+const STREAM_CHUNK_BYTES: usize = 2 << 20;
+
+/// PEM text at least this large is decoded on several threads.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+fn worker_threads(len: usize) -> usize {
+    if len < PARALLEL_MIN_BYTES {
+        return 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
+}
+
+fn block_issue(b: Block<'_>) -> IssueKind {
+    match b {
+        Block::Other {
+            label,
+            private_key: true,
+        } => IssueKind::PrivateKey { label },
+        Block::Other {
+            label,
+            private_key: false,
+        } => IssueKind::NotCertificate { label },
+        Block::Bad(why) => IssueKind::BadPem(why),
+        // Certificates are handled by the callers.
+        Block::Certificate(_) => IssueKind::BadPem("unexpected certificate block"),
+    }
+}
+
+/// What a worker thread produced from one slice of a PEM file.
+#[derive(Default)]
+struct Chunk {
+    arena: Vec<u8>,
+    items: Vec<Item>,
+    blocks: u32,
+}
+
+enum Item {
+    Cert {
+        off: usize,
+        len: usize,
+        fields: der::CertFields,
+        sha: [u8; 32],
+        block: u32,
+    },
+    Issue {
+        block: u32,
+        kind: IssueKind,
+    },
+}
+
+fn prepare_pem(text: &[u8]) -> Chunk {
+    let mut c = Chunk {
+        arena: Vec::with_capacity(text.len() * 3 / 4),
+        ..Chunk::default()
+    };
+    for b in PemScanner::new(text) {
+        c.blocks += 1;
+        let block = c.blocks;
+        match b {
+            Block::Certificate(body) => {
+                let start = c.arena.len();
+                if let Err(why) = pem::decode_body(body, &mut c.arena) {
+                    c.arena.truncate(start);
+                    c.items.push(Item::Issue {
+                        block,
+                        kind: IssueKind::BadPem(why),
+                    });
+                    continue;
+                }
+                match prepare(&c.arena[start..]) {
+                    Ok((fields, sha)) => c.items.push(Item::Cert {
+                        off: start,
+                        len: c.arena.len() - start,
+                        fields,
+                        sha,
+                        block,
+                    }),
+                    Err(kind) => {
+                        c.arena.truncate(start);
+                        c.items.push(Item::Issue { block, kind });
+                    }
+                }
+            }
+            other => c.items.push(Item::Issue {
+                block,
+                kind: block_issue(other),
+            }),
+        }
+    }
+    c
+}
+
 #[cfg(target_os = "linux")]
 const ELOOP: i32 = 40;
 #[cfg(not(target_os = "linux"))]
@@ -266,7 +361,7 @@ impl StoreBuilder {
         for p in entries {
             match fs::metadata(&p) {
                 Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
-                Ok(_) => self.add_file(&p, report),
+                Ok(md) => self.add_file_meta(&p, md, report),
                 Err(e) => report.errors.push(io_issue(&p, &e)),
             }
         }
@@ -281,13 +376,14 @@ impl StoreBuilder {
 
     /// Read one file (PEM bundle or DER) and add its certificates.
     pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
-        let md = match fs::metadata(path) {
-            Ok(md) => md,
-            Err(e) => {
-                report.errors.push(io_issue(path, &e));
-                return;
-            }
-        };
+        match fs::metadata(path) {
+            Ok(md) => self.add_file_meta(path, md, report),
+            Err(e) => report.errors.push(io_issue(path, &e)),
+        }
+    }
+
+    /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
+    fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
         if !md.is_file() {
             report
                 .errors
@@ -313,12 +409,22 @@ impl StoreBuilder {
             ));
             return;
         }
+        let file = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                report.errors.push(io_issue(path, &e));
+                return;
+            }
+        };
+        if md.len() > STREAM_MIN_BYTES as u64 {
+            self.add_stream(file, &md, key, path, report);
+            return;
+        }
         let mut buf = std::mem::take(&mut self.read_buf);
         buf.clear();
-        let read = fs::File::open(path).and_then(|f| {
-            // Bound the read even if the file grew after the metadata call.
-            f.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf)
-        });
+        buf.reserve(md.len() as usize + 1);
+        // Bound the read even if the file grew after the metadata call.
+        let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
         if let Err(e) = read {
             report.errors.push(io_issue(path, &e));
             self.read_buf = buf;
@@ -335,16 +441,150 @@ impl StoreBuilder {
             self.read_buf = buf;
             return;
         }
+        let file_idx = self.register_file(path, &md, key);
+        self.add_bytes(&buf, path, file_idx, report);
+        self.read_buf = buf;
+    }
+
+    fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
         self.files += 1;
         self.snapshot_sources
-            .push(SourceRecord::from_meta(path, &md, false));
-        let file_idx = self.tracker.as_mut().map(|t| {
+            .push(SourceRecord::from_meta(path, md, false));
+        self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
             t.inode_path.insert(key, path.to_path_buf());
             (t.files.len() - 1) as u32
-        });
-        self.add_bytes(&buf, path, file_idx, report);
+        })
+    }
+
+    /// Large files are read in chunks and processed as they arrive, so the working set
+    /// stays in cache and no file-sized buffer is allocated. Each round processes the
+    /// complete blocks before the last BEGIN line and carries the rest over; block
+    /// numbers continue across rounds. The result equals reading the file whole.
+    fn add_stream(
+        &mut self,
+        mut f: fs::File,
+        md: &fs::Metadata,
+        key: (u64, u64),
+        path: &Path,
+        report: &mut LoadReport,
+    ) {
+        let file_idx = self.register_file(path, md, key);
+        let mut buf = std::mem::take(&mut self.read_buf);
+        buf.clear();
+        let mut total = 0u64;
+        let mut eof = false;
+        let mut blocks = 0u32;
+        let mut checked_pem = false;
+        self.reserve_for_pem(md.len() as usize);
+        while !eof {
+            let old = buf.len();
+            buf.resize(old + STREAM_CHUNK_BYTES, 0);
+            let mut got = 0;
+            while got < STREAM_CHUNK_BYTES {
+                match f.read(&mut buf[old + got..]) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(k) => got += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        buf.truncate(old + got);
+                        report.errors.push(io_issue(path, &e));
+                        self.read_buf = buf;
+                        return;
+                    }
+                }
+            }
+            buf.truncate(old + got);
+            total += got as u64;
+            if total > MAX_FILE_BYTES {
+                report.errors.push(LoadIssue::new(
+                    path,
+                    IssueKind::TooLarge {
+                        size: total,
+                        limit: MAX_FILE_BYTES,
+                    },
+                ));
+                self.read_buf = buf;
+                return;
+            }
+            if !checked_pem {
+                checked_pem = true;
+                if !pem::looks_like_pem(&buf) {
+                    // Not PEM: read the rest and take the whole-buffer (DER) path.
+                    let rest = (&mut f)
+                        .take(MAX_FILE_BYTES + 1 - total)
+                        .read_to_end(&mut buf);
+                    match rest {
+                        Err(e) => report.errors.push(io_issue(path, &e)),
+                        Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => {
+                            report.errors.push(LoadIssue::new(
+                                path,
+                                IssueKind::TooLarge {
+                                    size: buf.len() as u64,
+                                    limit: MAX_FILE_BYTES,
+                                },
+                            ))
+                        }
+                        Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+                    }
+                    self.read_buf = buf;
+                    return;
+                }
+            }
+            let cut = if eof {
+                buf.len()
+            } else {
+                match memchr::memmem::rfind(&buf, b"-----BEGIN ") {
+                    Some(c) if c > 0 => c,
+                    _ => continue, // one block larger than a chunk: read more first
+                }
+            };
+            blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
+            buf.drain(..cut);
+        }
+        if blocks == 0 {
+            self.push_issue(
+                report,
+                file_idx,
+                LoadIssue::new(path, IssueKind::NoCertificates),
+            );
+        }
         self.read_buf = buf;
+    }
+
+    /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and
+    /// a typical CA (P-256) takes about 560 PEM bytes. Growing the indexes once instead of
+    /// doubling avoids rehashing every entry several times; an overestimate (RSA roots are
+    /// ~2 KB) costs a few bytes of index per DER kilobyte.
+    fn reserve_for_pem(&mut self, len: usize) {
+        if len >= 1 << 20 {
+            self.reserve(len / 560, len * 3 / 4);
+        }
+    }
+
+    /// PEM text, on worker threads when it is large. Returns the number of blocks.
+    fn add_pem_any(
+        &mut self,
+        text: &[u8],
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        if base == 0 {
+            self.reserve_for_pem(text.len());
+        }
+        let threads = worker_threads(text.len());
+        if threads > 1 {
+            self.add_pem_parallel(text, base, threads, path, file, report)
+        } else {
+            // Base64 is 4/3 of the DER; reserving avoids regrowing the arena.
+            self.der.reserve(text.len() * 3 / 4);
+            self.add_pem(text, base, path, file, report)
+        }
     }
 
     /// Add the certificates in one file's bytes (PEM or DER).
@@ -356,41 +596,8 @@ impl StoreBuilder {
         report: &mut LoadReport,
     ) {
         if pem::looks_like_pem(buf) {
-            let mut block = 0u32;
-            let mut scratch = std::mem::take(&mut self.scratch);
-            for b in PemScanner::new(buf) {
-                block += 1;
-                match b {
-                    Block::Certificate(body) => {
-                        let start = self.der.len();
-                        if let Err(why) = pem::decode_body(body, &mut scratch, &mut self.der) {
-                            self.der.truncate(start);
-                            self.push_issue(
-                                report,
-                                file,
-                                LoadIssue::at(path, block, IssueKind::BadPem(why)),
-                            );
-                            continue;
-                        }
-                        self.commit_occurrence(start, path, file, block, report);
-                    }
-                    Block::Other { label, private_key } => {
-                        let kind = if private_key {
-                            IssueKind::PrivateKey { label }
-                        } else {
-                            IssueKind::NotCertificate { label }
-                        };
-                        self.push_issue(report, file, LoadIssue::at(path, block, kind));
-                    }
-                    Block::Bad(why) => self.push_issue(
-                        report,
-                        file,
-                        LoadIssue::at(path, block, IssueKind::BadPem(why)),
-                    ),
-                }
-            }
-            self.scratch = scratch;
-            if block == 0 {
+            let blocks = self.add_pem_any(buf, 0, path, file, report);
+            if blocks == 0 {
                 self.push_issue(
                     report,
                     file,
@@ -428,6 +635,134 @@ impl StoreBuilder {
         }
     }
 
+    /// Sequential PEM path: decode straight into the arena. Returns the number of blocks.
+    fn add_pem(
+        &mut self,
+        buf: &[u8],
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        let mut block = base;
+        for b in PemScanner::new(buf) {
+            block += 1;
+            match b {
+                Block::Certificate(body) => {
+                    let start = self.der.len();
+                    if let Err(why) = pem::decode_body(body, &mut self.der) {
+                        self.der.truncate(start);
+                        self.push_issue(
+                            report,
+                            file,
+                            LoadIssue::at(path, block, IssueKind::BadPem(why)),
+                        );
+                        continue;
+                    }
+                    self.commit_occurrence(start, path, file, block, report);
+                }
+                other => {
+                    let kind = block_issue(other);
+                    self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                }
+            }
+        }
+        block - base
+    }
+
+    /// Parallel PEM path for large files: split at BEGIN lines, decode + parse + hash on
+    /// worker threads, then index the results here in file order (same result as the
+    /// sequential path, including block numbers).
+    fn add_pem_parallel(
+        &mut self,
+        buf: &[u8],
+        base: u32,
+        threads: usize,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        let mut cuts = vec![0usize];
+        for k in 1..threads {
+            let at = buf.len() * k / threads;
+            let prev = *cuts.last().unwrap_or(&0);
+            let next = memchr::memmem::find(&buf[at.max(prev)..], b"-----BEGIN ")
+                .map(|i| i + at.max(prev));
+            if let Some(n) = next {
+                if n > prev {
+                    cuts.push(n);
+                }
+            }
+        }
+        cuts.push(buf.len());
+        let chunks: Vec<Chunk> = std::thread::scope(|s| {
+            let handles: Vec<_> = cuts
+                .windows(2)
+                .skip(1)
+                .map(|w| {
+                    let part = &buf[w[0]..w[1]];
+                    (part, s.spawn(move || prepare_pem(part)))
+                })
+                .collect();
+            let mut out = vec![prepare_pem(&buf[cuts[0]..cuts[1]])];
+            for (part, h) in handles {
+                // A worker only panics on a bug; redo its part here rather than lose it
+                // (a deterministic bug then panics here, visibly).
+                out.push(h.join().unwrap_or_else(|_| prepare_pem(part)));
+            }
+            out
+        });
+        let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
+        self.der.reserve(total_der);
+        let mut block_base = base;
+        for c in chunks {
+            for item in c.items {
+                match item {
+                    Item::Cert {
+                        off,
+                        len,
+                        fields,
+                        sha,
+                        block,
+                    } => {
+                        let block = block_base + block;
+                        if let Some(i) = self.find_sha(&sha) {
+                            self.duplicates += 1;
+                            self.track_occurrence(file, i, block, false);
+                            continue;
+                        }
+                        let start = self.der.len();
+                        self.der.extend_from_slice(&c.arena[off..off + len]);
+                        match self.insert_prepared(start, &fields, &sha) {
+                            Ok((added, i)) => {
+                                self.track_occurrence(file, i, block, added == Added::New)
+                            }
+                            Err(kind) => {
+                                self.der.truncate(start);
+                                self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                            }
+                        }
+                    }
+                    Item::Issue { block, kind } => {
+                        self.push_issue(
+                            report,
+                            file,
+                            LoadIssue::at(path, block_base + block, kind),
+                        );
+                    }
+                }
+            }
+            block_base += c.blocks;
+        }
+        block_base - base
+    }
+
+    fn track_occurrence(&mut self, file: Option<u32>, idx: u32, block: u32, new: bool) {
+        if let (Some(t), Some(f)) = (self.tracker.as_mut(), file) {
+            t.occurrences.push((f, idx, block, new));
+        }
+    }
+
     fn commit_occurrence(
         &mut self,
         start: usize,
@@ -436,20 +771,8 @@ impl StoreBuilder {
         block: u32,
         report: &mut LoadReport,
     ) {
-        let sha_if_tracking = self.tracker.as_ref().map(|_| {
-            use sha2::Digest;
-            let s: [u8; 32] = sha2::Sha256::digest(&self.der[start..]).into();
-            s
-        });
         match self.commit_tail(start) {
-            Ok(added) => {
-                if let (Some(f), Some(sha)) = (file, sha_if_tracking) {
-                    let idx = self.find_sha(&sha);
-                    if let (Some(t), Some(idx)) = (self.tracker.as_mut(), idx) {
-                        t.occurrences.push((f, idx, block, added == Added::New));
-                    }
-                }
-            }
+            Ok((added, idx)) => self.track_occurrence(file, idx, block, added == Added::New),
             Err(kind) => self.push_issue(report, file, LoadIssue::at(path, block, kind)),
         }
     }

@@ -130,12 +130,15 @@ impl Layout {
         o.total = p;
         Some(o)
     }
-    /// Tables must be powers of two, non-empty, and big enough for their entries.
+    /// Tables must be powers of two, big enough for their entries (the SKI table holds
+    /// one entry per distinct SKI, which may be fewer than n) and not absurdly large.
     pub(crate) fn sane(&self) -> bool {
-        let ok = |cap: u32, need: u32| cap.is_power_of_two() && cap > need;
+        let limit = (u64::from(self.n) + 16) * 4;
+        let ok =
+            |cap: u32, need: u32| cap.is_power_of_two() && cap > need && u64::from(cap) <= limit;
         self.m <= self.n
             && ok(self.subj_cap, self.m)
-            && ok(self.ski_cap, self.n)
+            && ok(self.ski_cap, 0)
             && ok(self.sha_cap, self.n)
     }
 }
@@ -306,7 +309,7 @@ impl Core {
             return None;
         }
         let mask = cap as usize - 1;
-        let mut s = h as usize & mask;
+        let mut s = crate::builder::slot_of(h, cap as usize);
         for _ in 0..cap {
             let v = rd_u32(self.tab(), tab + s * 4)?;
             if v == 0 {

@@ -7,13 +7,18 @@
 //!   is emptied the first time a newer generation is seen.
 //! - Bounded: at most `max_entries` answers and `max_bytes` of stored chains, split
 //!   evenly over the shards; the oldest answers of a shard go first.
-//! - No cache-wide lock: 16 independently locked shards picked by the key hash. A hit
-//!   compares the full chain bytes, so a hash collision can never return a wrong answer.
+//! - The generation must identify the store: stores handed out by one `StoreHandle` do.
+//! - No cache-wide lock: up to 64 shards picked by the key hash. A hit reads a shard
+//!   through an `ArcSwap` (no lock, no write to shared memory); an insert copies one shard
+//!   (at most `max_entries / 64` entries) under that shard's mutex. A hit compares the full
+//!   chain bytes, so a hash collision can never return a wrong answer.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 
 use rustls_pki_types::{CertificateDer, ServerName};
 use xxhash_rust::xxh3::Xxh3;
@@ -38,7 +43,7 @@ impl Default for CacheLimits {
     }
 }
 
-const SHARDS: usize = 16;
+const SHARDS: usize = 64;
 
 /// The hash is already uniform; the map uses it as is.
 #[derive(Default)]
@@ -89,7 +94,10 @@ impl Entry {
             return false;
         }
         let mut off = 0usize;
-        for (c, &len) in std::iter::once(ee).chain(intermediates).zip(self.lens.iter()) {
+        for (c, &len) in std::iter::once(ee)
+            .chain(intermediates)
+            .zip(self.lens.iter())
+        {
             let c: &[u8] = c.as_ref();
             let end = off + len as usize;
             if c.len() != len as usize || self.chain.get(off..end) != Some(c) {
@@ -99,13 +107,6 @@ impl Entry {
         }
         true
     }
-}
-
-#[derive(Default)]
-struct Shard {
-    map: HashMap<u64, Entry, BuildHasherDefault<IdentityHasher>>,
-    order: VecDeque<u64>,
-    bytes: usize,
 }
 
 /// A cache key: the hash and the name bytes (so they are computed once per verification).
@@ -146,11 +147,26 @@ impl NameBytes {
 }
 
 pub(crate) struct VerifyCache {
-    shards: Box<[RwLock<Shard>]>,
+    shards: Box<[Shard]>,
     seed: u64,
     generation: AtomicU64,
     per_shard_entries: usize,
     per_shard_bytes: usize,
+}
+
+/// One shard's contents. Readers load it through an `ArcSwap` (no shared writes on a
+/// hit); writers copy it, change the copy and swap it in under the shard's mutex.
+#[derive(Default, Clone)]
+struct ShardMap {
+    map: HashMap<u64, Arc<Entry>, BuildHasherDefault<IdentityHasher>>,
+    order: VecDeque<u64>,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    current: ArcSwap<ShardMap>,
+    write: Mutex<()>,
 }
 
 impl std::fmt::Debug for VerifyCache {
@@ -165,12 +181,19 @@ impl VerifyCache {
     pub(crate) fn new(limits: CacheLimits) -> Self {
         // A per-process random seed: keys cannot be steered into one shard or bucket.
         let seed = std::collections::hash_map::RandomState::new().hash_one(0x746c_736b_6974u64);
+        // Fewer shards for tiny caches, so that the per-shard bounds add up to at most
+        // the configured totals.
+        let max_entries = limits.max_entries.max(1);
+        let mut shards = SHARDS;
+        while shards > max_entries {
+            shards /= 2;
+        }
         Self {
-            shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
+            shards: (0..shards).map(|_| Shard::default()).collect(),
             seed,
             generation: AtomicU64::new(0),
-            per_shard_entries: limits.max_entries.div_ceil(SHARDS).max(1),
-            per_shard_bytes: limits.max_bytes.div_ceil(SHARDS),
+            per_shard_entries: (max_entries / shards).max(1),
+            per_shard_bytes: limits.max_bytes / shards,
         }
     }
 
@@ -198,8 +221,8 @@ impl VerifyCache {
         }
     }
 
-    fn shard(&self, hash: u64) -> &RwLock<Shard> {
-        &self.shards[(hash >> 60) as usize % SHARDS]
+    fn shard(&self, hash: u64) -> &Shard {
+        &self.shards[(hash >> 32) as usize % self.shards.len()]
     }
 
     /// Empty the cache when a newer store generation shows up.
@@ -215,35 +238,34 @@ impl VerifyCache {
         }
     }
 
+    /// Look the key up; on a hit inside the validity window, call `f` on the answer.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn get(
+    pub(crate) fn get_with<R>(
         &self,
         key: &Key,
         generation: u64,
         ee: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        _name: Option<&ServerName<'_>>,
         purpose: Purpose,
         now: i64,
-    ) -> Option<Arc<VerifiedChain>> {
+        f: impl FnOnce(&Arc<VerifiedChain>) -> R,
+    ) -> Option<R> {
         self.observe(generation);
-        let shard = self.shard(key.hash).read().unwrap_or_else(|p| p.into_inner());
+        let shard = self.shard(key.hash).current.load();
         let e = shard.map.get(&key.hash)?;
         if !e.matches(generation, ee, intermediates, key.name.as_slice(), purpose) {
             return None;
         }
         let r = &e.result;
-        (r.valid_from <= now && now <= r.valid_until).then(|| r.clone())
+        (r.valid_from <= now && now <= r.valid_until).then(|| f(r))
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &self,
         key: Key,
         generation: u64,
         ee: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
-        _name: Option<&ServerName<'_>>,
         purpose: Purpose,
         result: Arc<VerifiedChain>,
     ) {
@@ -251,7 +273,8 @@ impl VerifyCache {
         if generation < self.generation.load(Ordering::Acquire) {
             return; // an answer from a store that has been replaced meanwhile
         }
-        let mut chain = Vec::with_capacity(ee.len() + intermediates.iter().map(|c| c.len()).sum::<usize>());
+        let mut chain =
+            Vec::with_capacity(ee.len() + intermediates.iter().map(|c| c.len()).sum::<usize>());
         let mut lens = Vec::with_capacity(intermediates.len() + 1);
         for c in std::iter::once(ee).chain(intermediates) {
             chain.extend_from_slice(c);
@@ -269,43 +292,38 @@ impl VerifyCache {
         if size > self.per_shard_bytes {
             return;
         }
-        let mut shard = self.shard(key.hash).write().unwrap_or_else(|p| p.into_inner());
-        match shard.map.insert(key.hash, entry) {
-            Some(old) => shard.bytes -= old.size(),
-            None => shard.order.push_back(key.hash),
+        let shard = self.shard(key.hash);
+        let _writer = shard.write.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = ShardMap::clone(&shard.current.load());
+        match m.map.insert(key.hash, Arc::new(entry)) {
+            Some(old) => m.bytes -= old.size(),
+            None => m.order.push_back(key.hash),
         }
-        shard.bytes += size;
-        while shard.map.len() > self.per_shard_entries || shard.bytes > self.per_shard_bytes {
-            let Some(h) = shard.order.pop_front() else {
+        m.bytes += size;
+        while m.map.len() > self.per_shard_entries || m.bytes > self.per_shard_bytes {
+            let Some(h) = m.order.pop_front() else {
                 break;
             };
-            if let Some(old) = shard.map.remove(&h) {
-                shard.bytes -= old.size();
+            if let Some(old) = m.map.remove(&h) {
+                m.bytes -= old.size();
             }
         }
+        shard.current.store(Arc::new(m));
     }
 
     pub(crate) fn clear(&self) {
         for s in self.shards.iter() {
-            let mut s = s.write().unwrap_or_else(|p| p.into_inner());
-            s.map.clear();
-            s.order.clear();
-            s.bytes = 0;
+            let _writer = s.write.lock().unwrap_or_else(|p| p.into_inner());
+            s.current.store(Arc::new(ShardMap::default()));
         }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).map.len())
-            .sum()
+        self.shards.iter().map(|s| s.current.load().map.len()).sum()
     }
 
     /// Bytes held (for tests of the bound).
     pub(crate) fn bytes(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.read().unwrap_or_else(|p| p.into_inner()).bytes)
-            .sum()
+        self.shards.iter().map(|s| s.current.load().bytes).sum()
     }
 }

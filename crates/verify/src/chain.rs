@@ -20,7 +20,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rustls_pki_types::{CertificateDer, ServerName, SignatureVerificationAlgorithm, UnixTime};
-use tlskit_store::{Anchor, TrustStore};
+use tlskit_store::{Anchor, StoreHandle, TrustStore};
 use webpki::{
     CertRevocationList, EndEntityCert, ExpirationPolicy, KeyUsage, OwnedCertRevocationList,
     RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy, VerifiedPath,
@@ -126,6 +126,19 @@ pub struct VerifiedChain {
     /// Earliest notAfter on the path (and CRL nextUpdate, when enforced): no answer is
     /// valid after it.
     pub valid_until: i64,
+}
+
+impl VerifiedChain {
+    /// Subjects from the end entity to the anchor, RFC 4514-like.
+    pub fn subjects(&self) -> Vec<String> {
+        self.certs
+            .iter()
+            .map(|c| {
+                der::cert_fields(c)
+                    .map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
+            })
+            .collect()
+    }
 }
 
 /// The result of a successful verification.
@@ -342,6 +355,11 @@ impl ChainVerifier {
         }
     }
 
+    /// Bytes of chains and names held by the cache.
+    pub fn cache_bytes(&self) -> usize {
+        self.cache.as_ref().map_or(0, |c| c.bytes())
+    }
+
     /// Number of cached answers.
     pub fn cache_len(&self) -> usize {
         self.cache.as_ref().map_or(0, |c| c.len())
@@ -366,7 +384,15 @@ impl ChainVerifier {
         let gen = store.generation();
         let secs = unix_secs(now);
         let key = cache.key(gen, end_entity, intermediates, name, purpose);
-        if let Some(chain) = cache.get(&key, gen, end_entity, intermediates, name, purpose, secs) {
+        if let Some(chain) = cache.get_with(
+            &key,
+            gen,
+            end_entity,
+            intermediates,
+            purpose,
+            secs,
+            Arc::clone,
+        ) {
             return Ok(Verified {
                 chain,
                 cached: true,
@@ -378,11 +404,42 @@ impl ChainVerifier {
             gen,
             end_entity,
             intermediates,
-            name,
             purpose,
             v.chain.clone(),
         );
         Ok(v)
+    }
+
+    /// Verify on the store `handle` holds now, answering only valid/invalid. A cache hit
+    /// needs only the handle's generation (an atomic load): no reference count is touched
+    /// and nothing shared is written, so concurrent hits scale. A miss takes
+    /// `handle.current()` once and finishes on that store.
+    pub fn verify_on_handle(
+        &self,
+        handle: &StoreHandle,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        name: Option<&ServerName<'_>>,
+        purpose: Purpose,
+        now: UnixTime,
+    ) -> Result<(), VerifyError> {
+        self.check_count(intermediates)?;
+        if let Some(cache) = &self.cache {
+            // The handle's generation names the store it serves; an answer cached for
+            // that generation was computed on that store.
+            let gen = handle.generation();
+            let key = cache.key(gen, end_entity, intermediates, name, purpose);
+            let secs = unix_secs(now);
+            if cache
+                .get_with(&key, gen, end_entity, intermediates, purpose, secs, |_| ())
+                .is_some()
+            {
+                return Ok(());
+            }
+        }
+        let store = handle.current();
+        self.verify(&store, end_entity, intermediates, name, purpose, now)
+            .map(|_| ())
     }
 
     fn check_count(&self, intermediates: &[CertificateDer<'_>]) -> Result<(), VerifyError> {
@@ -428,15 +485,18 @@ impl ChainVerifier {
         let mut skipped: Option<&[u8]> = None;
         let mut usable: Vec<Anchor<'_>> = Vec::with_capacity(candidates.len());
         for a in candidates {
-            if self.config.accept_expired_anchors || (a.not_before() <= secs && secs <= a.not_after())
+            if self.config.accept_expired_anchors
+                || (a.not_before() <= secs && secs <= a.not_after())
             {
                 usable.push(a);
             } else {
                 skipped = Some(a.subject());
             }
         }
-        let ders: Vec<CertificateDer<'_>> =
-            usable.iter().map(|a| CertificateDer::from(a.der())).collect();
+        let ders: Vec<CertificateDer<'_>> = usable
+            .iter()
+            .map(|a| CertificateDer::from(a.der()))
+            .collect();
         let mut anchors = Vec::with_capacity(ders.len());
         let mut anchor_of = Vec::with_capacity(ders.len());
         for (i, d) in ders.iter().enumerate() {
@@ -517,7 +577,9 @@ impl ChainVerifier {
             .map(|i| anchor_of[i]);
         // Invariant: rustls-webpki returns a reference into the anchors slice we gave it.
         let Some(idx) = idx else {
-            return Err(VerifyError::Other("path anchor not among candidates".into()));
+            return Err(VerifyError::Other(
+                "path anchor not among candidates".into(),
+            ));
         };
         let anchor = usable[idx];
         let mut certs = Vec::with_capacity(2 + intermediates.len());
@@ -553,7 +615,11 @@ impl ChainVerifier {
 }
 
 /// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
-fn add_candidates<'s>(store: &'s TrustStore, cert: &der::CertFields<'_>, out: &mut Vec<Anchor<'s>>) {
+fn add_candidates<'s>(
+    store: &'s TrustStore,
+    cert: &der::CertFields<'_>,
+    out: &mut Vec<Anchor<'s>>,
+) {
     let mut push = |a: Anchor<'s>| {
         if !out.iter().any(|b| b.sha256() == a.sha256()) {
             out.push(a);
@@ -632,7 +698,8 @@ fn map_name_error(e: webpki::Error, name: &ServerName<'_>) -> VerifyError {
 impl From<VerifyError> for rustls::Error {
     fn from(e: VerifyError) -> Self {
         use rustls::{CertRevocationListError, CertificateError, OtherError};
-        let ts = |s: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s.max(0) as u64));
+        let ts =
+            |s: i64| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s.max(0) as u64));
         match e {
             VerifyError::BadEncoding(_) => CertificateError::BadEncoding.into(),
             VerifyError::BadCrl(_) => CertRevocationListError::ParseError.into(),
@@ -642,13 +709,11 @@ impl From<VerifyError> for rustls::Error {
                 not_after: ts(not_after),
             }
             .into(),
-            VerifyError::NotYetValid { time, not_before } => {
-                CertificateError::NotValidYetContext {
-                    time: ts(time),
-                    not_before: ts(not_before),
-                }
-                .into()
+            VerifyError::NotYetValid { time, not_before } => CertificateError::NotValidYetContext {
+                time: ts(time),
+                not_before: ts(not_before),
             }
+            .into(),
             VerifyError::NameMismatch { .. } => CertificateError::NotValidForName.into(),
             VerifyError::WrongPurpose { .. } => CertificateError::InvalidPurpose.into(),
             VerifyError::Revoked => CertificateError::Revoked.into(),

@@ -175,8 +175,7 @@ fn parse_time(tag: u8, s: &[u8]) -> Option<i64> {
     let hour = digits(&rest[4..6])?;
     let min = digits(&rest[6..8])?;
     let sec = digits(&rest[8..10])?;
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60
-    {
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
         return None;
     }
     Some(days_from_civil(year, month, day) * 86_400 + hour * 3600 + min * 60 + sec)

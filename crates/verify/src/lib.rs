@@ -14,17 +14,24 @@
 mod cache;
 mod chain;
 mod der;
+mod input;
 pub mod names;
 mod resume;
 mod tls;
 
 pub use cache::CacheLimits;
 pub use chain::{
-    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig,
-    VerifyError, MAX_SUPPORTED_DEPTH,
+    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
+    MAX_SUPPORTED_DEPTH,
 };
+pub use input::{load_certs, load_crl, InputError};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
 pub use tls::{
     hint_names, HintOverflow, RootHints, StoreClientVerifier, StoreServerVerifier, MAX_HINT_BYTES,
     MAX_HINT_SETS,
 };
+
+/// Re-exported so embedders use the same rustls version.
+pub use rustls;
+/// Types from rustls-pki-types that appear in this crate's API.
+pub use rustls_pki_types::{CertificateDer, ServerName, UnixTime};

@@ -33,6 +33,30 @@ impl ReferenceName {
     }
 }
 
+impl ReferenceName {
+    /// The name as rustls and rustls-webpki take it (DNS names in A-label form).
+    ///
+    /// Fails only for a wildcard reference name (`*.example.com`), which can be written
+    /// into a certificate but never be matched against one.
+    pub fn to_server_name(&self) -> Result<rustls_pki_types::ServerName<'static>, NameError> {
+        match self {
+            Self::Ip(ip) => Ok(rustls_pki_types::ServerName::IpAddress((*ip).into())),
+            Self::Dns(d) => {
+                let bad = || NameError {
+                    input: d.ascii.clone(),
+                    kind: NameErrorKind::BadWildcard,
+                };
+                if d.is_wildcard() {
+                    return Err(bad());
+                }
+                rustls_pki_types::DnsName::try_from(d.ascii.clone())
+                    .map(rustls_pki_types::ServerName::DnsName)
+                    .map_err(|_| bad())
+            }
+        }
+    }
+}
+
 impl fmt::Display for ReferenceName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

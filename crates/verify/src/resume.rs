@@ -179,11 +179,18 @@ impl ClientSessionStore for GenerationClientSessions {
         self.inner().remove_tls12_session(server_name)
     }
 
-    fn insert_tls13_ticket(&self, server_name: ServerName<'static>, value: Tls13ClientSessionValue) {
+    fn insert_tls13_ticket(
+        &self,
+        server_name: ServerName<'static>,
+        value: Tls13ClientSessionValue,
+    ) {
         self.inner().insert_tls13_ticket(server_name, value)
     }
 
-    fn take_tls13_ticket(&self, server_name: &ServerName<'static>) -> Option<Tls13ClientSessionValue> {
+    fn take_tls13_ticket(
+        &self,
+        server_name: &ServerName<'static>,
+    ) -> Option<Tls13ClientSessionValue> {
         self.inner().take_tls13_ticket(server_name)
     }
 }

@@ -161,7 +161,14 @@ impl ServerCertVerifier for StoreServerVerifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.verify(end_entity, intermediates, server_name, now)?;
+        self.verifier.verify_on_handle(
+            &self.handle,
+            end_entity,
+            intermediates,
+            Some(server_name),
+            Purpose::Server,
+            now,
+        )?;
         Ok(ServerCertVerified::assertion())
     }
 
@@ -249,8 +256,14 @@ impl StoreClientVerifier {
         now: UnixTime,
     ) -> Result<Verified, VerifyError> {
         let store = self.handle.current();
-        self.verifier
-            .verify(&store, end_entity, intermediates, None, Purpose::Client, now)
+        self.verifier.verify(
+            &store,
+            end_entity,
+            intermediates,
+            None,
+            Purpose::Client,
+            now,
+        )
     }
 
     fn hints_for_current(&self) -> &[DistinguishedName] {
@@ -261,7 +274,9 @@ impl StoreClientVerifier {
         let packed = self.hint_current.load(Ordering::Acquire);
         if packed != u64::MAX && packed >> 8 == gen {
             let slot = (packed & 0xff) as usize;
-            return self.hint_sets[slot].get().map_or(NO_HINTS, |v| v.as_slice());
+            return self.hint_sets[slot]
+                .get()
+                .map_or(NO_HINTS, |v| v.as_slice());
         }
         let _guard = self.hint_lock.lock().unwrap_or_else(|p| p.into_inner());
         let store = self.handle.current();
@@ -286,7 +301,8 @@ impl StoreClientVerifier {
         let Some(i) = chosen else {
             return NO_HINTS; // every slot used: no hints rather than unbounded memory
         };
-        self.hint_current.store((gen << 8) | i as u64, Ordering::Release);
+        self.hint_current
+            .store((gen << 8) | i as u64, Ordering::Release);
         self.hint_sets[i].get().map_or(NO_HINTS, |v| v.as_slice())
     }
 }
@@ -310,7 +326,14 @@ impl ClientCertVerifier for StoreClientVerifier {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        self.verify(end_entity, intermediates, now)?;
+        self.verifier.verify_on_handle(
+            &self.handle,
+            end_entity,
+            intermediates,
+            None,
+            Purpose::Client,
+            now,
+        )?;
         Ok(ClientCertVerified::assertion())
     }
 

@@ -1,47 +1,796 @@
 //! Certificate tooling: `key`, `csr`, `cert`, `ca`, `show`, `lint`, `p12`.
+//! Parsing and output only; the work is in `tlskit_pki`.
 
-use crate::output::CmdResult;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use tlskit_pki::ca::{self, Profile};
+use tlskit_pki::inspect::{self, Item};
+use tlskit_pki::key::KeyType;
+use tlskit_pki::lint::{self, Severity};
+use tlskit_pki::{cert, key, p12};
+
+use crate::output::{print_json, warn, CmdResult, Outcome, Style};
 
 /// `tlskit key` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum KeyCmd {}
+pub(crate) enum KeyCmd {
+    /// Generate a private key (PKCS#8 PEM, written atomically with mode 0600).
+    #[command(
+        after_help = "Examples:\n  tlskit key new -o server.key\n  tlskit key new --type rsa3072 -o legacy.key\n  tlskit key new --type ed25519 -o ed.key --force\n\nThe key is never printed; an existing file is only replaced with --force (the old one is kept as FILE.bak)."
+    )]
+    New {
+        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
+        key_type: KeyType,
+        /// Where to write the key.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Replace an existing file (keeping it as FILE.bak).
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Subject and SANs shared by `csr new` and `cert self-sign`.
+#[derive(clap::Args)]
+pub(crate) struct NameArgs {
+    /// Subject DN, most specific first: "CN=example.com,O=Example,C=SE" (escape a comma as \,)
+    /// or OpenSSL's "/C=SE/O=Example/CN=example.com".
+    #[arg(long, value_name = "DN")]
+    subject: String,
+    /// A subjectAltName: dns:NAME, ip:ADDR or email:ADDR (repeatable). Internationalized
+    /// names are converted to A-labels; look-alike dots such as U+2024 are refused.
+    /// Without any --san a CN that is a host name becomes the only SAN.
+    #[arg(long = "san", value_name = "TYPE:VALUE")]
+    sans: Vec<String>,
+}
+
 /// `tlskit csr` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum CsrCmd {}
+pub(crate) enum CsrCmd {
+    /// Create a certificate signing request (PKCS#10 PEM) signed by KEY.
+    #[command(
+        after_help = "Examples:\n  tlskit csr new --key server.key --subject 'CN=www.example.com,O=Example,C=SE' \\\n      --san dns:www.example.com --san dns:example.com -o server.csr\n  tlskit csr new --key k.pem --subject 'CN=räksmörgås.se' --san 'dns:räksmörgås.se' -o idn.csr\n  tlskit csr new --key k.pem --subject 'CN=api' --san ip:192.0.2.10 -o api.csr"
+    )]
+    New {
+        /// The private key that signs the request.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        #[command(flatten)]
+        names: NameArgs,
+        /// Where to write the request.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
 /// `tlskit cert` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum CertCmd {}
+pub(crate) enum CertCmd {
+    /// Create a self-signed certificate.
+    #[command(
+        name = "self-sign",
+        after_help = "Examples:\n  tlskit cert self-sign --key k.pem --subject CN=localhost --san dns:localhost --san ip:127.0.0.1 -o cert.pem\n  tlskit cert self-sign --key ca.key --subject 'CN=Test Root' --ca --days 3650 -o root.pem"
+    )]
+    SelfSign {
+        /// The private key (it signs and is certified).
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        #[command(flatten)]
+        names: NameArgs,
+        /// Validity in days (default 90, or 3650 with --ca).
+        #[arg(long)]
+        days: Option<u32>,
+        /// Make a CA certificate (CA:TRUE, keyCertSign, cRLSign) instead of a TLS leaf.
+        #[arg(long)]
+        ca: bool,
+        /// Where to write the certificate.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
 /// `tlskit ca` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum CaCmd {}
+pub(crate) enum CaCmd {
+    /// Create a CA in a new directory: ca.key (0600), ca.pem, serial, index.jsonl.
+    #[command(
+        after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
+    )]
+    Init {
+        /// The CA directory (must not exist, or be empty).
+        dir: PathBuf,
+        /// Subject DN of the CA (default: "CN=tlskit CA <random>,O=tlskit").
+        #[arg(long, value_name = "DN")]
+        subject: Option<String>,
+        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
+        key_type: KeyType,
+        /// basicConstraints pathLenConstraint (how many intermediates may follow).
+        #[arg(long, value_name = "N")]
+        path_len: Option<u8>,
+        /// Permit only this DNS subtree (name constraints; repeatable).
+        #[arg(long = "permit-dns", value_name = "DOMAIN")]
+        permit_dns: Vec<String>,
+        /// Validity in days.
+        #[arg(long, default_value_t = 3650)]
+        days: u32,
+        /// Make an intermediate CA issued by the CA in this directory.
+        #[arg(long, value_name = "DIR")]
+        parent: Option<PathBuf>,
+    },
+    /// Issue a certificate for a request; writes the certificate followed by the chain
+    /// up to (not including) the root.
+    #[command(
+        after_help = "Examples:\n  tlskit ca issue ./myca --csr server.csr -o server.pem\n  tlskit ca issue ./myca --csr client.csr --profile client --days 30 -o client.pem\n  tlskit ca issue ./myca --csr sub.csr --profile intermediate -o sub.pem\n\nThe request's self-signature is verified and its subjectAltNames are kept; names outside\nthe CA's name constraints are refused. Serial numbers are random, checked against the\nindex under a lock, and never reused, also when several issues run at once."
+    )]
+    Issue {
+        /// The CA directory.
+        dir: PathBuf,
+        /// The certificate signing request (PEM or DER).
+        #[arg(long, value_name = "FILE")]
+        csr: PathBuf,
+        /// Validity in days (default 90 for server/client, 1825 for intermediate).
+        #[arg(long)]
+        days: Option<u32>,
+        /// server (serverAuth), client (clientAuth) or intermediate (a sub-CA).
+        #[arg(long, default_value = "server")]
+        profile: Profile,
+        /// pathLenConstraint for --profile intermediate (default 0).
+        #[arg(long, value_name = "N")]
+        path_len: Option<u8>,
+        /// Where to write the certificate and chain.
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+        /// Print the index entry as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List what a CA issued (its index).
+    #[command(after_help = "Examples:\n  tlskit ca list ./myca\n  tlskit ca list ./myca --json")]
+    List {
+        /// The CA directory.
+        dir: PathBuf,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Where the PKCS#12 password comes from.
+#[derive(clap::Args)]
+pub(crate) struct PasswordArgs {
+    /// Read the password from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
+    /// Read the password from this environment variable.
+    #[arg(long, value_name = "VAR", default_value = "TLSKIT_P12_PASSWORD")]
+    password_env: String,
+}
+
+impl PasswordArgs {
+    fn get(&self) -> anyhow::Result<String> {
+        if let Some(f) = &self.password_file {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("{}: cannot read the password file", f.display()))?;
+            return Ok(text.lines().next().unwrap_or("").to_string());
+        }
+        match std::env::var(&self.password_env) {
+            Ok(p) => Ok(p),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                anyhow::bail!("${} is not valid UTF-8", self.password_env)
+            }
+            Err(_) => anyhow::bail!(
+                "no password: set ${} or use --password-file FILE (passwords are not taken on the command line)",
+                self.password_env
+            ),
+        }
+    }
+}
+
 /// `tlskit p12` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum P12Cmd {}
+pub(crate) enum P12Cmd {
+    /// Write a PKCS#12 file (AES-256-CBC, PBKDF2, HMAC-SHA256 MAC; OpenSSL 3 reads it).
+    #[command(
+        after_help = "Examples:\n  TLSKIT_P12_PASSWORD=... tlskit p12 export --key server.key --cert server.pem -o server.p12\n  tlskit p12 export --key k.pem --cert chain.pem --password-file pw.txt -o bundle.p12\n\n--cert may hold the chain (leaf first); the key must match the first certificate."
+    )]
+    Export {
+        /// The private key.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// The certificate, optionally followed by its chain.
+        #[arg(long, value_name = "FILE")]
+        cert: PathBuf,
+        /// Where to write the PKCS#12 file (mode 0600).
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        #[command(flatten)]
+        password: PasswordArgs,
+        /// Replace an existing file.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Read a PKCS#12 file into a key file (0600) and a certificate file (leaf first).
+    #[command(
+        after_help = "Examples:\n  TLSKIT_P12_PASSWORD=... tlskit p12 import server.p12 --key-out server.key --cert-out server.pem\n  tlskit p12 import bundle.p12 --password-file pw.txt --key-out k.pem --cert-out c.pem\n\nReads files from OpenSSL 3 (`openssl pkcs12 -export`); legacy RC2/3DES files are refused."
+    )]
+    Import {
+        /// The PKCS#12 file.
+        file: PathBuf,
+        /// Where to write the private key.
+        #[arg(long, value_name = "FILE")]
+        key_out: PathBuf,
+        /// Where to write the certificates.
+        #[arg(long, value_name = "FILE")]
+        cert_out: PathBuf,
+        #[command(flatten)]
+        password: PasswordArgs,
+        /// Replace existing files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
 /// Arguments of `tlskit show`.
 #[derive(clap::Args)]
-pub(crate) struct ShowArgs {}
+#[command(
+    after_help = "Examples:\n  tlskit show server.pem\n  tlskit show chain.pem --json | jq '.[0].sans'\n  tlskit show server.key     # only the public half: type, size, fingerprint\n  tlskit show request.csr crl.der\n\nPEM or DER is detected. JSON: one object for a single item, an array for several."
+)]
+pub(crate) struct ShowArgs {
+    /// Files: certificates, chains, requests, public keys, private keys, CRLs.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Arguments of `tlskit lint`.
 #[derive(clap::Args)]
-pub(crate) struct LintArgs {}
+#[command(
+    after_help = "Examples:\n  tlskit lint server.pem\n  tlskit lint fullchain.pem --json\n\nExit status: 0 clean (info findings only), 1 warnings or errors found, 2 unreadable input.\nNames are checked against the name constraints of issuers found in the same file."
+)]
+pub(crate) struct LintArgs {
+    /// Certificate, chain (leaf first) or request.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+fn note(msg: &str) {
+    eprintln!("tlskit: {msg}");
+}
 
 pub(crate) fn key(c: KeyCmd) -> CmdResult {
-    match c {}
+    match c {
+        KeyCmd::New {
+            key_type,
+            out,
+            force,
+        } => {
+            key::generate_to_file(key_type, &out, force)?;
+            println!(
+                "wrote a new {key_type} private key to {} (mode 0600)",
+                out.display()
+            );
+            Ok(Outcome::Success)
+        }
+    }
 }
+
+fn names(n: &NameArgs) -> anyhow::Result<cert::Names> {
+    let names = cert::names(&n.subject, &n.sans)?;
+    if names.san_from_cn {
+        note("no --san given: using the CN as the only subjectAltName");
+    } else if names.sans.is_empty() {
+        note("warning: no subjectAltName: TLS clients will not accept this for any host name");
+    }
+    Ok(names)
+}
+
 pub(crate) fn csr(c: CsrCmd) -> CmdResult {
-    match c {}
+    match c {
+        CsrCmd::New {
+            key,
+            names: n,
+            out,
+            force,
+        } => {
+            tlskit_pki::fsx::check_absent(&out, force)?;
+            let kp = key::load(&key)?;
+            let names = names(&n)?;
+            let pem = cert::csr_pem(&kp, &names)?;
+            tlskit_pki::fsx::write_atomic(&out, pem.as_bytes(), false, force)?;
+            println!("wrote a certificate request to {}", out.display());
+            Ok(Outcome::Success)
+        }
+    }
 }
+
 pub(crate) fn cert(c: CertCmd) -> CmdResult {
-    match c {}
+    match c {
+        CertCmd::SelfSign {
+            key,
+            names: n,
+            days,
+            ca,
+            out,
+            force,
+        } => {
+            tlskit_pki::fsx::check_absent(&out, force)?;
+            let kp = key::load(&key)?;
+            let names = names(&n)?;
+            let days = days.unwrap_or(if ca { 3650 } else { 90 });
+            if days == 0 {
+                anyhow::bail!("--days must be at least 1");
+            }
+            let pem = cert::self_signed_pem(&kp, &names, days, ca)?;
+            tlskit_pki::fsx::write_atomic(&out, pem.as_bytes(), false, force)?;
+            println!("wrote a self-signed certificate to {}", out.display());
+            Ok(Outcome::Success)
+        }
+    }
 }
+
 pub(crate) fn ca(c: CaCmd) -> CmdResult {
-    match c {}
+    match c {
+        CaCmd::Init {
+            dir,
+            subject,
+            key_type,
+            path_len,
+            permit_dns,
+            days,
+            parent,
+        } => {
+            let opts = ca::InitOptions {
+                subject,
+                key_type,
+                path_len,
+                permit_dns,
+                days,
+                parent,
+            };
+            ca::init(&dir, &opts)?;
+            println!(
+                "created CA in {} (ca.pem is the certificate to trust{})",
+                dir.display(),
+                if opts.parent.is_some() {
+                    "; chain.pem leads to its root"
+                } else {
+                    ""
+                }
+            );
+            Ok(Outcome::Success)
+        }
+        CaCmd::Issue {
+            dir,
+            csr,
+            days,
+            profile,
+            path_len,
+            out,
+            force,
+            json,
+        } => {
+            if days == Some(0) {
+                anyhow::bail!("--days must be at least 1");
+            }
+            let opts = ca::IssueOptions {
+                days,
+                profile,
+                path_len,
+            };
+            let entry = ca::issue_to_file(&dir, &csr, &opts, &out, force)?;
+            if json {
+                print_json(&entry)?;
+            } else {
+                println!(
+                    "issued serial {} for {} [{}] until {} -> {}",
+                    entry.serial,
+                    entry.subject,
+                    entry.sans.join(", "),
+                    entry.not_after,
+                    out.display()
+                );
+            }
+            Ok(Outcome::Success)
+        }
+        CaCmd::List { dir, json } => {
+            let idx = ca::index(&dir)?;
+            if json {
+                print_json(&idx)?;
+            } else {
+                for e in &idx {
+                    println!(
+                        "{}  {}  {:<12}  {}  [{}]",
+                        e.serial,
+                        e.not_after,
+                        e.profile,
+                        e.subject,
+                        e.sans.join(", ")
+                    );
+                }
+            }
+            Ok(Outcome::Success)
+        }
+    }
 }
+
 pub(crate) fn p12(c: P12Cmd) -> CmdResult {
-    match c {}
+    match c {
+        P12Cmd::Export {
+            key,
+            cert,
+            out,
+            password,
+            force,
+        } => {
+            let pw = password.get()?;
+            if pw.is_empty() {
+                anyhow::bail!("refusing to write a PKCS#12 file with an empty password");
+            }
+            p12::export_to_file(&key, &cert, &pw, &out, force)?;
+            println!("wrote {} (mode 0600)", out.display());
+            Ok(Outcome::Success)
+        }
+        P12Cmd::Import {
+            file,
+            key_out,
+            cert_out,
+            password,
+            force,
+        } => {
+            let pw = password.get()?;
+            let imp = p12::import_to_files(&file, &pw, &key_out, &cert_out, force)?;
+            println!(
+                "wrote the private key to {} (mode 0600) and {} certificate(s) to {}",
+                key_out.display(),
+                imp.certs.len(),
+                cert_out.display()
+            );
+            Ok(Outcome::Success)
+        }
+    }
 }
-pub(crate) fn show(_a: ShowArgs) -> CmdResult {
-    anyhow::bail!("show: not written yet")
+
+pub(crate) fn show(a: ShowArgs) -> CmdResult {
+    let mut items = Vec::new();
+    for f in &a.files {
+        match inspect::describe(f) {
+            Ok(d) => {
+                for (n, why) in &d.problems {
+                    warn(f, &format!("PEM block #{n}: {why}"));
+                }
+                items.extend(d.items.into_iter().map(|i| (f.clone(), i)));
+            }
+            Err(e) => {
+                if a.files.len() == 1 {
+                    return Err(e.into());
+                }
+                warn(f, &e);
+            }
+        }
+    }
+    if items.is_empty() {
+        anyhow::bail!("nothing could be shown");
+    }
+    if a.json {
+        if items.len() == 1 {
+            print_json(&items[0].1)?;
+        } else {
+            let v: Vec<&Item> = items.iter().map(|(_, i)| i).collect();
+            print_json(&v)?;
+        }
+    } else {
+        let style = Style::stdout();
+        let many = items.len() > 1;
+        let mut out = String::new();
+        for (n, (path, item)) in items.iter().enumerate() {
+            if n > 0 {
+                out.push('\n');
+            }
+            human_item(&mut out, style, path, item, many.then_some(n + 1));
+        }
+        use std::io::Write;
+        std::io::stdout().lock().write_all(out.as_bytes())?;
+    }
+    Ok(Outcome::Success)
 }
-pub(crate) fn lint(_a: LintArgs) -> CmdResult {
-    anyhow::bail!("lint: not written yet")
+
+fn colon_hex(h: &str) -> String {
+    h.as_bytes()
+        .chunks(2)
+        .map(|c| String::from_utf8_lossy(c).to_uppercase())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn key_text(k: &inspect::KeyInfo) -> String {
+    match &k.curve {
+        Some(c) => format!("{} {c} ({} bits)", k.kind.to_uppercase(), k.bits),
+        None if k.kind == "ed25519" => "Ed25519".to_string(),
+        None => format!("{} {} bits", k.kind.to_uppercase(), k.bits),
+    }
+}
+
+fn sans_text(sans: &[inspect::SanInfo]) -> Vec<String> {
+    sans.iter()
+        .map(|s| {
+            let mut t = format!("{}:{}", s.kind, s.value);
+            if s.unicode != s.value {
+                t.push_str(&format!(" ({})", s.unicode));
+            }
+            if let Some(p) = &s.problem {
+                t.push_str(&format!(" [malformed: {p}]"));
+            }
+            t
+        })
+        .collect()
+}
+
+fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<usize>) {
+    use std::fmt::Write;
+    let num = n.map(|n| format!(" #{n}")).unwrap_or_default();
+    let line = |out: &mut String, k: &str, v: &str| {
+        let label = if k.is_empty() {
+            String::new()
+        } else {
+            format!("{k}:")
+        };
+        let _ = writeln!(out, "  {label:<20}{v}");
+    };
+    match item {
+        Item::Certificate(c) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                st.bold(&format!("Certificate{num} ({})", path.display()))
+            );
+            line(out, "Subject", &c.subject);
+            line(out, "Issuer", &c.issuer);
+            line(out, "Serial", &c.serial);
+            let now = time::OffsetDateTime::now_utc();
+            let state = match time::OffsetDateTime::parse(
+                &c.not_after,
+                &time::format_description::well_known::Rfc3339,
+            ) {
+                Ok(na) if na < now => st.bad("EXPIRED"),
+                Ok(na) => st.good(&format!("{} days left", (na - now).whole_days())),
+                Err(_) => String::new(),
+            };
+            line(
+                out,
+                "Valid",
+                &format!("{} to {}  {state}", c.not_before, c.not_after),
+            );
+            let sans = sans_text(&c.sans);
+            line(
+                out,
+                "SANs",
+                if sans.is_empty() { "(none)" } else { &sans[0] },
+            );
+            for s in sans.iter().skip(1) {
+                line(out, "", s);
+            }
+            line(out, "Key", &key_text(&c.key));
+            line(out, "Signature", &c.signature_algorithm);
+            let ca = if c.is_ca {
+                match c.path_len {
+                    Some(p) => format!("yes (path length {p})"),
+                    None => "yes".into(),
+                }
+            } else {
+                "no".into()
+            };
+            line(out, "CA", &ca);
+            if !c.key_usage.is_empty() {
+                line(out, "Key usage", &c.key_usage.join(", "));
+            }
+            if !c.extended_key_usage.is_empty() {
+                line(out, "Extended usage", &c.extended_key_usage.join(", "));
+            }
+            if let Some(nc) = &c.name_constraints {
+                if !nc.permitted.is_empty() {
+                    line(out, "Permitted names", &nc.permitted.join(", "));
+                }
+                if !nc.excluded.is_empty() {
+                    line(out, "Excluded names", &nc.excluded.join(", "));
+                }
+            }
+            let exts: Vec<String> = c
+                .extensions
+                .iter()
+                .map(|e| format!("{}{}", e.name, if e.critical { " (critical)" } else { "" }))
+                .collect();
+            line(out, "Extensions", &exts.join(", "));
+            line(out, "SHA-256", &colon_hex(&c.sha256));
+        }
+        Item::Request(r) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                st.bold(&format!("Certificate request{num} ({})", path.display()))
+            );
+            line(out, "Subject", &r.subject);
+            let sans = sans_text(&r.sans);
+            line(
+                out,
+                "SANs",
+                if sans.is_empty() { "(none)" } else { &sans[0] },
+            );
+            for s in sans.iter().skip(1) {
+                line(out, "", s);
+            }
+            line(out, "Key", &key_text(&r.key));
+            line(
+                out,
+                "Signature",
+                &format!(
+                    "{} {}",
+                    r.signature_algorithm,
+                    if r.signature_valid {
+                        st.good("(verifies)")
+                    } else {
+                        st.bad("(DOES NOT VERIFY)")
+                    }
+                ),
+            );
+            line(out, "SHA-256", &colon_hex(&r.sha256));
+        }
+        Item::PublicKey(k) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                st.bold(&format!("Public key{num} ({})", path.display()))
+            );
+            line(out, "Key", &key_text(&k.key));
+            line(out, "SPKI SHA-256", &colon_hex(&k.sha256));
+        }
+        Item::PrivateKey(k) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                st.bold(&format!("Private key{num} ({})", path.display()))
+            );
+            if k.encrypted {
+                line(
+                    out,
+                    "Key",
+                    "encrypted (PKCS#8); nothing more is shown without decrypting",
+                );
+            }
+            if let Some(key) = &k.key {
+                line(out, "Key", &key_text(key));
+            }
+            if let Some(h) = &k.public_key_sha256 {
+                line(out, "Public key SHA-256", &colon_hex(h));
+            }
+        }
+        Item::Crl(c) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                st.bold(&format!("CRL{num} ({})", path.display()))
+            );
+            line(out, "Issuer", &c.issuer);
+            line(out, "This update", &c.this_update);
+            if let Some(n) = &c.next_update {
+                line(out, "Next update", n);
+            }
+            if let Some(n) = &c.crl_number {
+                line(out, "CRL number", n);
+            }
+            line(out, "Revoked", &c.revoked.len().to_string());
+            for r in &c.revoked {
+                line(
+                    out,
+                    "",
+                    &format!(
+                        "{} at {}{}",
+                        r.serial,
+                        r.revoked_at,
+                        r.reason
+                            .as_ref()
+                            .map(|x| format!(" ({x})"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            line(out, "SHA-256", &colon_hex(&c.sha256));
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct LintJson<'a> {
+    file: String,
+    errors: usize,
+    warnings: usize,
+    findings: &'a [lint::Finding],
+}
+
+pub(crate) fn lint(a: LintArgs) -> CmdResult {
+    let now = time::OffsetDateTime::now_utc();
+    let style = Style::stdout();
+    let mut reports = Vec::new();
+    let mut negative = false;
+    for f in &a.files {
+        match lint::lint(f, now) {
+            Ok(findings) => reports.push((f.clone(), findings)),
+            Err(e) => {
+                if a.files.len() == 1 {
+                    return Err(e.into());
+                }
+                warn(f, &e);
+            }
+        }
+    }
+    if reports.is_empty() {
+        anyhow::bail!("nothing could be linted");
+    }
+    let mut json = Vec::new();
+    for (f, findings) in &reports {
+        let errors = findings
+            .iter()
+            .filter(|x| x.severity == Severity::Error)
+            .count();
+        let warnings = findings
+            .iter()
+            .filter(|x| x.severity == Severity::Warning)
+            .count();
+        negative |= errors + warnings > 0;
+        if a.json {
+            json.push(LintJson {
+                file: f.display().to_string(),
+                errors,
+                warnings,
+                findings,
+            });
+            continue;
+        }
+        if findings.is_empty() {
+            println!("{}: {}", f.display(), style.good("no findings"));
+        }
+        for x in findings {
+            let sev = match x.severity {
+                Severity::Error => style.bad("error"),
+                Severity::Warning => style.warn("warning"),
+                Severity::Info => "info".to_string(),
+            };
+            println!(
+                "{}: {sev}: [{}] #{} {}: {}",
+                f.display(),
+                x.code,
+                x.index,
+                x.subject,
+                x.message
+            );
+        }
+    }
+    if a.json {
+        if json.len() == 1 {
+            print_json(&json[0])?;
+        } else {
+            print_json(&json)?;
+        }
+    }
+    Ok(if negative {
+        Outcome::Negative
+    } else {
+        Outcome::Success
+    })
 }

@@ -1,19 +1,594 @@
 //! `tlskit store ...` and `tlskit bench store`.
+//!
+//! Parsing and output only: the work is in tlskit-store. Every command that takes SRC
+//! accepts files (PEM bundles, DER), directories, snapshot files and the word `system`.
 
-use crate::output::CmdResult;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::Serialize;
+use tlskit_store::{LoadIssue, LoadReport, Source, StoreError, TrustStore};
+
+use crate::output::{print_json, warn, CmdResult, Outcome, Style};
+
+const SRC_HELP: &str = "Certificate sources: PEM bundle or DER file, directory (flat, symlinks and hash links followed), snapshot file, or `system`";
 
 /// `tlskit store` subcommands.
 #[derive(clap::Subcommand)]
-pub(crate) enum StoreCmd {}
+pub(crate) enum StoreCmd {
+    /// Load sources and report what they hold.
+    #[command(
+        after_help = "Examples:\n  tlskit store show /etc/ssl/certs\n  tlskit store show system --json\n  tlskit store show roots.snap --list\n\nExit: 0 loaded (per-file problems go to stderr), 2 nothing loadable."
+    )]
+    Show(ShowArgs),
+    /// Compile sources into a snapshot file that processes map without re-parsing.
+    #[command(
+        after_help = "Examples:\n  tlskit store build /etc/ssl/certs/ca-certificates.crt -o roots.snap\n  tlskit store build system extra-cas/ -o /var/lib/myapp/roots.snap\n\nThe file is written atomically (temporary file + rename). It records its sources;\n`tlskit store show FILE` reports it as stale when they change.\n\nExit: 0 written, 2 nothing loadable or write failed."
+    )]
+    Build(BuildArgs),
+    /// Report hygiene problems: duplicates, expired, non-CA, weak keys, SHA-1, same subject.
+    #[command(
+        after_help = "Examples:\n  tlskit store lint /etc/ssl/certs\n  tlskit store lint my-cas/ --json | jq '.findings[] | select(.kind==\"expired\")'\n\nExit: 0 clean, 1 findings, 2 nothing loadable."
+    )]
+    Lint(LintArgs),
+    /// Move duplicate-only and expired-only files into a backup folder (only with --apply).
+    #[command(
+        after_help = "Examples:\n  tlskit store prune my-cas/ --backup /root/cas-backup          # dry run: prints the plan\n  tlskit store prune my-cas/ --backup /root/cas-backup --apply  # moves the files\n\nNothing is ever deleted: files are moved, keeping their path relative to SRC. A file\nthat also holds good certificates, unparseable blocks, or is reached through hash links\nis reported and left alone.\n\nExit: 0 done (or planned), 2 error."
+    )]
+    Prune(PruneArgs),
+}
+
+/// Arguments of `tlskit store show`.
+#[derive(clap::Args)]
+pub(crate) struct ShowArgs {
+    #[arg(required = true, value_name = "SRC", help = SRC_HELP)]
+    sources: Vec<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// List every anchor (subject, validity, SHA-256).
+    #[arg(long)]
+    list: bool,
+}
+
+/// Arguments of `tlskit store build`.
+#[derive(clap::Args)]
+pub(crate) struct BuildArgs {
+    #[arg(required = true, value_name = "SRC", help = SRC_HELP)]
+    sources: Vec<String>,
+    /// Snapshot file to write.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `tlskit store lint`.
+#[derive(clap::Args)]
+pub(crate) struct LintArgs {
+    #[arg(required = true, value_name = "SRC", help = SRC_HELP)]
+    sources: Vec<String>,
+    /// Print one JSON object with a `findings` array.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `tlskit store prune`.
+#[derive(clap::Args)]
+pub(crate) struct PruneArgs {
+    /// A directory or file of certificates.
+    #[arg(value_name = "SRC")]
+    source: String,
+    /// Folder the pruned files are moved into (created if needed).
+    #[arg(long, value_name = "DIR")]
+    backup: PathBuf,
+    /// Move the files. Without it, only print what would be moved.
+    #[arg(long)]
+    apply: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Arguments of `tlskit bench store`.
 #[derive(clap::Args)]
-pub(crate) struct BenchStoreArgs {}
-
-pub(crate) fn run(cmd: StoreCmd) -> CmdResult {
-    match cmd {}
+#[command(
+    after_help = "Examples:\n  tlskit bench store bundle-10000.pem\n  tlskit bench store system --json --runs 15\n\nReports medians: load_ms (from the sources), snapshot_load_ms (opening a snapshot\nbuilt from them in a temporary directory: header and index checks, no per-certificate\nparse), lookup_ns (one subject lookup), plus anchors, der_bytes, memory_bytes."
+)]
+pub(crate) struct BenchStoreArgs {
+    #[arg(required = true, value_name = "SRC", help = SRC_HELP)]
+    sources: Vec<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Number of timed loads (the median is reported).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
 }
 
-pub(crate) fn bench(_args: BenchStoreArgs) -> CmdResult {
-    anyhow::bail!("bench store: not written yet")
+pub(crate) fn run(cmd: StoreCmd) -> CmdResult {
+    match cmd {
+        StoreCmd::Show(a) => show(a),
+        StoreCmd::Build(a) => build(a),
+        StoreCmd::Lint(a) => lint(a),
+        StoreCmd::Prune(a) => prune(a),
+    }
+}
+
+pub(crate) fn sources(args: &[String]) -> Vec<Source> {
+    args.iter().map(|a| Source::from_arg(a)).collect()
+}
+
+#[derive(Serialize)]
+pub(crate) struct IssueJson {
+    pub(crate) path: String,
+    pub(crate) reason: String,
+    pub(crate) kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) block: Option<u32>,
+}
+
+pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
+    IssueJson {
+        path: i.path.display().to_string(),
+        reason: i.reason.to_string(),
+        kind: i.reason.tag(),
+        block: i.block,
+    }
+}
+
+pub(crate) fn warn_issue(i: &LoadIssue) {
+    match i.block {
+        Some(b) => warn(&i.path, &format_args!("block {b}: {}", i.reason)),
+        None => warn(&i.path, &i.reason),
+    }
+}
+
+/// Load, printing per-file problems on stderr; "nothing loadable" becomes an error (exit 2).
+pub(crate) fn load_or_explain(
+    srcs: &[Source],
+    quiet: bool,
+) -> anyhow::Result<(TrustStore, LoadReport)> {
+    match tlskit_store::load(srcs) {
+        Ok((store, mut report)) => {
+            if store.is_snapshot() {
+                if let Err(e) = store.verify_all() {
+                    let p = store
+                        .snapshot_info()
+                        .map(|(p, _)| p.to_path_buf())
+                        .unwrap_or_default();
+                    report.errors.push(LoadIssue {
+                        path: p,
+                        block: None,
+                        reason: tlskit_store::IssueKind::Snapshot(e),
+                    });
+                }
+            }
+            if !quiet {
+                report.errors.iter().for_each(warn_issue);
+            }
+            Ok((store, report))
+        }
+        Err(StoreError::NothingLoadable { issues }) => {
+            issues.iter().for_each(warn_issue);
+            anyhow::bail!(
+                "nothing loadable from {}: no trust anchor found",
+                describe(srcs)
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn describe(srcs: &[Source]) -> String {
+    srcs.iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub(crate) fn date(ts: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(ts)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| ts.to_string())
+}
+
+#[derive(Serialize)]
+struct AnchorJson {
+    subject: String,
+    sha256: String,
+    not_before: String,
+    not_after: String,
+    expired: bool,
+}
+
+#[derive(Serialize)]
+struct ShowJson {
+    anchors: usize,
+    files: usize,
+    duplicates: usize,
+    expired: usize,
+    aliases: usize,
+    errors: Vec<IssueJson>,
+    generation: u64,
+    load_ms: f64,
+    ca_names: usize,
+    ca_names_encoded_len: usize,
+    ca_names_fit_tls: bool,
+    der_bytes: usize,
+    memory_bytes: usize,
+    snapshot: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list: Option<Vec<AnchorJson>>,
+}
+
+fn show(a: ShowArgs) -> CmdResult {
+    let srcs = sources(&a.sources);
+    let (store, report) = load_or_explain(&srcs, a.json)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let list = a.list.then(|| {
+        store
+            .anchors()
+            .map(|x| AnchorJson {
+                subject: tlskit_store::render_name(x.subject()),
+                sha256: hex(x.sha256()),
+                not_before: date(x.not_before()),
+                not_after: date(x.not_after()),
+                expired: x.not_after() < now,
+            })
+            .collect::<Vec<_>>()
+    });
+    let names = store.ca_names();
+    let j = ShowJson {
+        anchors: store.len(),
+        files: report.files,
+        duplicates: report.duplicates,
+        expired: report.expired,
+        aliases: report.aliases,
+        errors: report.errors.iter().map(issue_json).collect(),
+        generation: store.generation(),
+        load_ms: report.load_ms,
+        ca_names: names.len(),
+        ca_names_encoded_len: names.encoded_len(),
+        ca_names_fit_tls: names.fits_tls(),
+        der_bytes: store.der_bytes(),
+        memory_bytes: store.memory_bytes(),
+        snapshot: store.is_snapshot(),
+        list,
+    };
+    if a.json {
+        print_json(&j)?;
+        return Ok(Outcome::Success);
+    }
+    let st = Style::stdout();
+    println!(
+        "{}",
+        st.bold(&format!("Trust store from {}", describe(&srcs)))
+    );
+    println!("  anchors      {}", j.anchors);
+    println!(
+        "  files read   {}  (+{} alias paths to files already read)",
+        j.files, j.aliases
+    );
+    println!("  duplicates   {}", j.duplicates);
+    let exp = format!("{}", j.expired);
+    println!(
+        "  expired      {}",
+        if j.expired > 0 { st.warn(&exp) } else { exp }
+    );
+    let errs = format!("{}", j.errors.len());
+    println!(
+        "  problems     {}{}",
+        if j.errors.is_empty() {
+            errs
+        } else {
+            st.bad(&errs)
+        },
+        if j.errors.is_empty() {
+            ""
+        } else {
+            "  (listed on stderr)"
+        }
+    );
+    println!(
+        "  CA names     {} distinct subjects, {} bytes in a CertificateRequest{}",
+        j.ca_names,
+        j.ca_names_encoded_len,
+        if j.ca_names_fit_tls {
+            String::new()
+        } else {
+            st.bad(" (over the 65,535-byte TLS limit)")
+        }
+    );
+    println!(
+        "  memory       {} bytes ({} bytes of DER)",
+        j.memory_bytes, j.der_bytes
+    );
+    println!(
+        "  loaded in    {:.2} ms{}",
+        j.load_ms,
+        if j.snapshot { " (snapshot)" } else { "" }
+    );
+    if let Some(list) = &j.list {
+        println!();
+        for x in list {
+            let until = format!("until {}", x.not_after);
+            println!(
+                "  {}  {}  {}",
+                &x.sha256[..16],
+                if x.expired { st.warn(&until) } else { until },
+                x.subject
+            );
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+fn build(a: BuildArgs) -> CmdResult {
+    let srcs = sources(&a.sources);
+    let report = match tlskit_store::build_snapshot(&srcs, &a.output) {
+        Ok(r) => r,
+        Err(StoreError::NothingLoadable { issues }) => {
+            issues.iter().for_each(warn_issue);
+            anyhow::bail!(
+                "nothing loadable from {}: snapshot not written",
+                describe(&srcs)
+            )
+        }
+        Err(e) => return Err(e.into()),
+    };
+    report.errors.iter().for_each(warn_issue);
+    let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    if a.json {
+        print_json(&serde_json::json!({
+            "output": a.output.display().to_string(),
+            "bytes": size,
+            "anchors": report.anchors,
+            "files": report.files,
+            "duplicates": report.duplicates,
+            "expired": report.expired,
+            "errors": report.errors.iter().map(issue_json).collect::<Vec<_>>(),
+            "load_ms": report.load_ms,
+        }))?;
+    } else {
+        println!(
+            "wrote {}: {} anchors from {} files ({} bytes, {} problems) in {:.1} ms",
+            a.output.display(),
+            report.anchors,
+            report.files,
+            size,
+            report.errors.len(),
+            report.load_ms
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+fn lint(a: LintArgs) -> CmdResult {
+    let srcs = sources(&a.sources);
+    let r = tlskit_store::lint(&srcs);
+    if r.store.is_empty() {
+        r.report.errors.iter().for_each(warn_issue);
+        anyhow::bail!(
+            "nothing loadable from {}: no trust anchor found",
+            describe(&srcs)
+        );
+    }
+    if a.json {
+        print_json(&serde_json::json!({
+            "findings": r.findings,
+            "anchors": r.store.len(),
+            "files": r.report.files,
+        }))?;
+    } else {
+        let st = Style::stdout();
+        for f in &r.findings {
+            let subj = if f.subject.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", f.subject)
+            };
+            println!(
+                "{}: {}{}: {}",
+                st.warn(&f.kind),
+                f.path.display(),
+                subj,
+                f.detail
+            );
+        }
+        println!(
+            "{} finding(s) in {} anchors from {} files",
+            r.findings.len(),
+            r.store.len(),
+            r.report.files
+        );
+    }
+    Ok(if r.findings.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+fn prune(a: PruneArgs) -> CmdResult {
+    let src = Source::from_arg(&a.source);
+    if matches!(src, Source::Snapshot(_) | Source::System) {
+        anyhow::bail!(
+            "prune works on a file or directory of certificates, not {}",
+            a.source
+        );
+    }
+    let plan = tlskit_store::plan_prune(&src, &a.backup)?;
+    let results = if a.apply {
+        tlskit_store::apply_prune(&plan)
+    } else {
+        Vec::new()
+    };
+    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
+    if a.json {
+        let moved: Vec<_> = results
+            .iter()
+            .map(|(p, r)| serde_json::json!({"path": p.display().to_string(), "ok": r.is_ok(), "error": r.as_ref().err()}))
+            .collect();
+        print_json(&serde_json::json!({
+            "applied": a.apply,
+            "moves": plan.moves,
+            "refused": plan.refused,
+            "results": moved,
+        }))?;
+    } else {
+        let verb = if a.apply { "moved" } else { "would move" };
+        for m in &plan.moves {
+            let err = results
+                .iter()
+                .find(|(p, _)| p == &m.path)
+                .and_then(|(_, r)| r.as_ref().err());
+            match err {
+                Some(e) => println!("FAILED to move {}: {e}", m.path.display()),
+                None => println!(
+                    "{verb} {} -> {} ({})",
+                    m.path.display(),
+                    m.to.display(),
+                    m.reason
+                ),
+            }
+        }
+        for r in &plan.refused {
+            println!("not pruned: {}: {}", r.path.display(), r.reason);
+        }
+        if plan.moves.is_empty() {
+            println!("nothing to prune");
+        } else if !a.apply {
+            println!(
+                "dry run: add --apply to move {} file(s) into {}",
+                plan.moves.len(),
+                a.backup.display()
+            );
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} file(s) could not be moved");
+    }
+    Ok(Outcome::Success)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A unique temporary directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new() -> anyhow::Result<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let p = std::env::temp_dir().join(format!("tlskit-bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
+        Ok(TempDir(p))
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
+    let srcs = sources(&a.sources);
+    let (store, report) = load_or_explain(&srcs, true)?;
+    let runs = a.runs as usize;
+    let mut load_ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = tlskit_store::load(&srcs)?;
+        load_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(r);
+    }
+    let load_ms = median(&mut load_ms);
+
+    let tmp = TempDir::new()?;
+    let snap = tmp.path().join("bench.snap");
+    tlskit_store::build_snapshot(&srcs, &snap)?;
+    let mut snap_ms = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let s = TrustStore::open_snapshot(&snap)?;
+        snap_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        drop(s);
+    }
+    let snapshot_load_ms = median(&mut snap_ms);
+
+    // One subject lookup on the in-memory store: a subject from the middle of the store.
+    let subject = store
+        .get((store.len() / 2) as u32)
+        .map(|x| x.subject().to_vec())
+        .unwrap_or_default();
+    let iters = 200_000u32;
+    let mut lookup = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut found = 0usize;
+        for _ in 0..iters {
+            found += store.by_subject(std::hint::black_box(&subject)).count();
+        }
+        std::hint::black_box(found);
+        lookup.push(t.elapsed().as_nanos() as f64 / f64::from(iters));
+    }
+    let lookup_ns = median(&mut lookup);
+    let anchors = store.len();
+    let der = store.der_bytes();
+    let mem = store.memory_bytes();
+    let per_cert_us = if anchors > 0 {
+        load_ms * 1e3 / anchors as f64
+    } else {
+        0.0
+    };
+    let j = serde_json::json!({
+        "anchors": anchors,
+        "files": report.files,
+        "runs": runs,
+        "load_ms": load_ms,
+        "us_per_cert": per_cert_us,
+        "snapshot_load_ms": snapshot_load_ms,
+        "lookup_ns": lookup_ns,
+        "der_bytes": der,
+        "memory_bytes": mem,
+        "memory_ratio": if der > 0 { mem as f64 / der as f64 } else { 0.0 },
+    });
+    if a.json {
+        print_json(&j)?;
+    } else {
+        println!("anchors           {anchors} (from {} files)", report.files);
+        println!(
+            "load_ms           {load_ms:.3}  ({per_cert_us:.3} µs per anchor, median of {runs})"
+        );
+        println!("snapshot_load_ms  {snapshot_load_ms:.4}");
+        println!("lookup_ns         {lookup_ns:.1}");
+        println!(
+            "memory_bytes      {mem} ({:.3}x the {der} DER bytes)",
+            if der > 0 {
+                mem as f64 / der as f64
+            } else {
+                0.0
+            }
+        );
+    }
+    Ok(Outcome::Success)
 }

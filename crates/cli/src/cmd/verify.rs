@@ -1,19 +1,522 @@
-//! `tlskit verify` and `tlskit bench verify`.
+//! `tlskit verify` and `tlskit bench verify`: argument parsing and output only; the
+//! work is done by `tlskit_verify`.
 
-use crate::output::CmdResult;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use tlskit_store::{Source, StoreHandle, TrustStore};
+use tlskit_verify::names::ReferenceName;
+use tlskit_verify::{
+    CertificateDer, ChainVerifier, Purpose, ServerName, StoreServerVerifier, UnixTime,
+    VerifierConfig,
+};
+
+use crate::output::{print_json, warn, CmdResult, Outcome, Style};
+
+const VERIFY_EXAMPLES: &str = "\
+Examples:
+  # Is this server chain valid for www.example.com under the system roots?
+  tlskit verify --roots system --cert chain.pem --host www.example.com
+
+  # A client certificate against a private CA, checked against a CRL, as JSON
+  tlskit verify --roots ca.pem --cert client.pem --purpose client --crl ca.crl --json
+
+  # As it was (or will be) at a given time, with an extra intermediate file
+  tlskit verify --roots roots/ --intermediates int.pem --cert leaf.pem \\
+      --host xn--rksmrgs-5wao1o.com --at 2025-06-01T12:00:00Z
+
+  # Internationalised names are converted to A-labels (UTS #46); U+3002 separates labels
+  tlskit verify --roots store.snap --cert leaf.pem --host 'räksmörgås。com'
+
+--cert holds the end-entity certificate first, optionally followed by the chain a peer
+would send (in any order: paths are built from the pieces present). --roots takes PEM or
+DER files, directories, tlskit snapshots, or the word `system`.
+
+Exit status: 0 valid, 1 invalid (the reason is printed), 2 usage error or unreadable
+input. JSON fields: valid, reason (when invalid), chain (subjects, leaf to anchor, when
+valid), host (A-label) or ip, purpose, at.";
 
 /// Arguments of `tlskit verify`.
 #[derive(clap::Args)]
-pub(crate) struct VerifyArgs {}
+#[command(after_long_help = VERIFY_EXAMPLES)]
+pub(crate) struct VerifyArgs {
+    /// Trust anchors: PEM/DER file, directory, snapshot, or `system` (repeatable).
+    #[arg(long, value_name = "SRC", required = true, num_args = 1..)]
+    roots: Vec<String>,
+    /// Extra intermediate certificates (PEM or DER; repeatable).
+    #[arg(long, value_name = "FILE")]
+    intermediates: Vec<PathBuf>,
+    /// The end-entity certificate, optionally followed by the chain (PEM or DER).
+    #[arg(long, value_name = "FILE")]
+    cert: PathBuf,
+    /// Host name the certificate must be valid for (U-labels are converted to A-labels).
+    #[arg(long, value_name = "NAME", conflicts_with = "ip")]
+    host: Option<String>,
+    /// IP address the certificate must be valid for.
+    #[arg(long, value_name = "ADDR")]
+    ip: Option<String>,
+    /// What the certificate must be good for.
+    #[arg(long, value_enum, default_value_t = PurposeArg::Server)]
+    purpose: PurposeArg,
+    /// Verification time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds. Default: now.
+    #[arg(long, value_name = "TIME")]
+    at: Option<String>,
+    /// Certificate revocation lists (PEM or DER; repeatable).
+    #[arg(long, value_name = "FILE")]
+    crl: Vec<PathBuf>,
+    /// Most certificates in a path, end entity and anchor included (2..=8).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_depth: usize,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PurposeArg {
+    Server,
+    Client,
+}
+
+impl From<PurposeArg> for Purpose {
+    fn from(p: PurposeArg) -> Self {
+        match p {
+            PurposeArg::Server => Purpose::Server,
+            PurposeArg::Client => Purpose::Client,
+        }
+    }
+}
+
+const BENCH_EXAMPLES: &str = "\
+Examples:
+  tlskit bench verify --roots system --cert chain.pem --host www.example.com
+  tlskit bench verify --roots big.snap --cert chain.pem --host bench.example --json
+
+Reports medians over --runs runs: verify_us (one verification, no cache), cached_verify_us
+(a cache hit), two_thread_speedup (uncached verifications per second on two threads
+divided by the rate on one).";
 
 /// Arguments of `tlskit bench verify`.
 #[derive(clap::Args)]
-pub(crate) struct BenchVerifyArgs {}
-
-pub(crate) fn run(_args: VerifyArgs) -> CmdResult {
-    anyhow::bail!("verify: not written yet")
+#[command(after_long_help = BENCH_EXAMPLES)]
+pub(crate) struct BenchVerifyArgs {
+    /// Trust anchors: PEM/DER file, directory, snapshot, or `system` (repeatable).
+    #[arg(long, value_name = "SRC", required = true, num_args = 1..)]
+    roots: Vec<String>,
+    /// The end-entity certificate, optionally followed by the chain.
+    #[arg(long, value_name = "FILE")]
+    cert: PathBuf,
+    /// Host name to verify for.
+    #[arg(long, value_name = "NAME")]
+    host: String,
+    /// Runs per measurement (the median is reported).
+    #[arg(long, default_value_t = 7)]
+    runs: usize,
+    /// Minimum time per run, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    run_ms: u64,
+    /// Also time rustls's own WebPkiServerVerifier on the same anchors and chain
+    /// (`rustls_webpki_us`), for comparison.
+    #[arg(long)]
+    compare_rustls: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub(crate) fn bench(_args: BenchVerifyArgs) -> CmdResult {
-    anyhow::bail!("bench verify: not written yet")
+fn load_store(roots: &[String]) -> anyhow::Result<TrustStore> {
+    let sources: Vec<Source> = roots.iter().map(|r| Source::from_arg(r)).collect();
+    let (store, report) = tlskit_store::load(&sources).map_err(|e| {
+        if let tlskit_store::StoreError::NothingLoadable { issues } = &e {
+            for i in issues {
+                warn(&i.path, &i.reason);
+            }
+        }
+        anyhow!("--roots {}: {e}", roots.join(" "))
+    })?;
+    for i in &report.errors {
+        warn(&i.path, &i.reason);
+    }
+    if store.is_empty() {
+        bail!("--roots {}: no trust anchor loaded", roots.join(" "));
+    }
+    Ok(store)
+}
+
+fn parse_time(s: &str) -> anyhow::Result<UnixTime> {
+    let secs: i64 = if let Ok(n) = s.parse::<i64>() {
+        n
+    } else {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+            .with_context(|| {
+                format!("--at {s:?}: expected RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds")
+            })?
+            .unix_timestamp()
+    };
+    let secs = u64::try_from(secs).map_err(|_| anyhow!("--at {s:?}: before 1970"))?;
+    Ok(UnixTime::since_unix_epoch(Duration::from_secs(secs)))
+}
+
+fn fmt_time(t: UnixTime) -> String {
+    i64::try_from(t.as_secs())
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .and_then(|d| {
+            d.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| t.as_secs().to_string())
+}
+
+/// Parse --host / --ip into the JSON label and the rustls name.
+fn reference(
+    host: Option<&str>,
+    ip: Option<&str>,
+) -> anyhow::Result<Option<(ReferenceName, ServerName<'static>)>> {
+    let parsed = match (host, ip) {
+        (Some(h), _) => {
+            if let Some(addr) = tlskit_verify::names::parse_ip(h) {
+                ReferenceName::Ip(addr)
+            } else {
+                let d =
+                    tlskit_verify::names::DnsName::parse(h).map_err(|e| anyhow!("--host: {e}"))?;
+                if d.is_wildcard() {
+                    bail!("--host {h:?}: a reference name cannot be a wildcard; give the host name a client would use");
+                }
+                ReferenceName::Dns(d)
+            }
+        }
+        (None, Some(i)) => ReferenceName::Ip(
+            tlskit_verify::names::parse_ip(i)
+                .ok_or_else(|| anyhow!("--ip {i:?}: not an IPv4 or IPv6 address"))?,
+        ),
+        (None, None) => return Ok(None),
+    };
+    let sn = parsed.to_server_name().map_err(|e| anyhow!("{e}"))?;
+    Ok(Some((parsed, sn)))
+}
+
+#[derive(serde::Serialize)]
+struct VerifyJson {
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chain: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_unicode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ip: Option<String>,
+    purpose: Purpose,
+    at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anchor_sha256: Option<String>,
+}
+
+pub(crate) fn run(args: VerifyArgs) -> CmdResult {
+    // Inputs first: every usage or input problem exits 2 before any verification.
+    let name = reference(args.host.as_deref(), args.ip.as_deref())?;
+    let at = match &args.at {
+        Some(s) => parse_time(s)?,
+        None => UnixTime::now(),
+    };
+    if !(2..=tlskit_verify::MAX_SUPPORTED_DEPTH).contains(&args.max_depth) {
+        bail!(
+            "--max-depth {}: must be between 2 and {}",
+            args.max_depth,
+            tlskit_verify::MAX_SUPPORTED_DEPTH
+        );
+    }
+    let mut certs = tlskit_verify::load_certs(&args.cert)?;
+    let mut intermediates: Vec<CertificateDer<'static>> = certs.split_off(1);
+    let leaf = certs
+        .pop()
+        .ok_or_else(|| anyhow!("{}: no certificate", args.cert.display()))?;
+    for f in &args.intermediates {
+        intermediates.extend(tlskit_verify::load_certs(f)?);
+    }
+    let crls = args
+        .crl
+        .iter()
+        .map(|p| tlskit_verify::load_crl(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = load_store(&args.roots)?;
+
+    let verifier = ChainVerifier::new(VerifierConfig {
+        max_depth: args.max_depth,
+        crls,
+        cache: None,
+        ..VerifierConfig::default()
+    });
+    let purpose = Purpose::from(args.purpose);
+    let result = verifier.verify(
+        &store,
+        &leaf,
+        &intermediates,
+        name.as_ref().map(|(_, sn)| sn),
+        purpose,
+        at,
+    );
+
+    let (host, host_unicode, ip) = match &name {
+        Some((ReferenceName::Dns(d), _)) => (
+            Some(d.ascii().to_string()),
+            (d.unicode() != d.ascii()).then(|| d.unicode().to_string()),
+            None,
+        ),
+        Some((ReferenceName::Ip(a), _)) => (None, None, Some(a.to_string())),
+        None => (None, None, None),
+    };
+    let report = VerifyJson {
+        valid: result.is_ok(),
+        reason: result.as_ref().err().map(|e| e.to_string()),
+        chain: result.as_ref().ok().map(|v| v.chain.subjects()),
+        host,
+        host_unicode,
+        ip,
+        purpose,
+        at: fmt_time(at),
+        anchor_sha256: result.as_ref().ok().map(|v| hex(&v.chain.anchor_sha256)),
+    };
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print_human(&report);
+    }
+    Ok(if report.valid {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn print_human(r: &VerifyJson) {
+    let st = Style::stdout();
+    let target = match (&r.host, &r.host_unicode, &r.ip) {
+        (Some(h), Some(u), _) => format!(" for {h} ({u})"),
+        (Some(h), None, _) => format!(" for {h}"),
+        (_, _, Some(ip)) => format!(" for {ip}"),
+        _ => String::new(),
+    };
+    let purpose = r.purpose.as_str();
+    if r.valid {
+        println!(
+            "{} {purpose} certificate{target} at {}",
+            st.good(&st.bold("valid:")),
+            r.at
+        );
+        if let Some(chain) = &r.chain {
+            let last = chain.len().saturating_sub(1);
+            for (i, s) in chain.iter().enumerate() {
+                let role = match i {
+                    0 => "end entity",
+                    i if i == last => "trust anchor",
+                    _ => "intermediate",
+                };
+                println!("  {i}  {s}  [{role}]");
+            }
+        }
+        if let Some(sha) = &r.anchor_sha256 {
+            println!("  anchor sha256 {sha}");
+        }
+    } else {
+        println!(
+            "{} {purpose} certificate{target} at {}",
+            st.bad(&st.bold("invalid:")),
+            r.at
+        );
+        if let Some(reason) = &r.reason {
+            println!("  reason: {}", st.warn(reason));
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct BenchJson {
+    anchors: usize,
+    host: String,
+    runs: usize,
+    verify_us: f64,
+    cached_verify_us: f64,
+    one_thread_per_s: f64,
+    two_thread_per_s: f64,
+    two_thread_speedup: f64,
+    cached_two_thread_speedup: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rustls_webpki_us: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Run `f` on `threads` threads for at least `min` and return verifications per second.
+fn rate<F>(threads: usize, min: Duration, f: &F) -> anyhow::Result<f64>
+where
+    F: Fn() -> anyhow::Result<()> + Sync,
+{
+    let start = Instant::now();
+    let total = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || -> anyhow::Result<u64> {
+                    let mut n = 0u64;
+                    loop {
+                        for _ in 0..32 {
+                            f()?;
+                        }
+                        n += 32;
+                        if start.elapsed() >= min {
+                            return Ok(n);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut total = 0u64;
+        for h in handles {
+            total += h
+                .join()
+                .map_err(|_| anyhow!("benchmark thread panicked"))??;
+        }
+        Ok::<_, anyhow::Error>((total, start.elapsed()))
+    })?;
+    Ok(total.0 as f64 / total.1.as_secs_f64())
+}
+
+pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
+    let Some((_, name)) = reference(Some(&args.host), None)? else {
+        bail!("--host is required");
+    };
+    let mut certs = tlskit_verify::load_certs(&args.cert)?;
+    let intermediates = certs.split_off(1);
+    let leaf = certs
+        .pop()
+        .ok_or_else(|| anyhow!("{}: no certificate", args.cert.display()))?;
+    let store = load_store(&args.roots)?;
+    let anchors = store.len();
+    let rustls_verifier = if args.compare_rustls {
+        let mut roots = tlskit_verify::rustls::RootCertStore::empty();
+        for a in store.anchors() {
+            // Anchors rustls cannot parse are skipped, as rustls would.
+            let _ = roots.add(CertificateDer::from(a.der()));
+        }
+        let provider = Arc::new(tlskit_verify::rustls::crypto::aws_lc_rs::default_provider());
+        Some(
+            tlskit_verify::rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .build()
+            .map_err(|e| anyhow!("rustls verifier: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let handle = Arc::new(StoreHandle::from_store(store));
+    let now = UnixTime::now();
+    let runs = args.runs.max(1);
+    let min = Duration::from_millis(args.run_ms.max(10));
+
+    let uncached = StoreServerVerifier::new(
+        handle.clone(),
+        VerifierConfig {
+            cache: None,
+            ..VerifierConfig::default()
+        },
+    );
+    let cached = StoreServerVerifier::new(handle, VerifierConfig::default());
+    // One verification first: a chain that does not verify is not benchmarked.
+    uncached
+        .verify(&leaf, &intermediates, &name, now)
+        .map_err(|e| anyhow!("{}: the chain does not verify: {e}", args.cert.display()))?;
+    // Both go through the rustls entry point a TLS client calls for every handshake.
+    use tlskit_verify::rustls::client::danger::ServerCertVerifier as _;
+    let v_uncached = || -> anyhow::Result<()> {
+        uncached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
+        Ok(())
+    };
+    let v_cached = || -> anyhow::Result<()> {
+        cached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
+        Ok(())
+    };
+    v_cached()?;
+
+    let mut one = Vec::new();
+    let mut two = Vec::new();
+    let mut speedup = Vec::new();
+    let mut c_one = Vec::new();
+    let mut c_speedup = Vec::new();
+    let v_rustls = || -> anyhow::Result<()> {
+        if let Some(rv) = &rustls_verifier {
+            rv.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
+        }
+        Ok(())
+    };
+    v_rustls()?;
+    let mut rustls_us = Vec::new();
+    // Interleaved, so every measurement of a run sees the same machine conditions.
+    for _ in 0..runs {
+        let r1 = rate(1, min, &v_uncached)?;
+        if rustls_verifier.is_some() {
+            rustls_us.push(1e6 / rate(1, min, &v_rustls)?);
+        }
+        let r2 = rate(2, min, &v_uncached)?;
+        one.push(r1);
+        two.push(r2);
+        speedup.push(r2 / r1);
+        let c1 = rate(1, min / 4, &v_cached)?;
+        let c2 = rate(2, min / 4, &v_cached)?;
+        c_one.push(c1);
+        c_speedup.push(c2 / c1);
+    }
+    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median(rustls_us));
+    let one_rate = median(one);
+    let report = BenchJson {
+        anchors,
+        host: name.to_str().into_owned(),
+        runs,
+        verify_us: 1e6 / one_rate,
+        cached_verify_us: 1e6 / median(c_one),
+        one_thread_per_s: one_rate,
+        two_thread_per_s: median(two),
+        two_thread_speedup: median(speedup),
+        cached_two_thread_speedup: median(c_speedup),
+        rustls_webpki_us,
+    };
+    if args.json {
+        print_json(&report)?;
+    } else {
+        let st = Style::stdout();
+        println!(
+            "{} {} anchors, host {}, median of {} runs",
+            st.bold("bench verify:"),
+            report.anchors,
+            report.host,
+            report.runs
+        );
+        println!("  verify (no cache)   {:>10.2} µs", report.verify_us);
+        println!("  verify (cache hit)  {:>10.3} µs", report.cached_verify_us);
+        println!(
+            "  two threads         {:>10.2}x the one-thread rate ({:.0}/s vs {:.0}/s)",
+            report.two_thread_speedup, report.two_thread_per_s, report.one_thread_per_s
+        );
+        println!(
+            "  two threads, cached {:>10.2}x",
+            report.cached_two_thread_speedup
+        );
+        if let Some(r) = report.rustls_webpki_us {
+            println!("  rustls WebPkiServerVerifier {r:>10.2} µs (same anchors, same chain)");
+        }
+    }
+    Ok(Outcome::Success)
 }

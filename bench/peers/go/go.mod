@@ -1,0 +1,3 @@
+module tlskit.example/bench/peer
+
+go 1.21

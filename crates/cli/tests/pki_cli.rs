@@ -1,0 +1,1209 @@
+//! End-to-end tests of `tlskit key|csr|cert|ca|show|lint|p12` with the real binary:
+//! behaviour, exit codes, and what is (not) left on disk after bad input.
+#![allow(clippy::unwrap_used)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tlskit(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tlskit"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TLSKIT_P12_PASSWORD")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[track_caller]
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let o = tlskit(dir, args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}\n{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Runs a command that must fail with exit 2; returns stderr.
+#[track_caller]
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let o = tlskit(dir, args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}\n{}", text(&o));
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(!err.trim().is_empty(), "no error message for {args:?}");
+    err
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(dir, args)).unwrap()
+}
+
+/// Files in `dir`, sorted (to prove nothing partial was left behind).
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// A CA in `dir/ca` and a server certificate for `names` in `dir/leaf.pem`.
+fn ca_and_leaf(dir: &Path, names: &[&str]) -> PathBuf {
+    ok(
+        dir,
+        &[
+            "ca",
+            "init",
+            "ca",
+            "--subject",
+            "CN=Test Root,O=tlskit tests",
+        ],
+    );
+    ok(dir, &["key", "new", "-o", "leaf.key"]);
+    let mut args = vec!["csr", "new", "--key", "leaf.key", "--subject"];
+    let subject = format!("CN={}", names[0]);
+    args.push(&subject);
+    let sans: Vec<String> = names.iter().map(|n| format!("dns:{n}")).collect();
+    for s in &sans {
+        args.push("--san");
+        args.push(s);
+    }
+    args.extend(["-o", "leaf.csr"]);
+    ok(dir, &args);
+    ok(
+        dir,
+        &["ca", "issue", "ca", "--csr", "leaf.csr", "-o", "leaf.pem"],
+    );
+    dir.join("leaf.pem")
+}
+
+#[test]
+fn key_new_is_pkcs8_0600_never_printed_and_never_overwritten() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let out = ok(d, &["key", "new", "-o", "k.pem"]);
+    let pem = fs::read_to_string(d.join("k.pem")).unwrap();
+    assert!(pem.starts_with("-----BEGIN PRIVATE KEY-----\n"), "{pem}");
+    assert_eq!(mode(&d.join("k.pem")), 0o600);
+    let body = pem.lines().nth(1).unwrap();
+    assert!(!out.contains(body), "key material printed");
+
+    let err = fails(d, &["key", "new", "-o", "k.pem"]);
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(fs::read_to_string(d.join("k.pem")).unwrap(), pem);
+
+    ok(
+        d,
+        &["key", "new", "--type", "ed25519", "-o", "k.pem", "--force"],
+    );
+    assert_ne!(fs::read_to_string(d.join("k.pem")).unwrap(), pem);
+    assert_eq!(fs::read_to_string(d.join("k.pem.bak")).unwrap(), pem);
+    assert_eq!(mode(&d.join("k.pem")), 0o600);
+    assert_eq!(listing(d), vec!["k.pem", "k.pem.bak"]);
+}
+
+#[test]
+fn key_types_and_show_of_private_key_shows_only_public_part() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    for (ty, kind, bits) in [
+        ("p256", "ec", 256),
+        ("p384", "ec", 384),
+        ("ed25519", "ed25519", 256),
+        ("rsa2048", "rsa", 2048),
+        ("rsa3072", "rsa", 3072),
+    ] {
+        let f = format!("{ty}.pem");
+        ok(d, &["key", "new", "--type", ty, "-o", &f]);
+        let pem = fs::read_to_string(d.join(&f)).unwrap();
+        let o = tlskit(d, &["show", "--json", &f]);
+        let stdout = String::from_utf8(o.stdout).unwrap();
+        for line in pem.lines().filter(|l| !l.starts_with("-----")) {
+            assert!(
+                !stdout.contains(line),
+                "{ty}: private key material in show output"
+            );
+        }
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["kind"], "private key", "{ty}");
+        assert_eq!(v["key"]["type"], kind, "{ty}");
+        assert_eq!(v["key"]["bits"], bits, "{ty}");
+        assert_eq!(v["public_key_sha256"].as_str().unwrap().len(), 64);
+        let human = ok(d, &["show", &f]);
+        assert!(human.contains("Public key SHA-256"), "{human}");
+    }
+    fails(d, &["key", "new", "--type", "dsa1024", "-o", "x.pem"]);
+    assert!(!d.join("x.pem").exists());
+}
+
+#[test]
+fn csr_converts_idn_to_a_labels_and_show_prints_both_forms() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=räksmörgås.com,O=Räksmörgås AB,C=SE",
+            "--san",
+            "dns:räksmörgås。com",
+            "--san",
+            "ip:192.0.2.7",
+            "--san",
+            "email:info@räksmörgås.com",
+            "-o",
+            "r.csr",
+        ],
+    );
+    let v = json(d, &["show", "--json", "r.csr"]);
+    assert_eq!(v["kind"], "request");
+    assert_eq!(v["signature_valid"], true);
+    assert_eq!(v["subject"], "CN=räksmörgås.com,O=Räksmörgås AB,C=SE");
+    let sans = v["sans"].as_array().unwrap();
+    assert_eq!(sans[0]["type"], "dns");
+    assert_eq!(sans[0]["value"], "xn--rksmrgs-5wao1o.com");
+    assert_eq!(sans[0]["unicode"], "räksmörgås.com");
+    assert_eq!(sans[1]["value"], "192.0.2.7");
+    assert_eq!(sans[2]["value"], "info@xn--rksmrgs-5wao1o.com");
+    let human = ok(d, &["show", "r.csr"]);
+    assert!(
+        human.contains("xn--rksmrgs-5wao1o.com (räksmörgås.com)"),
+        "{human}"
+    );
+}
+
+#[test]
+fn one_dot_leader_is_refused_and_nothing_written() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    for san in ["dns:example\u{2024}com", "example\u{2024}com"] {
+        let err = fails(
+            d,
+            &[
+                "csr",
+                "new",
+                "--key",
+                "k.pem",
+                "--subject",
+                "CN=x",
+                "--san",
+                san,
+                "-o",
+                "r.csr",
+            ],
+        );
+        assert!(
+            err.contains("U+2024") && err.contains("ONE DOT LEADER"),
+            "{err}"
+        );
+    }
+    let err = fails(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=example\u{2024}com",
+            "--san",
+            "dns:example\u{2024}com",
+            "-o",
+            "c.pem",
+        ],
+    );
+    assert!(err.contains("U+2024"), "{err}");
+    assert_eq!(listing(d), vec!["k.pem"]);
+}
+
+#[test]
+fn malformed_dn_is_exit_2_naming_the_problem() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    for (dn, needle) in [
+        ("CN=a,,O=b", "empty component"),
+        ("CN", "no '='"),
+        ("XY=z", "unknown attribute type"),
+        ("C=Sweden", "two-letter"),
+        ("CN=a\\", "backslash"),
+        ("CN=", "empty value"),
+    ] {
+        let err = fails(
+            d,
+            &[
+                "csr",
+                "new",
+                "--key",
+                "k.pem",
+                "--subject",
+                dn,
+                "-o",
+                "r.csr",
+            ],
+        );
+        assert!(
+            err.contains("invalid subject DN") && err.contains(needle),
+            "{dn}: {err}"
+        );
+    }
+    // An escaped comma is part of the value.
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            r"CN=a.example,O=Example\, Inc.",
+            "-o",
+            "r.csr",
+        ],
+    );
+    let v = json(d, &["show", "--json", "r.csr"]);
+    assert_eq!(v["subject"], r"CN=a.example,O=Example\, Inc.");
+    assert_eq!(listing(d), vec!["k.pem", "r.csr"]);
+}
+
+#[test]
+fn unreadable_or_wrong_inputs_are_exit_2() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let err = fails(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "missing.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r.csr",
+        ],
+    );
+    assert!(err.contains("missing.pem"), "{err}");
+    fs::write(d.join("junk.pem"), "hello\n").unwrap();
+    let err = fails(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "junk.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "c.pem",
+        ],
+    );
+    assert!(err.contains("junk.pem"), "{err}");
+    let err = fails(d, &["show", "junk.pem"]);
+    assert!(err.contains("junk.pem"), "{err}");
+    fails(d, &["show", "nope.pem"]);
+    fs::create_dir(d.join("adir")).unwrap();
+    let err = fails(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "adir",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r.csr",
+        ],
+    );
+    assert!(err.contains("adir"), "{err}");
+    fs::remove_dir(d.join("adir")).unwrap();
+    fails(d, &["lint", "nope.pem"]);
+    fails(
+        d,
+        &["ca", "issue", "nodir", "--csr", "junk.pem", "-o", "x.pem"],
+    );
+    assert_eq!(listing(d), vec!["junk.pem"]);
+}
+
+#[test]
+fn self_signed_leaf_and_ca() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=localhost",
+            "--san",
+            "dns:localhost",
+            "--san",
+            "ip:127.0.0.1",
+            "--days",
+            "30",
+            "-o",
+            "leaf.pem",
+        ],
+    );
+    let v = json(d, &["show", "--json", "leaf.pem"]);
+    assert_eq!(v["is_ca"], false);
+    assert_eq!(v["subject"], v["issuer"]);
+    assert_eq!(v["sans"].as_array().unwrap().len(), 2);
+    assert_eq!(v["extended_key_usage"][0], "serverAuth");
+    for f in [
+        "subject",
+        "issuer",
+        "not_before",
+        "not_after",
+        "sans",
+        "key",
+        "sha256",
+        "serial",
+        "extensions",
+    ] {
+        assert!(!v[f].is_null(), "missing {f}");
+    }
+    let nb = time::OffsetDateTime::parse(
+        v["not_before"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let na = time::OffsetDateTime::parse(
+        v["not_after"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    assert_eq!((na - nb).whole_seconds(), 30 * 86400 - 1);
+
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=My Root",
+            "--ca",
+            "-o",
+            "root.pem",
+        ],
+    );
+    let v = json(d, &["show", "--json", "root.pem"]);
+    assert_eq!(v["is_ca"], true);
+    assert!(v["key_usage"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("keyCertSign")));
+    let err = fails(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=x.example",
+            "-o",
+            "root.pem",
+        ],
+    );
+    assert!(err.contains("already exists"));
+    for days in ["0", "4000000000"] {
+        let err = fails(
+            d,
+            &[
+                "cert",
+                "self-sign",
+                "--key",
+                "k.pem",
+                "--subject",
+                "CN=x.example",
+                "--days",
+                days,
+                "-o",
+                "d.pem",
+            ],
+        );
+        assert!(err.contains("day"), "{err}");
+    }
+    assert!(!d.join("d.pem").exists());
+}
+
+#[test]
+fn ca_issue_keeps_sans_writes_index_and_chain_without_root() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(
+        d,
+        &["ca", "init", "ca", "--type", "p384", "--path-len", "1"],
+    );
+    assert_eq!(mode(&d.join("ca/ca.key")), 0o600);
+    assert_eq!(
+        listing(&d.join("ca")),
+        vec!["ca.key", "ca.pem", "index.jsonl", "serial"]
+    );
+    let err = fails(d, &["ca", "init", "ca"]);
+    assert!(err.contains("not empty"), "{err}");
+
+    ok(d, &["key", "new", "--type", "rsa2048", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=www.example.com",
+            "--san",
+            "dns:www.example.com",
+            "--san",
+            "dns:example.com",
+            "--san",
+            "ip:10.0.0.1",
+            "-o",
+            "r.csr",
+        ],
+    );
+    ok(
+        d,
+        &["ca", "issue", "ca", "--csr", "r.csr", "-o", "leaf.pem"],
+    );
+    // Root-issued: the output is only the leaf (the root is not included).
+    let v = json(d, &["show", "--json", "leaf.pem"]);
+    assert!(v.is_object());
+    let sans: Vec<&str> = v["sans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(sans, vec!["www.example.com", "example.com", "10.0.0.1"]);
+    assert_eq!(v["extended_key_usage"], serde_json::json!(["serverAuth"]));
+    assert!(v["key_usage"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("keyEncipherment")));
+    assert!(!v["authority_key_id"].is_null());
+
+    let idx = fs::read_to_string(d.join("ca/index.jsonl")).unwrap();
+    let lines: Vec<Value> = idx
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["serial"], v["serial"]);
+    assert_eq!(lines[0]["sha256"], v["sha256"]);
+    assert_eq!(lines[0]["sans"][0], "dns:www.example.com");
+    assert_eq!(
+        fs::read_to_string(d.join("ca/serial")).unwrap().trim(),
+        v["serial"].as_str().unwrap()
+    );
+    assert_eq!(
+        listing(&d.join("ca")),
+        vec!["ca.key", "ca.pem", "index.jsonl", "lock", "serial"]
+    );
+
+    // Client profile and the existing-output rule (no index entry for a refused issue).
+    let err = fails(
+        d,
+        &["ca", "issue", "ca", "--csr", "r.csr", "-o", "leaf.pem"],
+    );
+    assert!(err.contains("already exists"));
+    assert_eq!(fs::read_to_string(d.join("ca/index.jsonl")).unwrap(), idx);
+    let err = fails(
+        d,
+        &[
+            "ca",
+            "issue",
+            "ca",
+            "--csr",
+            "r.csr",
+            "-o",
+            "no/such/dir/x.pem",
+        ],
+    );
+    assert!(err.contains("no/such/dir"), "{err}");
+    assert_eq!(fs::read_to_string(d.join("ca/index.jsonl")).unwrap(), idx);
+    ok(
+        d,
+        &[
+            "ca",
+            "issue",
+            "ca",
+            "--csr",
+            "r.csr",
+            "--profile",
+            "client",
+            "--days",
+            "7",
+            "-o",
+            "client.pem",
+        ],
+    );
+    let v = json(d, &["show", "--json", "client.pem"]);
+    assert_eq!(v["extended_key_usage"], serde_json::json!(["clientAuth"]));
+    let list = json(d, &["ca", "list", "ca", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+
+    // An intermediate CA and a leaf from it: leaf + intermediate, root left out.
+    ok(
+        d,
+        &[
+            "ca",
+            "init",
+            "sub",
+            "--parent",
+            "ca",
+            "--subject",
+            "CN=Issuing CA",
+            "--days",
+            "1000",
+        ],
+    );
+    ok(
+        d,
+        &["ca", "issue", "sub", "--csr", "r.csr", "-o", "chain.pem"],
+    );
+    let v = json(d, &["show", "--json", "chain.pem"]);
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), 2);
+    assert_eq!(arr[0]["issuer"], "CN=Issuing CA");
+    assert_eq!(arr[1]["subject"], "CN=Issuing CA");
+    assert_eq!(arr[1]["is_ca"], true);
+    assert_eq!(arr[1]["path_len"], 0);
+    // An intermediate with pathlen 0 cannot issue another intermediate.
+    let err = fails(
+        d,
+        &[
+            "ca",
+            "issue",
+            "sub",
+            "--csr",
+            "r.csr",
+            "--profile",
+            "intermediate",
+            "-o",
+            "sub2.pem",
+        ],
+    );
+    assert!(err.contains("pathlen 0"), "{err}");
+    assert!(!d.join("sub2.pem").exists());
+}
+
+#[test]
+fn ca_refuses_names_outside_its_constraints() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(
+        d,
+        &[
+            "ca",
+            "init",
+            "ca",
+            "--permit-dns",
+            "example.com",
+            "--permit-dns",
+            "räksmörgås.se",
+        ],
+    );
+    let v = json(d, &["show", "--json", "ca/ca.pem"]);
+    assert_eq!(
+        v["name_constraints"]["permitted"],
+        serde_json::json!(["dns:example.com", "dns:xn--rksmrgs-5wao1o.se"])
+    );
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example.com",
+            "--san",
+            "dns:a.example.com",
+            "--san",
+            "dns:www.räksmörgås.se",
+            "-o",
+            "good.csr",
+        ],
+    );
+    ok(
+        d,
+        &["ca", "issue", "ca", "--csr", "good.csr", "-o", "good.pem"],
+    );
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example.com",
+            "--san",
+            "dns:a.example.com",
+            "--san",
+            "dns:evil.example.org",
+            "-o",
+            "bad.csr",
+        ],
+    );
+    let err = fails(
+        d,
+        &["ca", "issue", "ca", "--csr", "bad.csr", "-o", "bad.pem"],
+    );
+    assert!(
+        err.contains("evil.example.org") && err.contains("outside the name constraints"),
+        "{err}"
+    );
+    assert!(!d.join("bad.pem").exists());
+    assert_eq!(
+        fs::read_to_string(d.join("ca/index.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+    // A look-alike suffix is not inside example.com.
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=notexample.com",
+            "-o",
+            "bad2.csr",
+        ],
+    );
+    fails(
+        d,
+        &["ca", "issue", "ca", "--csr", "bad2.csr", "-o", "bad2.pem"],
+    );
+}
+
+#[test]
+fn ca_rejects_a_request_whose_signature_does_not_verify() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["ca", "init", "ca"]);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["a.example".to_string()]).unwrap();
+    let mut der = params.serialize_request(&key).unwrap().der().to_vec();
+    let n = der.len();
+    der[n - 5] ^= 0x55; // inside the signature
+    fs::write(d.join("bad.der"), &der).unwrap();
+    let err = fails(d, &["ca", "issue", "ca", "--csr", "bad.der", "-o", "x.pem"]);
+    assert!(err.contains("signature"), "{err}");
+    assert!(!d.join("x.pem").exists());
+    // The intact request (DER) is accepted.
+    let good = params.serialize_request(&key).unwrap().der().to_vec();
+    fs::write(d.join("good.der"), &good).unwrap();
+    ok(
+        d,
+        &["ca", "issue", "ca", "--csr", "good.der", "-o", "x.pem"],
+    );
+}
+
+#[test]
+fn concurrent_issues_never_share_a_serial() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["ca", "init", "ca"]);
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r.csr",
+        ],
+    );
+    // Really concurrent: spawn all, then wait for all.
+    let children: Vec<_> = (0..24)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_tlskit"))
+                .args([
+                    "ca",
+                    "issue",
+                    "ca",
+                    "--csr",
+                    "r.csr",
+                    "-o",
+                    &format!("p{i}.pem"),
+                ])
+                .current_dir(d)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let idx = fs::read_to_string(d.join("ca/index.jsonl")).unwrap();
+    let serials: std::collections::HashSet<String> = idx
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["serial"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(idx.lines().count(), 24);
+    assert_eq!(serials.len(), 24, "a serial was reused");
+    let mut from_certs = std::collections::HashSet::new();
+    for i in 0..24 {
+        let p = format!("p{i}.pem");
+        from_certs.insert(
+            json(d, &["show", "--json", &p])["serial"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(from_certs, serials);
+}
+
+#[test]
+fn lint_exit_codes_and_findings() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let leaf = ca_and_leaf(d, &["www.example.com"]);
+    let o = tlskit(d, &["lint", leaf.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=My Laptop",
+            "--days",
+            "825",
+            "-o",
+            "long.pem",
+        ],
+    );
+    // Exactly the limit is fine, one day more is not.
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "--days",
+            "398",
+            "-o",
+            "398.pem",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "--days",
+            "399",
+            "-o",
+            "399.pem",
+        ],
+    );
+    let o = tlskit(d, &["lint", "398.pem"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = tlskit(d, &["lint", "399.pem"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = tlskit(d, &["lint", "--json", "long.pem"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(
+        codes.contains(&"validity-too-long") && codes.contains(&"missing-san"),
+        "{codes:?}"
+    );
+    assert!(v["findings"][0]["severity"].is_string());
+
+    ok(
+        d,
+        &[
+            "cert",
+            "self-sign",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "--san",
+            "dns:b.example",
+            "-o",
+            "cn.pem",
+        ],
+    );
+    let o = tlskit(d, &["lint", "cn.pem"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("cn-not-in-sans"));
+
+    // Requests are linted too.
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=My Laptop",
+            "-o",
+            "r.csr",
+        ],
+    );
+    let o = tlskit(d, &["lint", "r.csr"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("missing-san"));
+    ok(
+        d,
+        &[
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "r2.csr",
+        ],
+    );
+    ok(d, &["lint", "r2.csr"]);
+}
+
+/// Certificates rcgen makes for the lint cases tlskit itself refuses to create.
+#[test]
+fn lint_finds_constraint_violations_bad_a_labels_and_ca_problems() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, GeneralSubtree, IsCa, Issuer, KeyPair,
+        KeyUsagePurpose, NameConstraints,
+    };
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "Constrained CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    ca.name_constraints = Some(NameConstraints {
+        permitted_subtrees: vec![GeneralSubtree::DnsName("example.com".into())],
+        excluded_subtrees: vec![],
+    });
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, &ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec![
+        "www.example.org".to_string(),
+        "xn--zz.example.com".to_string(),
+    ])
+    .unwrap();
+    leaf.distinguished_name
+        .push(rcgen::DnType::CommonName, "www.example.org");
+    let leaf_cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
+    fs::write(
+        d.join("chain.pem"),
+        format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
+    )
+    .unwrap();
+    let o = tlskit(d, &["lint", "--json", "chain.pem"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let codes: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"name-constraints"), "{codes:?}");
+    assert!(codes.contains(&"malformed-name"), "{codes:?}");
+
+    // A CA without keyCertSign, and a leaf (first in the chain) with the CA flag.
+    let mut bad_ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    bad_ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    bad_ca.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    let bad_ca = bad_ca.self_signed(&ca_key).unwrap();
+    fs::write(
+        d.join("badca.pem"),
+        format!("{}{}", bad_ca.pem(), ca_cert.pem()),
+    )
+    .unwrap();
+    let o = tlskit(d, &["lint", "badca.pem"]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("ca-without-keycertsign") && out.contains("leaf-is-ca"),
+        "{out}"
+    );
+}
+
+#[test]
+fn show_handles_der_chains_public_keys_and_crls() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let key = rcgen::KeyPair::generate().unwrap();
+    fs::write(d.join("pub.pem"), key.public_key_pem()).unwrap();
+    let v = json(d, &["show", "--json", "pub.pem"]);
+    assert_eq!(v["kind"], "public key");
+    assert_eq!(v["key"]["curve"], "P-256");
+
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    let ca_cert = ca.self_signed(&key).unwrap();
+    fs::write(d.join("ca.der"), ca_cert.der()).unwrap();
+    let v = json(d, &["show", "--json", "ca.der"]);
+    assert_eq!(v["kind"], "certificate");
+    assert_eq!(v["is_ca"], true);
+
+    let now = time::OffsetDateTime::now_utc();
+    let crl = rcgen::CertificateRevocationListParams {
+        this_update: now,
+        next_update: now + time::Duration::days(7),
+        crl_number: rcgen::SerialNumber::from(42u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![rcgen::RevokedCertParams {
+            serial_number: rcgen::SerialNumber::from_slice(&[0x12, 0x34]),
+            revocation_time: now,
+            reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+            invalidity_date: None,
+        }],
+        key_identifier_method: rcgen::KeyIdMethod::Sha256,
+    };
+    let crl = crl.signed_by(&rcgen::Issuer::new(ca, &key)).unwrap();
+    fs::write(d.join("crl.pem"), crl.pem().unwrap()).unwrap();
+    fs::write(d.join("crl.der"), crl.der()).unwrap();
+    for f in ["crl.pem", "crl.der"] {
+        let v = json(d, &["show", "--json", f]);
+        assert_eq!(v["kind"], "crl", "{f}");
+        assert_eq!(v["crl_number"], "42");
+        assert_eq!(v["revoked"][0]["serial"], "1234");
+    }
+    let human = ok(d, &["show", "crl.pem", "pub.pem", "ca.der"]);
+    assert!(
+        human.contains("CRL #1")
+            && human.contains("Public key #2")
+            && human.contains("Certificate #3"),
+        "{human}"
+    );
+}
+
+#[test]
+fn p12_round_trip_and_bad_inputs() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let leaf = ca_and_leaf(d, &["p12.example.com"]);
+    let leaf = leaf.to_str().unwrap();
+    fs::write(d.join("pw.txt"), "correct horse\n").unwrap();
+    fs::write(d.join("wrong.txt"), "battery staple\n").unwrap();
+
+    // No password source: exit 2, nothing written.
+    let err = fails(
+        d,
+        &[
+            "p12", "export", "--key", "leaf.key", "--cert", leaf, "-o", "x.p12",
+        ],
+    );
+    assert!(err.contains("TLSKIT_P12_PASSWORD"), "{err}");
+    // Mismatched key: exit 2, nothing written.
+    ok(d, &["key", "new", "-o", "other.key"]);
+    let err = fails(
+        d,
+        &[
+            "p12",
+            "export",
+            "--key",
+            "other.key",
+            "--cert",
+            leaf,
+            "--password-file",
+            "pw.txt",
+            "-o",
+            "x.p12",
+        ],
+    );
+    assert!(err.contains("does not match"), "{err}");
+    assert!(!d.join("x.p12").exists());
+
+    ok(
+        d,
+        &[
+            "p12",
+            "export",
+            "--key",
+            "leaf.key",
+            "--cert",
+            leaf,
+            "--password-file",
+            "pw.txt",
+            "-o",
+            "x.p12",
+        ],
+    );
+    assert_eq!(mode(&d.join("x.p12")), 0o600);
+    let err = fails(d, &["show", "x.p12"]);
+    assert!(err.contains("PKCS#12"), "{err}");
+    let err = fails(
+        d,
+        &[
+            "p12",
+            "export",
+            "--key",
+            "leaf.key",
+            "--cert",
+            leaf,
+            "--password-file",
+            "pw.txt",
+            "-o",
+            "x.p12",
+        ],
+    );
+    assert!(err.contains("already exists"));
+
+    let before = listing(d);
+    let err = fails(
+        d,
+        &[
+            "p12",
+            "import",
+            "x.p12",
+            "--password-file",
+            "wrong.txt",
+            "--key-out",
+            "k2.pem",
+            "--cert-out",
+            "c2.pem",
+        ],
+    );
+    assert!(err.contains("wrong password"), "{err}");
+    assert_eq!(listing(d), before, "partial output after a wrong password");
+
+    // Password from an environment variable (named, or the default one).
+    let o = Command::new(env!("CARGO_BIN_EXE_tlskit"))
+        .args([
+            "p12",
+            "import",
+            "x.p12",
+            "--password-env",
+            "MY_PW",
+            "--key-out",
+            "k2.pem",
+            "--cert-out",
+            "c2.pem",
+        ])
+        .current_dir(d)
+        .env("MY_PW", "correct horse")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(mode(&d.join("k2.pem")), 0o600);
+    let a = json(d, &["show", "--json", "leaf.key"]);
+    let b = json(d, &["show", "--json", "k2.pem"]);
+    assert_eq!(a["public_key_sha256"], b["public_key_sha256"]);
+    let c = json(d, &["show", "--json", "c2.pem"]);
+    assert_eq!(c["sha256"], json(d, &["show", "--json", leaf])["sha256"]);
+
+    // An existing output refuses the whole import (neither file is written).
+    fs::remove_file(d.join("k2.pem")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tlskit"))
+        .args([
+            "p12",
+            "import",
+            "x.p12",
+            "--key-out",
+            "k2.pem",
+            "--cert-out",
+            "c2.pem",
+        ])
+        .current_dir(d)
+        .env("TLSKIT_P12_PASSWORD", "correct horse")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!d.join("k2.pem").exists());
+}
+
+#[test]
+fn help_has_examples() {
+    let t = tempfile::tempdir().unwrap();
+    for cmd in [
+        vec!["key", "new"],
+        vec!["csr", "new"],
+        vec!["cert", "self-sign"],
+        vec!["ca", "init"],
+        vec!["ca", "issue"],
+        vec!["show"],
+        vec!["lint"],
+        vec!["p12", "export"],
+        vec!["p12", "import"],
+    ] {
+        let mut args = cmd.clone();
+        args.push("--help");
+        let out = ok(t.path(), &args);
+        assert!(out.contains("Examples:"), "{cmd:?}");
+    }
+    // Usage errors are exit 2.
+    fails(t.path(), &["key", "new"]);
+}

@@ -1,0 +1,512 @@
+//! `tlskit verify` end to end through the real binary: exit codes, JSON contract, bad
+//! inputs, names, time, CRLs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateRevocationListParams, DistinguishedName,
+    DnType, IsCa, Issuer, KeyIdMethod, KeyPair, RevokedCertParams, SerialNumber,
+};
+
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct VerifyJson {
+    valid: bool,
+    reason: Option<String>,
+    chain: Option<Vec<String>>,
+    host: Option<String>,
+    host_unicode: Option<String>,
+    ip: Option<String>,
+    purpose: String,
+    at: String,
+    anchor_sha256: Option<String>,
+}
+
+fn ymd(y: i32, m: u8, d: u8) -> time::OffsetDateTime {
+    time::Date::from_calendar_date(y, time::Month::try_from(m).unwrap(), d)
+        .unwrap()
+        .midnight()
+        .assume_utc()
+}
+
+fn ca(cn: &str) -> CertificateParams {
+    let mut p = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    p.distinguished_name = dn;
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.not_before = ymd(2020, 1, 1);
+    p.not_after = ymd(2040, 1, 1);
+    p
+}
+
+struct Pki {
+    dir: tempfile::TempDir,
+    root_pem: String,
+    int_pem: String,
+    leaf_pem: String,
+    int_params: CertificateParams,
+    int_key: KeyPair,
+}
+
+impl Pki {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn write(&self, name: &str, body: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    }
+}
+
+fn pki() -> Pki {
+    let dir = tempfile::tempdir().unwrap();
+    let root_key = KeyPair::generate().unwrap();
+    let root_params = ca("CLI Root");
+    let root = root_params.self_signed(&root_key).unwrap();
+    let root_issuer = Issuer::from_params(&root_params, &root_key);
+    let int_key = KeyPair::generate().unwrap();
+    let int_params = ca("CLI Intermediate");
+    let int = int_params.signed_by(&int_key, &root_issuer).unwrap();
+    let mut lp = CertificateParams::new(vec![
+        "xn--rksmrgs-5wao1o.com".to_string(),
+        "*.example.com".to_string(),
+        "192.0.2.1".to_string(),
+    ])
+    .unwrap();
+    lp.serial_number = Some(SerialNumber::from(77u64));
+    lp.not_before = ymd(2025, 1, 1);
+    lp.not_after = ymd(2035, 1, 1);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = lp
+        .signed_by(&leaf_key, &Issuer::from_params(&int_params, &int_key))
+        .unwrap();
+    Pki {
+        dir,
+        root_pem: root.pem(),
+        int_pem: int.pem(),
+        leaf_pem: leaf.pem(),
+        int_params,
+        int_key,
+    }
+}
+
+fn tlskit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tlskit"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(stdout: &str) -> VerifyJson {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+const AT: &str = "2030-01-01T00:00:00Z";
+
+#[test]
+fn valid_chain_json_contract() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--host",
+        "räksmörgås\u{3002}com",
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let j = json(&out);
+    assert!(j.valid);
+    assert!(j.reason.is_none());
+    assert_eq!(j.host.as_deref(), Some("xn--rksmrgs-5wao1o.com"));
+    assert_eq!(j.host_unicode.as_deref(), Some("räksmörgås.com"));
+    assert_eq!(j.purpose, "server");
+    assert_eq!(j.at, AT);
+    assert_eq!(
+        j.chain.unwrap(),
+        [
+            "CN=rcgen self signed cert",
+            "CN=CLI Intermediate",
+            "CN=CLI Root"
+        ]
+    );
+    assert_eq!(j.anchor_sha256.unwrap().len(), 64);
+    assert!(j.ip.is_none());
+}
+
+#[test]
+fn human_output_and_unix_seconds() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--host",
+        "a.example.com",
+        "--at",
+        "1893456000",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("valid: server certificate for a.example.com at 2030-01-01T00:00:00Z"),
+        "{out}"
+    );
+    assert!(out.contains("[trust anchor]"), "{out}");
+}
+
+#[test]
+fn wildcard_and_ip_rules_through_the_cli() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "verify",
+            "--roots",
+            s(&roots),
+            "--cert",
+            s(&chain),
+            "--at",
+            AT,
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        tlskit(&a)
+    };
+    assert_eq!(run(&["--host", "a.example.com"]).0, 0);
+    let (code, out, _) = run(&["--host", "example.com"]);
+    assert_eq!(code, 1);
+    assert!(json(&out)
+        .reason
+        .unwrap()
+        .contains("not valid for example.com"));
+    assert_eq!(run(&["--host", "a.b.example.com"]).0, 1);
+    let (code, out, _) = run(&["--ip", "192.0.2.1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(json(&out).ip.as_deref(), Some("192.0.2.1"));
+    assert_eq!(run(&["--ip", "192.0.2.2"]).0, 1);
+    for sep in ['\u{FF0E}', '\u{FF61}'] {
+        let host = format!("räksmörgås{sep}com");
+        let (code, out, _) = run(&["--host", &host]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(json(&out).host.as_deref(), Some("xn--rksmrgs-5wao1o.com"));
+    }
+}
+
+#[test]
+fn one_dot_leader_is_a_usage_error_naming_it() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let (code, _, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--host",
+        "example\u{2024}com",
+    ]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("U+2024") && err.contains("ONE DOT LEADER"),
+        "{err}"
+    );
+}
+
+#[test]
+fn expired_and_not_yet_valid_via_at() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    for (t, word) in [
+        ("2036-01-01T00:00:00Z", "expired"),
+        ("2024-01-01T00:00:00+02:00", "not valid before"),
+    ] {
+        let (code, out, err) = tlskit(&[
+            "verify",
+            "--roots",
+            s(&roots),
+            "--cert",
+            s(&chain),
+            "--at",
+            t,
+            "--json",
+        ]);
+        assert_eq!(code, 1, "{out}{err}");
+        let j = json(&out);
+        assert!(!j.valid && j.chain.is_none());
+        assert!(j.reason.unwrap().contains(word));
+    }
+    let (code, _, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--at",
+        "yesterday",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("RFC 3339"), "{err}");
+}
+
+#[test]
+fn garbage_cert_is_exit_2_with_the_path() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let junk = p.write("junk.pem", "this is not a certificate\n");
+    let (code, _, err) = tlskit(&["verify", "--roots", s(&roots), "--cert", s(&junk)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("junk.pem") && err.contains("not a PEM or DER certificate"),
+        "{err}"
+    );
+    let bad_pem = p.write(
+        "bad.pem",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+    );
+    let (code, _, err) = tlskit(&["verify", "--roots", s(&roots), "--cert", s(&bad_pem)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad.pem"), "{err}");
+    let (code, _, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&p.path("missing.pem")),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing.pem"), "{err}");
+}
+
+#[test]
+fn empty_roots_is_exit_2() {
+    let p = pki();
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let empty_dir = p.path("empty");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let empty_file = p.write("empty.pem", "");
+    for src in [&empty_dir, &empty_file] {
+        let (code, out, err) = tlskit(&["verify", "--roots", s(src), "--cert", s(&chain)]);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(
+            err.contains("--roots") && err.contains("no trust anchor"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn chain_in_wrong_order_still_builds_and_missing_piece_is_exit_1() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    // Root and intermediate before the leaf's issuer order: leaf, root, intermediate.
+    let shuffled = p.write(
+        "shuffled.pem",
+        &format!("{}{}{}", p.leaf_pem, p.root_pem, p.int_pem),
+    );
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&shuffled),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The leaf not first: the first certificate is the end entity, so this is an
+    // intermediate presented as a leaf: invalid with a reason.
+    let reversed = p.write("reversed.pem", &format!("{}{}", p.int_pem, p.leaf_pem));
+    let (code, out, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&reversed),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(json(&out).reason.is_some());
+    // Missing intermediate: unknown issuer.
+    let leaf_only = p.write("leaf.pem", &p.leaf_pem);
+    let (code, out, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&leaf_only),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert!(json(&out).reason.unwrap().contains("CN=CLI Intermediate"));
+    // ... supplied with --intermediates: valid.
+    let int = p.write("int.pem", &p.int_pem);
+    let (code, _, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--intermediates",
+        s(&int),
+        "--cert",
+        s(&leaf_only),
+        "--at",
+        AT,
+    ]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn crl_revocation_and_purpose() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let crl = CertificateRevocationListParams {
+        this_update: ymd(2029, 1, 1),
+        next_update: ymd(2031, 1, 1),
+        crl_number: SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![RevokedCertParams {
+            serial_number: SerialNumber::from(77u64),
+            revocation_time: ymd(2029, 1, 1),
+            reason_code: None,
+            invalidity_date: None,
+        }],
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(&Issuer::from_params(&p.int_params, &p.int_key))
+    .unwrap();
+    let crl_path = p.write("int.crl", &crl.pem().unwrap());
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--crl",
+        s(&crl_path),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(json(&out).reason.unwrap().contains("revoked"));
+    // Client purpose (no EKU in the leaf: allowed).
+    let (code, out, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--purpose",
+        "client",
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out).purpose, "client");
+    let (code, _, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--purpose",
+        "email",
+    ]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn hundred_certificate_chain_is_refused_clearly() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let mut body = p.leaf_pem.clone();
+    for _ in 0..99 {
+        body.push_str(&p.int_pem);
+    }
+    let long = p.write("long.pem", &body);
+    let (code, out, _) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&long),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 1);
+    assert!(json(&out).reason.unwrap().contains("100 certificates"));
+}
+
+#[test]
+fn help_has_examples() {
+    let (code, out, _) = tlskit(&["verify", "--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Examples:") && out.contains("--roots"),
+        "{out}"
+    );
+    let (code, out, _) = tlskit(&["bench", "verify", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("cached_verify_us"), "{out}");
+}
+
+#[test]
+fn bench_verify_reports_the_contract_fields() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let (code, out, err) = tlskit(&[
+        "bench",
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--host",
+        "a.example.com",
+        "--runs",
+        "1",
+        "--run-ms",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    for k in ["verify_us", "cached_verify_us", "two_thread_speedup"] {
+        assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {out}");
+    }
+}

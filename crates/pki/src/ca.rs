@@ -1,0 +1,784 @@
+//! A small file-based certificate authority.
+//!
+//! A CA directory holds `ca.key` (0600), `ca.pem` (the CA certificate), `chain.pem`
+//! (for an intermediate: the certificates above it, root excluded), `serial` (the last
+//! serial issued), `index.jsonl` (one JSON line per issued certificate, append-only) and
+//! `lock`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
+//! appends to the index; serials are random 128-bit values checked against the index
+//! under that lock, so two concurrent issues never share one.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use ::time::format_description::well_known::Rfc3339;
+use rcgen::{
+    CertificateParams, GeneralSubtree, Issuer, KeyPair, NameConstraints, SanType, SerialNumber,
+};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use x509_parser::prelude::*;
+
+use crate::constraints::{Constraints, Name};
+use crate::key::{self, KeyType};
+use crate::{cert, dn, fsx, san, PkiError, Result};
+
+const KEY: &str = "ca.key";
+const CERT: &str = "ca.pem";
+const CHAIN: &str = "chain.pem";
+const SERIAL: &str = "serial";
+const INDEX: &str = "index.jsonl";
+const LOCK: &str = "lock";
+
+/// Options of `ca init`.
+#[derive(Debug, Clone, Default)]
+pub struct InitOptions {
+    /// Subject DN; a default naming tlskit and a random tag when `None`.
+    pub subject: Option<String>,
+    /// Key type of the CA key.
+    pub key_type: KeyType,
+    /// pathLenConstraint of basicConstraints.
+    pub path_len: Option<u8>,
+    /// Permitted DNS subtrees (name constraints).
+    pub permit_dns: Vec<String>,
+    /// Validity in days.
+    pub days: u32,
+    /// Make an intermediate issued by the CA in this directory instead of a root.
+    pub parent: Option<PathBuf>,
+}
+
+/// Certificate profiles of `ca issue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// TLS server: digitalSignature (+keyEncipherment for RSA), EKU serverAuth.
+    #[default]
+    Server,
+    /// TLS client: digitalSignature (+keyEncipherment for RSA), EKU clientAuth.
+    Client,
+    /// A subordinate CA: CA:TRUE, pathlen 0, keyCertSign and cRLSign.
+    Intermediate,
+}
+
+impl Profile {
+    /// Default validity in days.
+    pub fn default_days(self) -> u32 {
+        match self {
+            Profile::Server | Profile::Client => 90,
+            Profile::Intermediate => 1825,
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "server" => Ok(Profile::Server),
+            "client" => Ok(Profile::Client),
+            "intermediate" => Ok(Profile::Intermediate),
+            _ => Err(format!(
+                "unknown profile {s:?} (one of: server, client, intermediate)"
+            )),
+        }
+    }
+}
+
+/// One line of `index.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// Serial number, lower-case hex.
+    pub serial: String,
+    /// Subject DN (RFC 4514).
+    pub subject: String,
+    /// SANs as `dns:NAME`, `ip:ADDR`, `email:ADDR`.
+    pub sans: Vec<String>,
+    /// Profile used.
+    pub profile: String,
+    /// Start of validity (RFC 3339).
+    pub not_before: String,
+    /// End of validity (RFC 3339).
+    pub not_after: String,
+    /// SHA-256 of the certificate DER, hex.
+    pub sha256: String,
+    /// When it was issued (RFC 3339).
+    pub issued_at: String,
+}
+
+/// Create a CA in `dir` (which must not exist or be empty). Returns the CA certificate PEM.
+pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
+    if let Ok(mut rd) = fs::read_dir(dir) {
+        if rd.next().is_some() {
+            return Err(PkiError::bad(
+                dir,
+                "exists and is not empty; choose a new directory",
+            ));
+        }
+    } else if dir.exists() {
+        return Err(PkiError::bad(dir, "exists and is not a directory"));
+    }
+    let subject = match &opts.subject {
+        Some(s) => s.clone(),
+        None => {
+            let tag = dn::hex(&cert::random_serial()?[..4]);
+            format!("CN=tlskit CA {tag},O=tlskit")
+        }
+    };
+    let subject = dn::parse(&subject)?;
+    let mut permitted = Vec::new();
+    for d in &opts.permit_dns {
+        let trimmed = d.strip_prefix('.').unwrap_or(d);
+        let name = tlskit_verify::names::DnsName::parse(trimmed).map_err(|e| PkiError::San {
+            input: d.clone(),
+            reason: e.to_string(),
+        })?;
+        if name.is_wildcard() {
+            return Err(PkiError::San {
+                input: d.clone(),
+                reason: "a name constraint is a domain, not a wildcard (example.com covers every name below it)".into(),
+            });
+        }
+        let base = if d.starts_with('.') {
+            format!(".{}", name.ascii())
+        } else {
+            name.ascii().to_string()
+        };
+        permitted.push(GeneralSubtree::DnsName(base));
+    }
+
+    let key_der = key::generate(opts.key_type)?;
+    let key =
+        KeyPair::try_from(key_der.as_slice()).map_err(PkiError::rcgen("loading the new CA key"))?;
+    let mut p = CertificateParams::default();
+    p.distinguished_name = subject;
+    p.serial_number = Some(SerialNumber::from_slice(&cert::random_serial()?));
+    (p.not_before, p.not_after) = cert::validity(opts.days)?;
+    // An intermediate defaults to pathlen 0 (it issues leaves only).
+    let path_len = match &opts.parent {
+        Some(_) => Some(opts.path_len.unwrap_or(0)),
+        None => opts.path_len,
+    };
+    cert::set_ca_usages(&mut p, path_len);
+    if !permitted.is_empty() {
+        p.name_constraints = Some(NameConstraints {
+            permitted_subtrees: permitted,
+            excluded_subtrees: Vec::new(),
+        });
+    }
+
+    let (ca_pem, chain_pem) = match &opts.parent {
+        None => (
+            p.self_signed(&key)
+                .map_err(PkiError::rcgen("signing the CA certificate"))?
+                .pem(),
+            String::new(),
+        ),
+        Some(parent) => {
+            let parent = Ca::open(parent)?;
+            if let (Some(limit), Some(mine)) = (parent.path_len, path_len) {
+                if u32::from(mine) >= limit {
+                    return Err(PkiError::Refused(format!(
+                        "refusing: the parent CA allows {limit} more CA level(s), so --path-len must be below {limit}"
+                    )));
+                }
+            }
+            let spki = rcgen::SubjectPublicKeyInfo::from_der(
+                &rcgen::PublicKeyData::subject_public_key_info(&key),
+            )
+            .map_err(PkiError::rcgen("reading the new CA public key"))?;
+            let issued = parent.sign_locked(p, &spki, Profile::Intermediate)?;
+            // Our chain: the parent certificate (unless it is the root) and its chain.
+            let mut chain = String::new();
+            if !parent.is_root {
+                chain.push_str(&parent.cert_pem);
+            }
+            chain.push_str(&parent.chain_pem);
+            (issued.pem, chain)
+        }
+    };
+
+    create_dir_private(dir)?;
+    let key_pem = key::pem_encode("PRIVATE KEY", &key_der);
+    let paths: Vec<PathBuf> = [KEY, CERT, CHAIN, SERIAL, INDEX]
+        .iter()
+        .map(|n| dir.join(n))
+        .collect();
+    let mut outputs = vec![
+        fsx::Output {
+            path: &paths[0],
+            bytes: key_pem.as_bytes(),
+            private: true,
+        },
+        fsx::Output {
+            path: &paths[1],
+            bytes: ca_pem.as_bytes(),
+            private: false,
+        },
+    ];
+    if !chain_pem.is_empty() {
+        outputs.push(fsx::Output {
+            path: &paths[2],
+            bytes: chain_pem.as_bytes(),
+            private: false,
+        });
+    }
+    outputs.push(fsx::Output {
+        path: &paths[3],
+        bytes: b"",
+        private: false,
+    });
+    outputs.push(fsx::Output {
+        path: &paths[4],
+        bytes: b"",
+        private: false,
+    });
+    fsx::write_all_or_nothing(&outputs, false)?;
+    Ok(ca_pem)
+}
+
+fn create_dir_private(dir: &Path) -> Result<()> {
+    let mut b = fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir).map_err(|e| PkiError::io(dir, e))?;
+    // An existing empty directory is tightened as well: it will hold the CA key.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+            .map_err(|e| PkiError::io(dir, e))?;
+    }
+    Ok(())
+}
+
+/// An opened CA directory.
+struct Ca {
+    dir: PathBuf,
+    key: KeyPair,
+    cert_der: Vec<u8>,
+    cert_pem: String,
+    chain_pem: String,
+    /// Name constraints of the CA and of every certificate in its chain.
+    constraints: Vec<Constraints>,
+    path_len: Option<u32>,
+    is_root: bool,
+    not_after: ::time::OffsetDateTime,
+}
+
+impl Ca {
+    fn open(dir: &Path) -> Result<Self> {
+        if !dir.join(CERT).exists() || !dir.join(KEY).exists() {
+            return Err(PkiError::bad(
+                dir,
+                format!("not a CA directory (no {CERT} / {KEY}); create one with `tlskit ca init`"),
+            ));
+        }
+        let key = key::load(&dir.join(KEY))?;
+        let cert_path = dir.join(CERT);
+        let cert_pem = String::from_utf8(fsx::read(&cert_path)?)
+            .map_err(|_| PkiError::bad(&cert_path, "not a PEM file"))?;
+        let cert_der = first_cert(&cert_path, cert_pem.as_bytes())?;
+        let chain_path = dir.join(CHAIN);
+        let chain_pem = if chain_path.exists() {
+            String::from_utf8(fsx::read(&chain_path)?)
+                .map_err(|_| PkiError::bad(&chain_path, "not a PEM file"))?
+        } else {
+            String::new()
+        };
+        let (_, x) = X509Certificate::from_der(&cert_der)
+            .map_err(|e| PkiError::bad(&cert_path, format!("not a certificate: {e}")))?;
+        let bc = x
+            .basic_constraints()
+            .ok()
+            .flatten()
+            .map(|b| b.value.clone());
+        if !bc.as_ref().is_some_and(|b| b.ca) {
+            return Err(PkiError::bad(
+                &cert_path,
+                "is not a CA certificate (basicConstraints CA:FALSE or missing)",
+            ));
+        }
+        if let Ok(Some(ku)) = x.key_usage() {
+            if !ku.value.key_cert_sign() {
+                return Err(PkiError::bad(
+                    &cert_path,
+                    "CA certificate lacks keyCertSign",
+                ));
+            }
+        }
+        let spki = rcgen::PublicKeyData::subject_public_key_info(&key);
+        if spki != x.public_key().raw {
+            return Err(PkiError::Mismatch(format!(
+                "{}: the CA key does not match {}",
+                dir.join(KEY).display(),
+                cert_path.display()
+            )));
+        }
+        let mut constraints: Vec<Constraints> = Constraints::of(&x).into_iter().collect();
+        if let Some(Ok(blocks)) = key::pem_blocks(chain_pem.as_bytes()) {
+            for (_, der) in blocks {
+                if let Ok((_, c)) = X509Certificate::from_der(&der) {
+                    constraints.extend(Constraints::of(&c));
+                }
+            }
+        }
+        let path_len = bc.and_then(|b| b.path_len_constraint);
+        let is_root = x.subject().as_raw() == x.issuer().as_raw();
+        let not_after = x.validity().not_after.to_datetime();
+        Ok(Ca {
+            dir: dir.to_path_buf(),
+            key,
+            cert_der,
+            cert_pem,
+            chain_pem,
+            constraints,
+            path_len,
+            is_root,
+            not_after,
+        })
+    }
+
+    fn check_names(&self, sans: &[SanType], cn: Option<&str>) -> Result<()> {
+        for c in &self.constraints {
+            for s in sans {
+                let r = match s {
+                    SanType::DnsName(d) => c.check(&Name::Dns(d.as_str())),
+                    SanType::IpAddress(ip) => c.check(&Name::Ip(*ip)),
+                    SanType::Rfc822Name(e) => c.check(&Name::Email(e.as_str())),
+                    _ => Ok(()),
+                };
+                r.map_err(|e| PkiError::Refused(format!("refusing to issue: {e}")))?;
+            }
+            if let Some(cn) = cn {
+                if let Ok(n) = tlskit_verify::names::DnsName::parse(cn) {
+                    if cn.contains('.') {
+                        c.check(&Name::Dns(n.ascii())).map_err(|e| {
+                            PkiError::Refused(format!("refusing to issue: the subject CN: {e}"))
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Pick a serial under the lock, sign, append to the index. Returns the certificate.
+    fn sign_locked(
+        &self,
+        mut p: CertificateParams,
+        spki: &rcgen::SubjectPublicKeyInfo,
+        profile: Profile,
+    ) -> Result<Issued> {
+        let now = ::time::OffsetDateTime::now_utc();
+        if self.not_after < now {
+            return Err(PkiError::Refused(format!(
+                "refusing to issue: the CA certificate expired on {}",
+                self.not_after.format(&Rfc3339).unwrap_or_default()
+            )));
+        }
+        if profile == Profile::Intermediate && self.path_len == Some(0) {
+            return Err(PkiError::Refused(
+                "refusing to issue an intermediate: this CA has pathlen 0".into(),
+            ));
+        }
+        if p.not_after > self.not_after {
+            return Err(PkiError::Refused(format!(
+                "refusing to issue: the certificate would outlive the CA (CA expires {}); ask for fewer --days",
+                self.not_after.format(&Rfc3339).unwrap_or_default()
+            )));
+        }
+        p.use_authority_key_identifier_extension = true;
+        let issuer = Issuer::from_ca_cert_der(&self.cert_der.as_slice().into(), &self.key)
+            .map_err(PkiError::rcgen("reading the CA certificate"))?;
+
+        let lock_path = self.dir.join(LOCK);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| PkiError::io(&lock_path, e))?;
+        lock.lock().map_err(|e| PkiError::io(&lock_path, e))?;
+
+        let index_path = self.dir.join(INDEX);
+        let used = read_serials(&index_path)?;
+        let serial = loop {
+            let s = cert::random_serial()?;
+            if !used.contains(&dn::hex(&s)) {
+                break s;
+            }
+        };
+        let serial_hex = dn::hex(&serial);
+        p.serial_number = Some(SerialNumber::from_slice(&serial));
+        let c = p
+            .signed_by(spki, &issuer)
+            .map_err(PkiError::rcgen("signing the certificate"))?;
+        let der = c.der().to_vec();
+        let sha256 = dn::hex(&Sha256::digest(&der));
+        let fmt = |t: ::time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
+        let entry = IndexEntry {
+            serial: serial_hex.clone(),
+            subject: subject_string(&der),
+            sans: p.subject_alt_names.iter().map(san_string).collect(),
+            profile: serde_json::to_value(profile)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            not_before: fmt(p.not_before),
+            not_after: fmt(p.not_after),
+            sha256,
+            issued_at: fmt(::time::OffsetDateTime::now_utc()),
+        };
+        let mut line = serde_json::to_string(&entry)
+            .map_err(|e| PkiError::Other(format!("encoding the index entry: {e}")))?;
+        line.push('\n');
+        let mut idx = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&index_path)
+            .map_err(|e| PkiError::io(&index_path, e))?;
+        idx.write_all(line.as_bytes())
+            .and_then(|()| idx.sync_all())
+            .map_err(|e| PkiError::io(&index_path, e))?;
+        fsx::replace_state(&self.dir.join(SERIAL), format!("{serial_hex}\n").as_bytes())?;
+        drop(lock); // releases the lock
+        Ok(Issued {
+            pem: c.pem(),
+            entry,
+        })
+    }
+}
+
+fn subject_string(der: &[u8]) -> String {
+    X509Certificate::from_der(der)
+        .map(|(_, c)| dn::display(c.subject()))
+        .unwrap_or_default()
+}
+
+pub(crate) fn san_string(s: &SanType) -> String {
+    match s {
+        SanType::DnsName(d) => format!("dns:{}", d.as_str()),
+        SanType::IpAddress(ip) => format!("ip:{ip}"),
+        SanType::Rfc822Name(e) => format!("email:{}", e.as_str()),
+        SanType::URI(u) => format!("uri:{}", u.as_str()),
+        other => format!("{other:?}"),
+    }
+}
+
+fn read_serials(index: &Path) -> Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    let f = match File::open(index) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(PkiError::io(index, e)),
+    };
+    for (n, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.map_err(|e| PkiError::io(index, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let e: IndexEntry = serde_json::from_str(&line)
+            .map_err(|e| PkiError::bad(index, format!("line {}: {e}", n + 1)))?;
+        out.insert(e.serial.to_ascii_lowercase());
+    }
+    Ok(out)
+}
+
+fn first_cert(path: &Path, data: &[u8]) -> Result<Vec<u8>> {
+    match key::pem_blocks(data) {
+        Some(Ok(blocks)) => blocks
+            .into_iter()
+            .find(|(l, _)| l == "CERTIFICATE")
+            .map(|(_, d)| d)
+            .ok_or_else(|| PkiError::bad(path, "no CERTIFICATE in this PEM file")),
+        Some(Err(e)) => Err(PkiError::bad(path, e)),
+        None => Ok(data.to_vec()),
+    }
+}
+
+/// Options of `ca issue`.
+#[derive(Debug, Clone, Default)]
+pub struct IssueOptions {
+    /// Validity in days (profile default when `None`).
+    pub days: Option<u32>,
+    /// Profile.
+    pub profile: Profile,
+    /// pathLenConstraint for the intermediate profile (default 0).
+    pub path_len: Option<u8>,
+}
+
+/// The result of `issue`.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// The new certificate, PEM.
+    pub pem: String,
+    /// What went into the index.
+    pub entry: IndexEntry,
+}
+
+/// A request read and checked (signature verified, SANs validated).
+struct Request {
+    subject: rcgen::DistinguishedName,
+    cn: Option<String>,
+    sans: Vec<SanType>,
+    spki: rcgen::SubjectPublicKeyInfo,
+    rsa: bool,
+}
+
+fn read_request(path: &Path) -> Result<Request> {
+    let data = fsx::read(path)?;
+    let der = match key::pem_blocks(&data) {
+        Some(Ok(blocks)) => blocks
+            .into_iter()
+            .find(|(l, _)| l == "CERTIFICATE REQUEST" || l == "NEW CERTIFICATE REQUEST")
+            .map(|(_, d)| d)
+            .ok_or_else(|| PkiError::bad(path, "no CERTIFICATE REQUEST in this PEM file"))?,
+        Some(Err(e)) => return Err(PkiError::bad(path, e)),
+        None => data,
+    };
+    let (_, req) = X509CertificationRequest::from_der(&der)
+        .map_err(|e| PkiError::bad(path, format!("not a certificate request: {e}")))?;
+    req.verify_signature().map_err(|_| {
+        PkiError::bad(
+            path,
+            "the request's signature does not verify (it was not signed by the key it carries)",
+        )
+    })?;
+    let info = &req.certification_request_info;
+    let subject = dn::from_x509(&info.subject).map_err(|e| PkiError::bad(path, e))?;
+    let cn = dn::common_name(&info.subject);
+    let mut sans = Vec::new();
+    if let Some(exts) = req.requested_extensions() {
+        for ext in exts {
+            if let ParsedExtension::SubjectAlternativeName(s) = ext {
+                for g in &s.general_names {
+                    sans.push(san_from_general(g).map_err(|e| PkiError::bad(path, e))?);
+                }
+            }
+        }
+    }
+    let spki = rcgen::SubjectPublicKeyInfo::from_der(info.subject_pki.raw)
+        .map_err(|e| PkiError::bad(path, format!("unsupported public key in the request: {e}")))?;
+    let rsa =
+        info.subject_pki.algorithm.algorithm == x509_parser::oid_registry::OID_PKCS1_RSAENCRYPTION;
+    Ok(Request {
+        subject,
+        cn,
+        sans,
+        spki,
+        rsa,
+    })
+}
+
+fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, String> {
+    use rcgen::string::Ia5String;
+    match g {
+        GeneralName::DNSName(d) => {
+            tlskit_verify::names::check_presented_dns(d)
+                .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
+            let n = tlskit_verify::names::DnsName::parse(d)
+                .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
+            Ia5String::try_from(n.ascii())
+                .map(SanType::DnsName)
+                .map_err(|e| e.to_string())
+        }
+        GeneralName::IPAddress(b) => match b.len() {
+            4 => Ok(SanType::IpAddress(std::net::IpAddr::from(
+                <[u8; 4]>::try_from(*b).unwrap_or_default(),
+            ))),
+            16 => Ok(SanType::IpAddress(std::net::IpAddr::from(
+                <[u8; 16]>::try_from(*b).unwrap_or_default(),
+            ))),
+            _ => Err("an IP address SAN in the request has a bad length".into()),
+        },
+        GeneralName::RFC822Name(e) => Ia5String::try_from(*e)
+            .map(SanType::Rfc822Name)
+            .map_err(|e| e.to_string()),
+        GeneralName::URI(u) => Ia5String::try_from(*u)
+            .map(SanType::URI)
+            .map_err(|e| e.to_string()),
+        other => Err(format!("unsupported SAN type in the request: {other}")),
+    }
+}
+
+/// Issue a certificate for the request at `csr` from the CA in `dir`. Returns the
+/// certificate followed by the chain up to (not including) the root, PEM.
+pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, IndexEntry)> {
+    let ca = Ca::open(dir)?;
+    let req = read_request(csr)?;
+    let mut sans = req.sans;
+    if sans.is_empty() {
+        if let Some(s) = san::default_from_cn(&req.subject) {
+            sans.push(s);
+        } else if opts.profile == Profile::Server {
+            return Err(PkiError::bad(
+                csr,
+                "the request has no subjectAltName and its CN is not a host name; a server certificate needs one (csr new --san dns:NAME)",
+            ));
+        }
+    }
+    ca.check_names(&sans, req.cn.as_deref())?;
+
+    let days = opts.days.unwrap_or(opts.profile.default_days());
+    let mut p = CertificateParams::default();
+    p.distinguished_name = req.subject;
+    p.subject_alt_names = sans;
+    (p.not_before, p.not_after) = cert::validity(days)?;
+    match opts.profile {
+        Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
+        Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
+        Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
+    }
+    let issued = ca.sign_locked(p, &req.spki, opts.profile)?;
+    let mut out = issued.pem;
+    if !ca.is_root {
+        out.push_str(&ca.cert_pem);
+    }
+    out.push_str(&ca.chain_pem);
+    Ok((out, issued.entry))
+}
+
+/// Issue and write the result to `out` (atomically; an existing file is refused unless
+/// `force`). The existence check runs before anything is signed.
+pub fn issue_to_file(
+    dir: &Path,
+    csr: &Path,
+    opts: &IssueOptions,
+    out: &Path,
+    force: bool,
+) -> Result<IndexEntry> {
+    fsx::check_writable(out, force)?;
+    let (pem, entry) = issue(dir, csr, opts)?;
+    fsx::write_atomic(out, pem.as_bytes(), false, force)?;
+    Ok(entry)
+}
+
+/// The entries of a CA's index.
+pub fn index(dir: &Path) -> Result<Vec<IndexEntry>> {
+    let p = dir.join(INDEX);
+    let text = fs::read_to_string(&p).map_err(|e| PkiError::io(&p, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(n, l)| {
+            serde_json::from_str(l).map_err(|e| PkiError::bad(&p, format!("line {}: {e}", n + 1)))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn csr(dir: &Path, name: &str, sans: &[&str]) -> PathBuf {
+        let key = KeyPair::generate().unwrap();
+        let n = cert::names(
+            &format!("CN={name}"),
+            &sans.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let p = dir.join(format!("{name}.csr"));
+        fs::write(&p, cert::csr_pem(&key, &n).unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn issue_keeps_sans_and_respects_constraints() {
+        let t = tempfile::tempdir().unwrap();
+        let ca = t.path().join("ca");
+        init(
+            &ca,
+            &InitOptions {
+                permit_dns: vec!["example.com".into()],
+                days: 3650,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r = csr(
+            t.path(),
+            "www.example.com",
+            &["dns:www.example.com", "dns:api.example.com"],
+        );
+        let (pem, entry) = issue(&ca, &r, &IssueOptions::default()).unwrap();
+        assert_eq!(
+            entry.sans,
+            vec!["dns:www.example.com", "dns:api.example.com"]
+        );
+        assert_eq!(
+            pem.matches("BEGIN CERTIFICATE").count(),
+            1,
+            "root not included"
+        );
+
+        let bad = csr(t.path(), "www.example.org", &["dns:www.example.org"]);
+        let e = issue(&ca, &bad, &IssueOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("outside the name constraints"), "{e}");
+        assert_eq!(index(&ca).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn serials_unique_across_threads() {
+        let t = tempfile::tempdir().unwrap();
+        let ca = t.path().join("ca");
+        init(
+            &ca,
+            &InitOptions {
+                days: 3650,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r = csr(t.path(), "a.example", &[]);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..5 {
+                        issue(&ca, &r, &IssueOptions::default()).unwrap();
+                    }
+                });
+            }
+        });
+        let idx = index(&ca).unwrap();
+        assert_eq!(idx.len(), 20);
+        let set: HashSet<_> = idx.iter().map(|e| e.serial.clone()).collect();
+        assert_eq!(set.len(), 20);
+    }
+
+    #[test]
+    fn intermediate_ca_chain() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("root");
+        let sub = t.path().join("sub");
+        init(
+            &root,
+            &InitOptions {
+                days: 3650,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        init(
+            &sub,
+            &InitOptions {
+                days: 1000,
+                parent: Some(root.clone()),
+                subject: Some("CN=Sub CA".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r = csr(t.path(), "x.example", &[]);
+        let (pem, _) = issue(&sub, &r, &IssueOptions::default()).unwrap();
+        assert_eq!(pem.matches("BEGIN CERTIFICATE").count(), 2);
+        assert_eq!(index(&root).unwrap()[0].profile, "intermediate");
+    }
+}

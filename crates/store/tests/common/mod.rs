@@ -1,0 +1,56 @@
+//! Test PKI generated with rcgen (no committed blobs).
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+
+pub struct Ca {
+    pub pem: String,
+    pub der: Vec<u8>,
+    pub key: KeyPair,
+}
+
+pub fn key() -> KeyPair {
+    KeyPair::generate().unwrap()
+}
+
+/// A self-signed CA with common name `cn`, valid `from`..`to` (years).
+pub fn ca_with(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> (String, Vec<u8>) {
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.distinguished_name
+        .push(DnType::OrganizationName, "tlskit tests");
+    p.is_ca = if is_ca {
+        IsCa::Ca(BasicConstraints::Unconstrained)
+    } else {
+        IsCa::ExplicitNoCa
+    };
+    p.not_before = rcgen::date_time_ymd(from, 1, 1);
+    p.not_after = rcgen::date_time_ymd(to, 1, 1);
+    let c = p.self_signed(key).unwrap();
+    (c.pem(), c.der().to_vec())
+}
+
+pub fn ca(cn: &str) -> Ca {
+    let key = key();
+    let (pem, der) = ca_with(&key, cn, 2020, 2090, true);
+    Ca { pem, der, key }
+}
+
+/// `n` CAs sharing one key (fast), distinct names.
+pub fn many(n: usize, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let k = key();
+    (0..n)
+        .map(|i| ca_with(&k, &format!("{prefix} {i}"), 2020, 2090, true))
+        .collect()
+}
+
+pub fn expired(cn: &str) -> (String, Vec<u8>) {
+    ca_with(&key(), cn, 2000, 2010, true)
+}
+
+pub fn leaf(cn: &str) -> (String, Vec<u8>) {
+    ca_with(&key(), cn, 2020, 2090, false)
+}
+
+pub const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nTUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8=\n-----END PRIVATE KEY-----\n";
+pub const SECRET_MARKER: &str = "TUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8";
