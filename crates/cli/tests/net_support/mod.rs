@@ -182,6 +182,9 @@ impl Serve {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        // Its own process group: when wrapped (strace, ip netns exec), drop kills the
+        // wrapper and tlskit together.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let t0 = Instant::now();
         let mut child = cmd.spawn().expect("spawn tlskit serve");
         let stderr = child.stderr.take().expect("stderr");
@@ -278,6 +281,11 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
