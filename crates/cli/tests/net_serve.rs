@@ -271,6 +271,16 @@ fn net_serve_bad_configuration_exits_2_before_listening() {
         "--compress",
         "lz4",
     ]);
+    // A backend that does not resolve.
+    let err = run(&[
+        "--cert",
+        &c,
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--backend",
+        "no-such-host.invalid:80",
+    ]);
+    assert!(err.contains("--backend no-such-host.invalid:80"), "{err}");
 }
 
 #[test]

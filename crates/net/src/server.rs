@@ -284,6 +284,17 @@ impl Server {
         if cfg.listen.is_empty() {
             return Err(NetError::Config("no --listen address".into()));
         }
+        if let Mode::Backend(addr) = &cfg.mode {
+            use std::net::ToSocketAddrs;
+            let resolved = addr
+                .to_socket_addrs()
+                .map_err(|e| NetError::Config(format!("--backend {addr}: {e}")))?;
+            if resolved.count() == 0 {
+                return Err(NetError::Config(format!(
+                    "--backend {addr}: resolves to no address"
+                )));
+            }
+        }
         if cfg.max_connections == 0 {
             return Err(NetError::Config(
                 "max_connections must be at least 1".into(),
@@ -780,14 +791,24 @@ async fn forward(
     local: SocketAddr,
     s: &Shared,
 ) -> std::io::Result<()> {
-    let mut backend = match TcpStream::connect(addr).await {
-        Ok(b) => b,
-        Err(e) => {
+    let connect = tokio::time::timeout(s.cfg.handshake_timeout, TcpStream::connect(addr));
+    let mut backend = match connect.await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
             s.metrics.backend_error();
             log::event(
                 Level::Error,
                 "backend_unreachable",
                 &[("backend", &addr), ("reason", &e)],
+            );
+            return tls.shutdown().await;
+        }
+        Err(_) => {
+            s.metrics.backend_error();
+            log::event(
+                Level::Error,
+                "backend_unreachable",
+                &[("backend", &addr), ("reason", &"connect timed out")],
             );
             return tls.shutdown().await;
         }
