@@ -718,8 +718,9 @@ async fn respond_http(
     mut tls: tokio_rustls::server::TlsStream<TcpStream>,
     s: &Shared,
 ) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
+    let mut buf: Vec<u8> = Vec::new();
+    // No per-connection read array: bytes land in `buf`'s spare capacity, which an idle
+    // keep-alive connection gives back (see the end of the loop).
     loop {
         // Read one request head.
         let end = loop {
@@ -730,14 +731,14 @@ async fn respond_http(
                 tls.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await?;
                 return tls.shutdown().await;
             }
-            let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read(&mut chunk)).await {
+            buf.reserve(2048);
+            let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf)).await {
                 Ok(r) => r?,
                 Err(_) => return tls.shutdown().await,
             };
             if n == 0 {
                 return Ok(());
             }
-            buf.extend_from_slice(&chunk[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
         let http10 = head.lines().next().is_some_and(|l| l.ends_with("http/1.0"));
@@ -757,6 +758,10 @@ async fn respond_http(
         if close {
             return tls.shutdown().await;
         }
+        if buf.is_empty() {
+            // Between requests an idle connection holds no read buffer.
+            buf = Vec::new();
+        }
     }
 }
 
@@ -769,7 +774,7 @@ async fn echo(
     idle: Duration,
 ) -> std::io::Result<()> {
     let (mut r, mut w) = tokio::io::split(tls);
-    let mut buf = vec![0u8; 16 * 1024];
+    let mut buf = vec![0u8; 4096];
     loop {
         let n = match tokio::time::timeout(idle, r.read(&mut buf)).await {
             Ok(n) => n?,
