@@ -590,8 +590,40 @@ fn net_serve_bad_traffic_timeout_limit_garbage() {
     let pki = Pki::new();
     let srv = http_server(
         &pki,
-        &["--handshake-timeout", "2", "--max-connections", "3"],
+        &[
+            "--handshake-timeout",
+            "2",
+            "--max-connections",
+            "3",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
     );
+    let maddr = srv
+        .stderr()
+        .lines()
+        .find_map(|l| l.strip_prefix("metrics on http://"))
+        .expect("metrics line")
+        .trim_end_matches("/metrics")
+        .to_string();
+    let wait_active = |n: u64| {
+        let t = Instant::now();
+        loop {
+            let text = http_get(&maddr);
+            let active = text
+                .lines()
+                .find_map(|l| l.strip_prefix("tlskit_active_connections "))
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            if active == Some(n) {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "active never {n}: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
     let ca = s(&pki.path("ca.pem"));
     // A client that sends nothing and one that sends half a ClientHello: both closed at the timeout.
     let silent = TcpStream::connect(srv.addr()).expect("connect");
@@ -610,8 +642,9 @@ fn net_serve_bad_traffic_timeout_limit_garbage() {
     ]);
     assert_eq!(code, 0);
     // At the limit (3): one more idle connection fills it, the next is closed at once.
+    wait_active(2);
     let third = TcpStream::connect(srv.addr()).expect("connect");
-    std::thread::sleep(Duration::from_millis(100));
+    wait_active(3);
     let mut fourth = TcpStream::connect(srv.addr()).expect("connect");
     fourth
         .set_read_timeout(Some(Duration::from_secs(5)))
@@ -837,7 +870,12 @@ fn net_serve_removed_client_ca_ends_resumption() {
     }
     let pki = Pki::new();
     std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("copy");
-    let srv = http_server(&pki, &["--client-ca", &s(&pki.path("live-ca.pem"))]);
+    // SIGHUP only: a debounced file-change reload landing between the two connections
+    // below would (correctly) end the session too early for the positive check.
+    let srv = http_server(
+        &pki,
+        &["--client-ca", &s(&pki.path("live-ca.pem")), "--no-watch"],
+    );
     let run = |tls: &str, sess: &str| -> String {
         let script = format!(
             "cd {} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client {tls} -ign_eof -connect {} \
@@ -994,5 +1032,8 @@ sys.stdin.read()
          {TLS} idle TLS: +{per_tls:.1} KiB each"
     );
     assert!(per_raw < 64.0, "{per_raw} KiB per pre-handshake connection");
-    assert!(per_tls < 32.0, "{per_tls} KiB per idle TLS connection (budget 32 KiB)");
+    assert!(
+        per_tls < 32.0,
+        "{per_tls} KiB per idle TLS connection (budget 32 KiB)"
+    );
 }
