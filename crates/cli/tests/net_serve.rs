@@ -384,6 +384,36 @@ fn net_serve_client_certificates_required() {
         "{}",
         srv.stderr()
     );
+    // CA hints: the store's names by default, none with --ca-hints off.
+    let hints = |target: &str| {
+        let script = format!(
+            "openssl s_client -connect {target} -servername test.example -CAfile {ca} </dev/null 2>&1"
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let text = hints(&target);
+    assert!(
+        text.contains("Acceptable client certificate CA names\nCN = tlskit client root"),
+        "{text}"
+    );
+    let off = http_server(
+        &pki,
+        &[
+            "--client-ca",
+            &s(&pki.path("client-ca.pem")),
+            "--ca-hints",
+            "off",
+        ],
+    );
+    let text = hints(&off.addr().to_string());
+    assert!(
+        text.contains("No client certificate CA names sent"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -408,17 +438,25 @@ fn net_serve_resumption_with_tickets() {
     }
 }
 
-/// A connection that stays open through 100 reloads keeps working, and every handshake
-/// made meanwhile succeeds; afterwards the new certificate is served.
+/// Certificates and the client-CA store are replaced 100 times while clients (with client
+/// certificates) keep connecting: zero failed handshakes, a connection open throughout keeps
+/// working, and afterwards the new certificate is served.
 #[test]
 fn net_serve_sighup_reload_under_connections() {
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let client_ca = std::fs::read_to_string(pki.path("client-ca.pem")).expect("read");
+    let other_ca = std::fs::read_to_string(pki.path("other-ca.pem")).expect("read");
+    std::fs::write(pki.path("live-ca.pem"), &client_ca).expect("write");
+    let live = s(&pki.path("live-ca.pem"));
+    let (cc, ck) = (s(&pki.path("client.pem")), s(&pki.path("client.key")));
     let srv = Serve::start(&[
         "--cert",
         &c,
         "--key",
         &k,
+        "--client-ca",
+        &live,
         "--respond",
         "echo",
         "--metrics",
@@ -439,6 +477,10 @@ fn net_serve_sighup_reload_under_connections() {
             &ca,
             "-quiet",
             "-verify_return_error",
+            "-cert",
+            &cc,
+            "-key",
+            &ck,
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -455,11 +497,21 @@ fn net_serve_sighup_reload_under_connections() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let clients = {
         let (stop, target, ca) = (stop.clone(), target.clone(), ca.clone());
+        let (cc, ck) = (cc.clone(), ck.clone());
         std::thread::spawn(move || {
             let (mut ok, mut failed) = (0, 0);
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let (code, _) =
-                    connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
+                let (code, _) = connect_json(&[
+                    &target,
+                    "--roots",
+                    &ca,
+                    "--servername",
+                    "test.example",
+                    "--cert",
+                    &cc,
+                    "--key",
+                    &ck,
+                ]);
                 if code == 0 {
                     ok += 1
                 } else {
@@ -479,6 +531,14 @@ fn net_serve_sighup_reload_under_connections() {
         pki.server_leaf("next.pem", "next.key", cn, &["test.example"]);
         std::fs::rename(pki.path("next.key"), pki.path("leaf.key")).expect("mv");
         std::fs::rename(pki.path("next.pem"), pki.path("chain.pem")).expect("mv");
+        // The client-CA store changes too (the client's CA stays in it).
+        let bundle = if i % 2 == 0 {
+            format!("{client_ca}{other_ca}")
+        } else {
+            client_ca.clone()
+        };
+        std::fs::write(pki.path("live-ca.next"), bundle).expect("write");
+        std::fs::rename(pki.path("live-ca.next"), pki.path("live-ca.pem")).expect("mv");
         srv.signal("HUP");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -499,7 +559,17 @@ fn net_serve_sighup_reload_under_connections() {
     drop(lin);
     let _ = long.kill(); // -quiet implies -ign_eof
     let _ = long.wait();
-    let (code, v) = connect_json(&[&target, "--roots", &ca, "--servername", "test.example"]);
+    let (code, v) = connect_json(&[
+        &target,
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+        "--cert",
+        &cc,
+        "--key",
+        &ck,
+    ]);
     assert_eq!(code, 0);
     assert_eq!(v["chain"][0], "CN=reloaded.example", "{v}");
     // Reloads are counted (signals that arrive during a reload coalesce, as Unix signals
