@@ -1107,3 +1107,43 @@ sys.stdin.read()
         "{per_tls} KiB per idle TLS connection (budget 32 KiB)"
     );
 }
+
+/// SIGTERM closes idle HTTP keep-alive connections at once instead of waiting out the
+/// grace period.
+#[test]
+fn net_serve_sigterm_closes_idle_keepalive() {
+    let pki = Pki::new();
+    let mut srv = http_server(&pki, &["--shutdown-grace", "20"]);
+    let mut client = Command::new("openssl")
+        .args(["s_client", "-quiet", "-connect", &srv.addr().to_string()])
+        .args([
+            "-servername",
+            "test.example",
+            "-CAfile",
+            &s(&pki.path("ca.pem")),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("openssl");
+    let mut cin = client.stdin.take().expect("stdin");
+    let mut cout = BufReader::new(client.stdout.take().expect("stdout"));
+    cin.write_all(b"GET / HTTP/1.1\r\nHost: test.example\r\n\r\n")
+        .expect("w");
+    let mut line = String::new();
+    cout.read_line(&mut line).expect("r");
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    let t = Instant::now();
+    srv.signal("TERM");
+    assert_eq!(srv.wait_exit(Duration::from_secs(10)), Some(0));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "did not wait for the 20 s grace: {:?}",
+        t.elapsed()
+    );
+    assert!(srv.wait_log("closed_unfinished=0", Duration::from_secs(2)));
+    drop(cin);
+    let _ = client.kill();
+    let _ = client.wait();
+}

@@ -156,6 +156,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
     stopping: AtomicBool,
+    /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
+    stop: watch::Sender<bool>,
 }
 
 /// A configured, bound server that has not started accepting yet.
@@ -391,6 +393,7 @@ impl Server {
                 metrics: Arc::new(Metrics::default()),
                 limit,
                 stopping: AtomicBool::new(false),
+                stop: watch::channel(false).0,
             }),
             listeners,
             metrics_listener,
@@ -449,7 +452,7 @@ async fn run_async(
         mut int,
         mut hup,
     } = signals;
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let stop_rx = shared.stop.subscribe();
     for l in listeners {
         let l = TcpListener::from_std(l)?;
         tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
@@ -477,7 +480,7 @@ async fn run_async(
         }
     }
     shared.stopping.store(true, Ordering::Release);
-    let _ = stop_tx.send(true);
+    shared.stop.send_replace(true);
     let active = shared.metrics.active();
     log::event(Level::Info, "stopping", &[("active", &active)]);
     let deadline = Instant::now() + shared.cfg.shutdown_grace;
@@ -732,7 +735,22 @@ async fn respond_http(
                 return tls.shutdown().await;
             }
             buf.reserve(2048);
-            let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf)).await {
+            let between_requests = buf.is_empty();
+            let read = tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf));
+            let n = if between_requests {
+                // Between requests: a shutdown closes the idle connection now.
+                let mut stop = s.stop.subscribe();
+                if *stop.borrow_and_update() {
+                    return tls.shutdown().await;
+                }
+                tokio::select! {
+                    r = read => r,
+                    _ = stop.changed() => return tls.shutdown().await,
+                }
+            } else {
+                read.await
+            };
+            let n = match n {
                 Ok(r) => r?,
                 Err(_) => return tls.shutdown().await,
             };
