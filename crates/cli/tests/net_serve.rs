@@ -574,13 +574,7 @@ fn net_serve_sighup_reload_under_connections() {
     assert_eq!(v["chain"][0], "CN=reloaded.example", "{v}");
     // Reloads are counted (signals that arrive during a reload coalesce, as Unix signals
     // do; a reload that caught the key renamed but not yet the chain kept the old set).
-    let metrics = srv.stderr();
-    let maddr = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("metrics on http://"))
-        .expect("metrics line")
-        .trim_end_matches("/metrics")
-        .to_string();
+    let maddr = srv.metrics_addr();
     let text = http_get(&maddr);
     let n = |label: &str| -> u64 {
         text.lines()
@@ -616,14 +610,7 @@ fn net_serve_metrics_endpoint() {
         ]);
         assert_eq!(code, 0);
     }
-    let maddr = srv
-        .stderr()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("metrics on http://")
-                .map(|a| a.trim_end_matches("/metrics").to_string())
-        })
-        .expect("metrics line");
+    let maddr = srv.metrics_addr();
     // Garbage instead of a ClientHello: a failed handshake.
     let mut g = TcpStream::connect(srv.addr()).expect("connect");
     g.write_all(&[0x16, 0x03, 0x01, 0xff, 0xff, 0, 0, 0, 0])
@@ -669,13 +656,7 @@ fn net_serve_bad_traffic_timeout_limit_garbage() {
             "127.0.0.1:0",
         ],
     );
-    let maddr = srv
-        .stderr()
-        .lines()
-        .find_map(|l| l.strip_prefix("metrics on http://"))
-        .expect("metrics line")
-        .trim_end_matches("/metrics")
-        .to_string();
+    let maddr = srv.metrics_addr();
     let wait_active = |n: u64| {
         let t = Instant::now();
         loop {

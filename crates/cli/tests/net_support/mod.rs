@@ -239,6 +239,20 @@ impl Serve {
         assert!(st.success());
     }
 
+    /// HOST:PORT of the metrics endpoint (its line follows the `listening on` lines).
+    pub fn metrics_addr(&self) -> String {
+        assert!(
+            self.wait_log("metrics on http://", Duration::from_secs(10)),
+            "{}",
+            self.stderr()
+        );
+        self.stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("metrics on http://"))
+            .map(|a| a.trim_end_matches("/metrics").to_string())
+            .expect("metrics line")
+    }
+
     /// SIGHUP and wait until the reload it caused is logged.
     pub fn reload(&self) {
         let before = self.stderr().matches("event=reloaded").count();
