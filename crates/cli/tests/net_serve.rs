@@ -353,6 +353,24 @@ fn net_serve_client_certificates_required() {
     ]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["resumed"], true, "{v}");
+    // `tlskit connect` without a certificate: exit 2 with the server's reason, in TLS 1.3
+    // (alert after the client's Finished) as in TLS 1.2.
+    for v in ["1.3", "1.2"] {
+        let out = tlskit(&[
+            "connect",
+            &target,
+            "--roots",
+            &ca,
+            "--servername",
+            "test.example",
+            "--tls-version",
+            v,
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "TLS {v}: {err}");
+        assert!(err.contains("Certificate"), "TLS {v}: {err}");
+    }
     // Without a certificate the server refuses. In TLS 1.3 the client learns it after
     // its Finished, so read: the request must not be answered.
     let out = Command::new("openssl")

@@ -315,7 +315,13 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
         timeout: secs(a.timeout, "--timeout")?,
         reconnect: a.reconnect,
     };
-    let conn = tlskit_net::connect(&opts)?;
+    let mut conn = tlskit_net::connect(&opts)?;
+    if a.json && conn.report.verified {
+        // Catch a TLS 1.3 server's post-handshake refusal (client certificate missing or
+        // not accepted): two TCP round trips, at least 100 ms, at most 1 s.
+        let wait = (conn.report.tcp_connect_ms * 2.0).clamp(100.0, 1000.0);
+        conn.await_server_verdict(Duration::from_secs_f64(wait / 1e3))?;
+    }
     let r = &conn.report;
     let outcome = if r.verified {
         Outcome::Success
