@@ -313,6 +313,7 @@ impl Server {
             );
         }
         let names = index.names();
+        let pairs = index.pairs();
         let resolver = Arc::new(SniResolver::new(index));
         let store = if cfg.client_ca.is_empty() {
             None
@@ -351,9 +352,13 @@ impl Server {
             None => None,
         };
         log::event(
-            Level::Debug,
+            Level::Info,
             "configured",
-            &[("sni_names", &names), ("client_auth", &store.is_some())],
+            &[
+                ("pairs", &pairs),
+                ("names", &names),
+                ("client_auth", &store.is_some()),
+            ],
         );
         let limit = Arc::new(Semaphore::new(cfg.max_connections));
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -575,6 +580,11 @@ fn reload(s: &Shared, cause: &str) {
                     &[("path", &i.path.display()), ("reason", &i.reason)],
                 );
             }
+            log::event(
+                Level::Info,
+                "certificates_loaded",
+                &[("pairs", &index.pairs()), ("names", &index.names())],
+            );
             s.resolver.replace(index);
         }
         Err(e) => {
