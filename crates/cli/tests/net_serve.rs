@@ -1156,3 +1156,44 @@ fn net_serve_sigterm_closes_idle_keepalive() {
     let _ = client.kill();
     let _ = client.wait();
 }
+
+/// Thousands of SNI pairs: loaded once into the index, the right one served for a name
+/// near the end of the directory (no per-handshake scan; start-up time printed).
+#[test]
+fn net_serve_sni_thousands_of_pairs() {
+    let pki = Pki::new();
+    let sni = pki.path("sni");
+    std::fs::create_dir(&sni).expect("mkdir");
+    const N: usize = 2000;
+    for i in 0..N {
+        let name = format!("site{i:04}.example");
+        pki.server_leaf(
+            &format!("sni/{name}.crt"),
+            &format!("sni/{name}.key"),
+            &name,
+            &[name.as_str()],
+        );
+    }
+    let srv = http_server(&pki, &["--sni-dir", &s(&sni)]);
+    eprintln!(
+        "{N} SNI pairs: process start to ready {:?}",
+        srv.ready_after
+    );
+    assert!(
+        srv.wait_log(&format!("pairs={}", N + 1), Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+    let ca = s(&pki.path("ca.pem"));
+    for name in ["site1999.example", "site0000.example", "site1234.example"] {
+        let (code, v) = connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &ca,
+            "--servername",
+            name,
+        ]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["chain"][0], format!("CN={name}"));
+    }
+}
