@@ -157,15 +157,15 @@ fn net_rtt_long_chain_full_handshake_in_one_round_trip() {
         if compress != "none" {
             capture_server_flight(&ns_a, &ns_b, &pki);
         }
-        // Best of five: the machine is shared, the path is not.
+        // Best of eight: the machine is shared, the path is not.
         let mut best: Option<(f64, f64, serde_json::Value)> = None;
-        for _ in 0..5 {
+        for _ in 0..8 {
             let r = handshake(&ns_b, &pki, "10.77.0.1:8443");
             if best.as_ref().is_none_or(|b| r.1 < b.1) {
                 best = Some(r);
             }
         }
-        let (tcp, hs, v) = best.expect("five handshakes");
+        let (tcp, hs, v) = best.expect("eight handshakes");
         assert_eq!(v["tls_version"], "TLSv1.3");
         assert_eq!(v["presented_bytes"].as_u64(), Some(bytes as u64));
         eprintln!(

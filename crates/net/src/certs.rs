@@ -90,8 +90,8 @@ pub struct CertIndex {
     exact: HashMap<String, Arc<CertifiedKey>>,
     /// `*.example.com` is stored under `example.com`.
     wildcard: HashMap<String, Arc<CertifiedKey>>,
-    /// Where the certificates came from (for reloads).
-    pub(crate) files: usize,
+    /// Certificate/key pairs loaded (the default one included).
+    pairs: usize,
 }
 
 impl std::fmt::Debug for CertIndex {
@@ -127,7 +127,7 @@ impl CertIndex {
             default: default.clone(),
             exact: HashMap::new(),
             wildcard: HashMap::new(),
-            files: 1,
+            pairs: 1,
         };
         let mut issues = Vec::new();
         if let Some(dir) = sni_dir {
@@ -149,7 +149,7 @@ impl CertIndex {
                 }
                 match load_certified_key(&chain, &key, provider) {
                     Ok(ck) => {
-                        idx.files += 1;
+                        idx.pairs += 1;
                         let names = leaf_dns_names(&ck);
                         if names.is_empty() {
                             issues.push(PairIssue {
@@ -181,6 +181,11 @@ impl CertIndex {
         } else {
             self.exact.entry(name.to_string()).or_insert(ck);
         }
+    }
+
+    /// How many certificate/key pairs are loaded.
+    pub fn pairs(&self) -> usize {
+        self.pairs
     }
 
     /// How many names are indexed.

@@ -416,6 +416,27 @@ async fn handshake(
 }
 
 impl Connected {
+    /// Wait up to `limit` for the server's first word after the handshake. In TLS 1.3 a
+    /// server that refuses the client (no or a bad client certificate) says so with an
+    /// alert *after* the client has finished its handshake; this turns such an alert into
+    /// a handshake error. Data the server sends first (a banner) is discarded.
+    pub fn await_server_verdict(&mut self, limit: Duration) -> Result<(), NetError> {
+        let stream = &mut self.stream;
+        let target = self.report.target.clone();
+        self.rt.block_on(async {
+            let mut buf = [0u8; 512];
+            match tokio::time::timeout(limit, stream.read(&mut buf)).await {
+                Ok(Err(e)) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
+                    Err(NetError::Handshake {
+                        target,
+                        reason: format!("server refused the connection after the handshake: {e}"),
+                    })
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
     /// Send close_notify and close.
     pub fn close(mut self) {
         let stream = &mut self.stream;

@@ -60,6 +60,8 @@ pub struct FileConfig {
     pub ticket_rotation: Option<u64>,
     /// PROXY v2 to the backend.
     pub proxy_protocol: Option<bool>,
+    /// Do not watch files for changes.
+    pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.
     pub log_level: Option<String>,
 }

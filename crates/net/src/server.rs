@@ -97,6 +97,8 @@ pub struct ServeConfig {
     pub ticket_rotation: Duration,
     /// Send a PROXY protocol v2 header to the backend.
     pub proxy_protocol: bool,
+    /// Reload when the certificate, key, SNI directory or client-CA files change.
+    pub watch: bool,
 }
 
 /// A TLS protocol version.
@@ -139,6 +141,7 @@ impl ServeConfig {
             shutdown_grace: Duration::from_secs(10),
             ticket_rotation: Duration::from_secs(6 * 3600),
             proxy_protocol: false,
+            watch: true,
         }
     }
 }
@@ -153,6 +156,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
     stopping: AtomicBool,
+    /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
+    stop: watch::Sender<bool>,
 }
 
 /// A configured, bound server that has not started accepting yet.
@@ -161,6 +166,24 @@ pub struct Server {
     listeners: Vec<std::net::TcpListener>,
     metrics_listener: Option<std::net::TcpListener>,
     addrs: Vec<SocketAddr>,
+    rt: tokio::runtime::Runtime,
+    signals: Signals,
+    watch: Watch,
+}
+
+/// The file watcher (dropping it stops watching) and the changes it reports. Set up in
+/// [`Server::bind`], so changes made right after "ready" is announced are seen.
+struct Watch {
+    watcher: Option<notify::RecommendedWatcher>,
+    changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+}
+
+/// Signal handlers, installed in [`Server::bind`] so that a SIGHUP or SIGTERM arriving
+/// right after "ready" is announced is handled, not fatal.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 /// A ticketer made by `Ticketer::new()` (itself rotating every 6 hours), replaced as a
@@ -263,6 +286,17 @@ impl Server {
         if cfg.listen.is_empty() {
             return Err(NetError::Config("no --listen address".into()));
         }
+        if let Mode::Backend(addr) = &cfg.mode {
+            use std::net::ToSocketAddrs;
+            let resolved = addr
+                .to_socket_addrs()
+                .map_err(|e| NetError::Config(format!("--backend {addr}: {e}")))?;
+            if resolved.count() == 0 {
+                return Err(NetError::Config(format!(
+                    "--backend {addr}: resolves to no address"
+                )));
+            }
+        }
         if cfg.max_connections == 0 {
             return Err(NetError::Config(
                 "max_connections must be at least 1".into(),
@@ -279,6 +313,7 @@ impl Server {
             );
         }
         let names = index.names();
+        let pairs = index.pairs();
         let resolver = Arc::new(SniResolver::new(index));
         let store = if cfg.client_ca.is_empty() {
             None
@@ -317,12 +352,43 @@ impl Server {
             None => None,
         };
         log::event(
-            Level::Debug,
+            Level::Info,
             "configured",
-            &[("sni_names", &names), ("client_auth", &store.is_some())],
+            &[
+                ("pairs", &pairs),
+                ("names", &names),
+                ("client_auth", &store.is_some()),
+            ],
         );
         let limit = Arc::new(Semaphore::new(cfg.max_connections));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let signals = {
+            use tokio::signal::unix::{signal, SignalKind};
+            let _guard = rt.enter();
+            Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+                hup: signal(SignalKind::hangup())?,
+            }
+        };
+        let (change_tx, changes) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let watcher = if cfg.watch {
+            match watch_files(&cfg, change_tx) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    log::event(Level::Warn, "watch_unavailable", &[("reason", &e)]);
+                    None
+                }
+            }
+        } else {
+            None
+        };
         Ok(Self {
+            rt,
+            signals,
+            watch: Watch { watcher, changes },
             shared: Arc::new(Shared {
                 cfg,
                 provider,
@@ -332,6 +398,7 @@ impl Server {
                 metrics: Arc::new(Metrics::default()),
                 limit,
                 stopping: AtomicBool::new(false),
+                stop: watch::channel(false).0,
             }),
             listeners,
             metrics_listener,
@@ -353,56 +420,81 @@ impl Server {
 
     /// Serve until SIGTERM or SIGINT, then drain for up to the shutdown grace period.
     pub fn run(self) -> Result<(), NetError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?;
-        let result = rt.block_on(self.run_async());
+        let Server {
+            shared,
+            listeners,
+            metrics_listener,
+            addrs,
+            rt,
+            signals,
+            watch,
+        } = self;
+        let result = rt.block_on(run_async(
+            shared,
+            listeners,
+            metrics_listener,
+            addrs,
+            signals,
+            watch,
+        ));
         rt.shutdown_timeout(Duration::from_millis(200));
         result
     }
+}
 
-    async fn run_async(self) -> Result<(), NetError> {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut hup = signal(SignalKind::hangup())?;
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let shared = self.shared;
-        for l in self.listeners {
-            let l = TcpListener::from_std(l)?;
-            tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
-        }
-        if let Some(l) = self.metrics_listener {
-            let l = TcpListener::from_std(l)?;
-            tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
-        }
-        log::event(
-            Level::Info,
-            "started",
-            &[("listen", &DisplayAddrs(&self.addrs))],
-        );
-        loop {
-            tokio::select! {
-                _ = term.recv() => break,
-                _ = int.recv() => break,
-                _ = hup.recv() => {
-                    let s = shared.clone();
-                    let _ = tokio::task::spawn_blocking(move || reload(&s)).await;
-                }
+async fn run_async(
+    shared: Arc<Shared>,
+    listeners: Vec<std::net::TcpListener>,
+    metrics_listener: Option<std::net::TcpListener>,
+    addrs: Vec<SocketAddr>,
+    signals: Signals,
+    watched: Watch,
+) -> Result<(), NetError> {
+    let mut change_rx = watched.changes;
+    let _watcher = watched.watcher;
+    let Signals {
+        mut term,
+        mut int,
+        mut hup,
+    } = signals;
+    let stop_rx = shared.stop.subscribe();
+    for l in listeners {
+        let l = TcpListener::from_std(l)?;
+        tokio::spawn(accept_loop(l, shared.clone(), stop_rx.clone()));
+    }
+    if let Some(l) = metrics_listener {
+        let l = TcpListener::from_std(l)?;
+        tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
+    }
+    log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
+    loop {
+        tokio::select! {
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+            _ = hup.recv() => {
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || reload(&s, "sighup")).await;
+            }
+            Some(()) = change_rx.recv() => {
+                // Let a burst of changes (a key and a chain replaced one after the
+                // other) settle, then reload once.
+                while let Ok(Some(())) = tokio::time::timeout(WATCH_DEBOUNCE, change_rx.recv()).await {}
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || reload(&s, "file_change")).await;
             }
         }
-        shared.stopping.store(true, Ordering::Release);
-        let _ = stop_tx.send(true);
-        let active = shared.metrics.active();
-        log::event(Level::Info, "stopping", &[("active", &active)]);
-        let deadline = Instant::now() + shared.cfg.shutdown_grace;
-        while shared.metrics.active() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let left = shared.metrics.active();
-        log::event(Level::Info, "stopped", &[("closed_unfinished", &left)]);
-        Ok(())
     }
+    shared.stopping.store(true, Ordering::Release);
+    shared.stop.send_replace(true);
+    let active = shared.metrics.active();
+    log::event(Level::Info, "stopping", &[("active", &active)]);
+    let deadline = Instant::now() + shared.cfg.shutdown_grace;
+    while shared.metrics.active() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left = shared.metrics.active();
+    log::event(Level::Info, "stopped", &[("closed_unfinished", &left)]);
+    Ok(())
 }
 
 struct DisplayAddrs<'a>(&'a [SocketAddr]);
@@ -419,8 +511,58 @@ impl std::fmt::Display for DisplayAddrs<'_> {
     }
 }
 
+/// Quiet time after the last file change before reloading.
+const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Watch the directories holding the configured files (so atomic replacement by rename
+/// is seen) and report changes to the files themselves, the SNI directory and client-CA
+/// directories.
+fn watch_files(
+    cfg: &ServeConfig,
+    tx: tokio::sync::mpsc::UnboundedSender<()>,
+) -> Result<notify::RecommendedWatcher, notify::Error> {
+    use notify::{RecursiveMode, Watcher};
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert), abs(&cfg.key)];
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(d) = &cfg.sni_dir {
+        dirs.push(abs(d));
+    }
+    for s in &cfg.client_ca {
+        match s {
+            Source::Dir(p) => dirs.push(abs(p)),
+            Source::File(p) | Source::Snapshot(p) => files.push(abs(p)),
+            Source::System => {}
+        }
+    }
+    let mut watch_dirs: Vec<PathBuf> = files
+        .iter()
+        .filter_map(|f| f.parent().map(|p| p.to_path_buf()))
+        .collect();
+    watch_dirs.extend(dirs.iter().cloned());
+    watch_dirs.sort();
+    watch_dirs.dedup();
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        let Ok(ev) = ev else { return };
+        if ev.kind.is_access() {
+            return;
+        }
+        let relevant = ev
+            .paths
+            .iter()
+            .any(|p| files.iter().any(|f| f == p) || dirs.iter().any(|d| p.starts_with(d)));
+        if relevant {
+            let _ = tx.send(());
+        }
+    })?;
+    for d in &watch_dirs {
+        watcher.watch(d, RecursiveMode::NonRecursive)?;
+    }
+    Ok(watcher)
+}
+
 /// Reload certificates (and the client-CA store). A failure keeps what was serving.
-fn reload(s: &Shared) {
+fn reload(s: &Shared, cause: &str) {
     let t = Instant::now();
     let certs = CertIndex::load(
         &s.cfg.cert,
@@ -438,6 +580,11 @@ fn reload(s: &Shared) {
                     &[("path", &i.path.display()), ("reason", &i.reason)],
                 );
             }
+            log::event(
+                Level::Info,
+                "certificates_loaded",
+                &[("pairs", &index.pairs()), ("names", &index.names())],
+            );
             s.resolver.replace(index);
         }
         Err(e) => {
@@ -469,6 +616,7 @@ fn reload(s: &Shared) {
         "reloaded",
         &[
             ("ok", &ok),
+            ("cause", &cause),
             ("store_generation", &generation),
             ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
         ],
@@ -583,8 +731,9 @@ async fn respond_http(
     mut tls: tokio_rustls::server::TlsStream<TcpStream>,
     s: &Shared,
 ) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
+    let mut buf: Vec<u8> = Vec::new();
+    // No per-connection read array: bytes land in `buf`'s spare capacity, which an idle
+    // keep-alive connection gives back (see the end of the loop).
     loop {
         // Read one request head.
         let end = loop {
@@ -595,14 +744,29 @@ async fn respond_http(
                 tls.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await?;
                 return tls.shutdown().await;
             }
-            let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read(&mut chunk)).await {
+            buf.reserve(2048);
+            let between_requests = buf.is_empty();
+            let read = tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf));
+            let n = if between_requests {
+                // Between requests: a shutdown closes the idle connection now.
+                let mut stop = s.stop.subscribe();
+                if *stop.borrow_and_update() {
+                    return tls.shutdown().await;
+                }
+                tokio::select! {
+                    r = read => r,
+                    _ = stop.changed() => return tls.shutdown().await,
+                }
+            } else {
+                read.await
+            };
+            let n = match n {
                 Ok(r) => r?,
                 Err(_) => return tls.shutdown().await,
             };
             if n == 0 {
                 return Ok(());
             }
-            buf.extend_from_slice(&chunk[..n]);
         };
         let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
         let http10 = head.lines().next().is_some_and(|l| l.ends_with("http/1.0"));
@@ -622,6 +786,10 @@ async fn respond_http(
         if close {
             return tls.shutdown().await;
         }
+        if buf.is_empty() {
+            // Between requests an idle connection holds no read buffer.
+            buf = Vec::new();
+        }
     }
 }
 
@@ -634,7 +802,7 @@ async fn echo(
     idle: Duration,
 ) -> std::io::Result<()> {
     let (mut r, mut w) = tokio::io::split(tls);
-    let mut buf = vec![0u8; 16 * 1024];
+    let mut buf = vec![0u8; 4096];
     loop {
         let n = match tokio::time::timeout(idle, r.read(&mut buf)).await {
             Ok(n) => n?,
@@ -656,14 +824,24 @@ async fn forward(
     local: SocketAddr,
     s: &Shared,
 ) -> std::io::Result<()> {
-    let mut backend = match TcpStream::connect(addr).await {
-        Ok(b) => b,
-        Err(e) => {
+    let connect = tokio::time::timeout(s.cfg.handshake_timeout, TcpStream::connect(addr));
+    let mut backend = match connect.await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
             s.metrics.backend_error();
             log::event(
                 Level::Error,
                 "backend_unreachable",
                 &[("backend", &addr), ("reason", &e)],
+            );
+            return tls.shutdown().await;
+        }
+        Err(_) => {
+            s.metrics.backend_error();
+            log::event(
+                Level::Error,
+                "backend_unreachable",
+                &[("backend", &addr), ("reason", &"connect timed out")],
             );
             return tls.shutdown().await;
         }

@@ -24,7 +24,8 @@ Examples:
   tlskit serve --config /etc/tlskit/serve.toml
 
 --cert holds the leaf certificate followed by its chain. Prints `listening on ADDR` on stderr
-for each address once ready. SIGHUP reloads certificates and the client-CA store; SIGTERM stops
+for each address once ready. SIGHUP, or a change to any of those files (unless --no-watch), reloads certificates and the
+client-CA store without dropping connections; SIGTERM stops
 accepting and lets open connections finish (up to --shutdown-grace). Exit 2 on bad configuration.";
 
 const CONNECT_EXAMPLES: &str = "\
@@ -108,6 +109,9 @@ struct ServeFlags {
     /// Send a PROXY protocol v2 header to the backend.
     #[arg(long)]
     proxy_protocol: bool,
+    /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
+    #[arg(long)]
+    no_watch: bool,
     /// Log level: off, error, warn, info (default), debug (one line per connection).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
@@ -275,6 +279,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<Strin
         cfg.ticket_rotation = Duration::from_secs(v);
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
+    cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
     if cfg.proxy_protocol && !matches!(cfg.mode, Mode::Backend(_)) {
         bail!("--proxy-protocol needs --backend");
     }
@@ -310,7 +315,13 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
         timeout: secs(a.timeout, "--timeout")?,
         reconnect: a.reconnect,
     };
-    let conn = tlskit_net::connect(&opts)?;
+    let mut conn = tlskit_net::connect(&opts)?;
+    if a.json && conn.report.verified {
+        // Catch a TLS 1.3 server's post-handshake refusal (client certificate missing or
+        // not accepted): two TCP round trips, at least 100 ms, at most 1 s.
+        let wait = (conn.report.tcp_connect_ms * 2.0).clamp(100.0, 1000.0);
+        conn.await_server_verdict(Duration::from_secs_f64(wait / 1e3))?;
+    }
     let r = &conn.report;
     let outcome = if r.verified {
         Outcome::Success

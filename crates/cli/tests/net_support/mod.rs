@@ -182,6 +182,9 @@ impl Serve {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        // Its own process group: when wrapped (strace, ip netns exec), drop kills the
+        // wrapper and tlskit together.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let t0 = Instant::now();
         let mut child = cmd.spawn().expect("spawn tlskit serve");
         let stderr = child.stderr.take().expect("stderr");
@@ -236,6 +239,20 @@ impl Serve {
         assert!(st.success());
     }
 
+    /// HOST:PORT of the metrics endpoint (its line follows the `listening on` lines).
+    pub fn metrics_addr(&self) -> String {
+        assert!(
+            self.wait_log("metrics on http://", Duration::from_secs(10)),
+            "{}",
+            self.stderr()
+        );
+        self.stderr()
+            .lines()
+            .find_map(|l| l.strip_prefix("metrics on http://"))
+            .map(|a| a.trim_end_matches("/metrics").to_string())
+            .expect("metrics line")
+    }
+
     /// SIGHUP and wait until the reload it caused is logged.
     pub fn reload(&self) {
         let before = self.stderr().matches("event=reloaded").count();
@@ -278,6 +295,11 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
