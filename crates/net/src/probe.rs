@@ -663,14 +663,14 @@ fn advise(r: &ProbeReport) -> Vec<String> {
         if first.bytes <= INITIAL_WINDOW {
             let how = match &r.compression {
                 Some(c) => format!(
-                    " (chain {} compressed with {c} to {})",
+                    "; chain {} compressed with {c} to {}",
                     kb(r.chain_bytes),
                     kb(sent)
                 ),
                 None => String::new(),
             };
             out.push(format!(
-                "the first flight ({} bytes){how} fits the 10-segment initial window ({} bytes)",
+                "the first flight ({} bytes{how}) fits the 10-segment initial window ({} bytes)",
                 fmt_thousands(first.bytes),
                 fmt_thousands(INITIAL_WINDOW)
             ));
