@@ -226,6 +226,30 @@ fn probe_rtt_counts_on_a_50ms_link() {
     assert_eq!(v["server_bursts"], 1, "{v}");
     assert!(v["compression"].is_string());
     assert!(v["advice"].to_string().contains("fits the 10-segment"));
+    // --repeat: medians of 3 full handshakes and a resumed one (1 RTT, no chain).
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns_b,
+            BIN,
+            "probe",
+            "10.78.0.1:8443",
+            "--repeat",
+            "3",
+        ])
+        .args(["--servername", "test.example", "--json", "--roots"])
+        .arg(pki.path("ca.pem"))
+        .output()
+        .expect("probe --repeat");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    eprintln!(
+        "probe_rtt --repeat 3: runs {} resumption {}",
+        r["runs"], r["resumption"]
+    );
+    assert_eq!(r["resumption"]["resumed"], true, "{r}");
+    assert_eq!(r["resumption"]["handshake_rtts"], 1, "{r}");
+    assert_eq!(r["handshake_rtts"], 1, "{r}");
 
     // 4 KB pieces, 50 ms apart (an ACK's time), through a proxy in the server's namespace.
     let proxy = Command::new("ip")
@@ -293,6 +317,37 @@ fn probe_rtt_counts_on_a_50ms_link() {
         assert_eq!(v["compression"], serde_json::Value::Null);
     } else {
         eprintln!("probe_rtt: openssl not installed, s_server case skipped");
+    }
+    if have("nginx") {
+        let dir = pki.dir.path();
+        let conf = format!(
+            "user root; worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/nginx.err;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/px;\n\
+               fastcgi_temp_path {d}/fc; uwsgi_temp_path {d}/uw; scgi_temp_path {d}/sc;\n\
+               server {{ listen 10.78.0.1:8445 ssl; ssl_certificate {d}/long.pem;\n\
+                 ssl_certificate_key {d}/long.key; ssl_protocols TLSv1.2 TLSv1.3;\n\
+                 location / {{ return 200 \"ok\\n\"; }} }} }}\n",
+            d = dir.display()
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+        let n = Command::new("ip")
+            .args(["netns", "exec", &ns_a, "nginx", "-p"])
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("nginx");
+        let _n = Guard(n);
+        wait_listen_in(&ns_a, 8445);
+        let v = best_of_three(&ns_b, &pki, "10.78.0.1:8445");
+        summary("nginx", &v);
+        assert_eq!(v["handshake_rtts"], 2, "{v}");
+        assert_eq!(v["compression"], serde_json::Value::Null);
+    } else {
+        eprintln!("probe_rtt: nginx not installed, nginx case skipped");
     }
     let _ = Command::new("kill")
         .args(["-TERM", &link.0.id().to_string()])
