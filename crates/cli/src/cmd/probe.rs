@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tlskit_net::probe::{probe, ProbeOptions, ProbeReport};
+use tlskit_net::probe::{probe, ProbeOptions, ProbeReport, Starttls};
 use tlskit_net::TlsVersion;
 use tlskit_store::Source;
 
@@ -13,6 +13,7 @@ Examples:
   tlskit probe example.com:443
   tlskit probe 127.0.0.1:8443 --servername test.example --roots ca.pem --json
   tlskit probe example.com:443 --repeat 5
+  tlskit probe mail.example.com:25 --starttls smtp
 
 Measures the TCP connect time (the RTT estimate), the handshake time and its round trips,
 the bytes and TCP segments of each server burst, the certificate chain's size plain and
@@ -44,6 +45,9 @@ pub(crate) struct ProbeArgs {
     /// Seconds allowed for the TCP connect and for the handshake, each.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
+    /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
+    #[arg(long, value_name = "PROTO")]
+    starttls: Option<String>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -66,7 +70,15 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     } else {
         Vec::new()
     };
+    let starttls = match &a.starttls {
+        Some(p) => Some(
+            Starttls::parse(p)
+                .ok_or_else(|| anyhow::anyhow!("--starttls {p}: use smtp, imap or pop3"))?,
+        ),
+        None => None,
+    };
     let opts = ProbeOptions {
+        starttls,
         target: a.target,
         server_name: a.servername,
         roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
@@ -96,6 +108,9 @@ fn human(r: &ProbeReport) {
         r.peer,
         r.server_name
     );
+    if let Some(p) = &r.starttls {
+        println!("  STARTTLS:     {p} (the plain-text dance is not counted in the handshake)");
+    }
     println!(
         "  TCP connect:  {:.1} ms (RTT estimate){}",
         r.tcp_rtt_ms,
