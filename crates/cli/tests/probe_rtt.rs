@@ -167,6 +167,134 @@ fn serve_in(ns: &str, pki: &Pki, listen: &str, compress: &str) -> Serve {
     )
 }
 
+/// Probe `addr` from `ns_b` while tshark captures on ns_b's link; returns the probe's
+/// report and the capture's server bursts (bytes, segments), split at gaps >= 25 ms, as
+/// many as the probe reported. None when tshark or the interface is missing.
+fn probe_captured(
+    ns_b: &str,
+    pki: &Pki,
+    addr: &str,
+    port: u16,
+) -> Option<(serde_json::Value, Vec<(u64, u64)>)> {
+    if !have("tshark") {
+        eprintln!("probe_rtt: tshark not installed, capture comparison skipped");
+        return None;
+    }
+    let links = Command::new("ip")
+        .args(["-n", ns_b, "-o", "link"])
+        .output()
+        .expect("ip link");
+    let text = String::from_utf8_lossy(&links.stdout).into_owned();
+    let iface = text
+        .split(|c: char| c == ':' || c.is_whitespace())
+        .find(|w| w.starts_with("ndb"))?
+        .to_string();
+    let pcap = pki.path(&format!("probe-{port}.pcap"));
+    let mut ts = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns_b,
+            "tshark",
+            "-q",
+            "-a",
+            "duration:4",
+            "-i",
+            &iface,
+        ])
+        .args(["-f", &format!("tcp port {port}"), "-w"])
+        .arg(&pcap)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tshark");
+    let mut err = BufReader::new(ts.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        line.clear();
+        if err.read_line(&mut line).unwrap_or(0) == 0 || line.contains("Capturing on") {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let v = probe_in(ns_b, pki, addr);
+    // tshark stops by itself (a signal could lose buffered packets).
+    for _ in 0..500 {
+        if let Ok(Some(_)) = ts.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = ts.kill();
+    let _ = ts.wait();
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(&pcap)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.time_relative",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.len",
+        ])
+        .output()
+        .expect("tshark -r");
+    let mut bursts: Vec<(u64, u64)> = Vec::new();
+    let mut last: Option<f64> = None;
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (Some(t), Some(sp), Some(n)) = (
+            f.first().and_then(|x| x.parse::<f64>().ok()),
+            f.get(1).and_then(|x| x.parse::<u16>().ok()),
+            f.get(2).and_then(|x| x.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if sp != port || n == 0 {
+            continue;
+        }
+        if last.is_none_or(|p| t - p >= 0.025) {
+            bursts.push((0, 0));
+        }
+        if let Some(b) = bursts.last_mut() {
+            b.0 += n;
+            b.1 += 1;
+        }
+        last = Some(t);
+    }
+    let n = v["server_flights"].as_array().map(|a| a.len()).unwrap_or(0);
+    bursts.truncate(n);
+    Some((v, bursts))
+}
+
+fn check_capture(label: &str, v: &serde_json::Value, cap: &[(u64, u64)]) {
+    let probe: Vec<(u64, u64)> = v["server_flights"]
+        .as_array()
+        .expect("flights")
+        .iter()
+        .map(|f| {
+            (
+                f["bytes"].as_u64().unwrap_or(0),
+                f["segments"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    eprintln!("probe_rtt capture {label}: probe (bytes, segments) {probe:?} tshark {cap:?}");
+    let pb: Vec<u64> = probe.iter().map(|p| p.0).collect();
+    let cb: Vec<u64> = cap.iter().map(|p| p.0).collect();
+    assert_eq!(pb, cb, "{label}: burst bytes, probe vs tshark");
+    for (p, c) in probe.iter().zip(cap) {
+        assert!(
+            p.1.abs_diff(c.1) <= 1,
+            "{label}: segments {probe:?} vs {cap:?}"
+        );
+    }
+}
+
 fn wait_listen_in(ns: &str, port: u16) {
     for _ in 0..200 {
         let out = Command::new("ip")
@@ -315,8 +443,34 @@ fn probe_rtt_counts_on_a_50ms_link() {
         summary("openssl s_server", &v);
         assert_eq!(v["handshake_rtts"], 2, "{v}");
         assert_eq!(v["compression"], serde_json::Value::Null);
+        if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8444", 8444) {
+            check_capture("openssl s_server", &v, &cap);
+        }
     } else {
         eprintln!("probe_rtt: openssl not installed, s_server case skipped");
+    }
+    if have("gnutls-serv") {
+        let g = Command::new("ip")
+            .args(["netns", "exec", &ns_a, "gnutls-serv", "--port", "8446"])
+            .arg("--x509certfile")
+            .arg(pki.path("long.pem"))
+            .arg("--x509keyfile")
+            .arg(pki.path("long.key"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnutls-serv");
+        let _g = Guard(g);
+        wait_listen_in(&ns_a, 8446);
+        let v = best_of_three(&ns_b, &pki, "10.78.0.1:8446");
+        summary("gnutls-serv", &v);
+        assert_eq!(v["handshake_rtts"], 2, "{v}");
+        if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8446", 8446) {
+            check_capture("gnutls-serv", &v, &cap);
+        }
+    } else {
+        eprintln!("probe_rtt: gnutls-serv not installed, case skipped");
     }
     if have("nginx") {
         let dir = pki.dir.path();
