@@ -354,6 +354,28 @@ fn probe_rtt_counts_on_a_50ms_link() {
     assert_eq!(v["server_bursts"], 1, "{v}");
     assert!(v["compression"].is_string());
     assert!(v["advice"].to_string().contains("fits the 10-segment"));
+    // TLS 1.2: two round trips, plus one more here: certificate compression is TLS 1.3
+    // only, so the 27 KB chain overflows the initial window again.
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns_b,
+            BIN,
+            "probe",
+            "10.78.0.1:8443",
+            "--tls12",
+        ])
+        .args(["--servername", "test.example", "--json", "--roots"])
+        .arg(pki.path("ca.pem"))
+        .output()
+        .expect("probe --tls12");
+    let t12: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    summary("tlskit serve --tls12", &t12);
+    assert_eq!(t12["tls_version"], "TLSv1.2");
+    assert_eq!(t12["handshake_rtts"], 3, "{t12}");
+    assert_eq!(t12["compression"], serde_json::Value::Null);
+    assert!(t12["advice"].to_string().contains("TLS 1.2"));
     // --repeat: medians of 3 full handshakes and a resumed one (1 RTT, no chain).
     let out = Command::new("ip")
         .args([

@@ -819,7 +819,7 @@ fn advise(r: &ProbeReport) -> Vec<String> {
     }
     if r.tls_version == "TLSv1.2" && !r.resumed {
         out.push(
-            "TLS 1.2: a full handshake costs two round trips; enabling TLS 1.3 saves one".into(),
+            "TLS 1.2: a full handshake costs two round trips and cannot use certificate compression; enabling TLS 1.3 saves a round trip".into(),
         );
     }
     if r.tls_version == "TLSv1.3"
