@@ -88,7 +88,8 @@ fn probe_json_contract_against_tlskit_serve() {
     let comp = v["chain_bytes_compressed"].as_u64().expect("compressed");
     assert!(comp > 0 && comp < bytes as u64 / 2, "{comp} vs {bytes}");
     let flights = v["server_flights"].as_array().expect("flights");
-    assert!(!flights.is_empty());
+    // One write of < 2 KB is one segment on loopback: one burst, tickets not counted.
+    assert_eq!(flights.len(), 1, "{v}");
     for f in flights {
         assert!(f["bytes"].as_u64().is_some_and(|b| b > 0));
         assert!(f["segments"].as_u64().is_some_and(|s| s >= 1));
@@ -119,6 +120,7 @@ fn probe_json_contract_against_tlskit_serve() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{text}");
     assert!(text.contains("round trip"), "{text}");
     assert!(text.contains("verified"), "{text}");
     assert!(!text.contains('\x1b'), "colour on a pipe: {text}");

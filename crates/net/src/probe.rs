@@ -392,9 +392,11 @@ const CCS: &[u8] = &[0x14, 0x03, 0x03, 0x00, 0x01, 0x01];
 type Log = Arc<Mutex<Vec<(Instant, Ev)>>>;
 
 fn push(log: &Log, ev: Ev) {
-    log.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((Instant::now(), ev));
+    push_at(log, Instant::now(), ev);
+}
+
+fn push_at(log: &Log, t: Instant, ev: Ev) {
+    log.lock().unwrap_or_else(|p| p.into_inner()).push((t, ev));
 }
 
 /// Client side of the recording adapter: writes go straight to the socket (and are
@@ -431,13 +433,16 @@ impl Read for Recorder {
 
 impl Write for Recorder {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Stamped before the syscall: a reply cannot be logged as arriving before it.
+        let t = Instant::now();
         let n = self.sock.write(buf)?;
         if buf != CCS {
-            push(&self.log, Ev::Write);
+            push_at(&self.log, t, Ev::Write);
         }
         Ok(n)
     }
     fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let t = Instant::now();
         let n = self.sock.write_vectored(bufs)?;
         let lone_ccs = bufs.iter().map(|b| b.len()).sum::<usize>() == CCS.len()
             && bufs
@@ -446,7 +451,7 @@ impl Write for Recorder {
                 .copied()
                 .eq(CCS.iter().copied());
         if !lone_ccs {
-            push(&self.log, Ev::Write);
+            push_at(&self.log, t, Ev::Write);
         }
         Ok(n)
     }
@@ -634,6 +639,7 @@ fn one(
         deadline: Instant::now() + timeout,
     };
     let t_hs = Instant::now();
+    let mut last_consumed = t_hs;
     let result = (|| -> Result<(), NetError> {
         loop {
             while conn.wants_write() {
@@ -645,6 +651,7 @@ fn one(
             if conn.read_tls(&mut io)? == 0 {
                 return Err(herr("server closed the connection".into()));
             }
+            last_consumed = Instant::now();
             if let Err(e) = conn.process_new_packets() {
                 while conn.wants_write() {
                     if conn.write_tls(&mut io).is_err() {
@@ -685,8 +692,16 @@ fn one(
     let _ = reader.join();
     let rtt = Duration::from_secs_f64(tcp_ms / 1e3);
     let gap = (rtt / 2).max(Duration::from_millis(1));
-    let events = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut bursts = group(&events, t_hs, t_end, gap);
+    let mut events = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    events.sort_by_key(|e| e.0);
+    // Bytes that arrive after the client's last handshake write (its Finished in TLS 1.3)
+    // are post-handshake (tickets), even when they beat `t_end` on a fast link.
+    let cutoff = events
+        .iter()
+        .find(|(t, ev)| matches!(ev, Ev::Write) && *t >= last_consumed)
+        .map(|(t, _)| (*t).min(t_end))
+        .unwrap_or(t_end);
+    let mut bursts = group(&events, t_hs, cutoff, gap);
     let mss = tcp
         .as_ref()
         .and_then(|i| i.rcv_mss)
@@ -756,7 +771,9 @@ fn advise(r: &ProbeReport) -> Vec<String> {
             let total: usize = parts.iter().map(|p| p.bytes).sum();
             let pause = (parts[1].at_ms - parts[0].at_ms).max(0.0);
             let sizes: Vec<String> = parts.iter().map(|p| p.bytes.to_string()).collect();
-            let small = parts[..parts.len() - 1].iter().all(|p| p.bytes <= 4200);
+            let small = parts[..parts.len() - 1]
+                .iter()
+                .all(|p| (3500..=4200).contains(&p.bytes));
             if small {
                 out.push(format!(
                     "the server sends its {} flight in 4 KB writes ({} bytes, {pause:.0} ms apart): the second part waits for an ACK or a timer. Send the whole flight in one write (OpenSSL's 4 KB handshake buffer, nginx ticket #413)",
