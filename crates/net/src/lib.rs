@@ -12,6 +12,7 @@ mod config;
 mod error;
 pub mod log;
 mod metrics;
+pub mod probe;
 mod proxy;
 mod server;
 mod sock;

@@ -1,0 +1,1126 @@
+//! `tlskit probe`: where a TLS handshake spends its round trips, against any server.
+//!
+//! The handshake runs on a blocking rustls `ClientConnection` over a std `TcpStream`.
+//! A dedicated reader thread sits in `read()` on the socket and timestamps every chunk
+//! the moment it arrives (independent of the time the client spends on crypto), and
+//! every client write is timestamped too. Server bytes are grouped into *bursts*: a new
+//! burst starts after each client write and after a gap of at least max(RTT/2, 1 ms).
+//! On a real path each burst is one round trip of waiting; a flight split into several
+//! bursts with no client write in between means the server (or TCP) held part of it back.
+//!
+//! TCP_INFO (rtt, MSS, segments in/out) is read without unsafe code through `ss -ti`
+//! (iproute2, which queries the kernel's inet_diag); when `ss` is missing the segment
+//! counts are estimated from bytes and a 1460-byte MSS, and the JSON says which.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::Resumption;
+use rustls::compress::{CertDecompressor, CompressionLevel, DecompressionFailed};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateCompressionAlgorithm, ClientConfig, ClientConnection, DigitallySignedStruct,
+    HandshakeKind, SignatureScheme,
+};
+use tlskit_store::{Source, StoreHandle};
+use tlskit_verify::names::ReferenceName;
+use tlskit_verify::{StoreServerVerifier, VerifierConfig};
+
+use crate::error::NetError;
+use crate::server::TlsVersion;
+
+/// Bytes in TCP's initial window on a 1,500-byte-MTU path (10 segments of 1460, RFC 6928).
+pub const INITIAL_WINDOW: usize = 14_600;
+const DEFAULT_MSS: usize = 1460;
+
+/// What to probe and how.
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// HOST:PORT (`[v6]:PORT` for IPv6 literals).
+    pub target: String,
+    /// Name to send as SNI and verify; default: HOST.
+    pub server_name: Option<String>,
+    /// Trust store sources (default: the system store).
+    pub roots: Vec<Source>,
+    /// Versions to offer (empty: 1.3 and 1.2).
+    pub versions: Vec<TlsVersion>,
+    /// Limit for the TCP connect and for the handshake, each.
+    pub timeout: Duration,
+    /// Number of full handshakes (medians are reported); above 1, a resumption attempt too.
+    pub repeat: usize,
+    /// Plain-text protocol to upgrade with STARTTLS before the handshake.
+    pub starttls: Option<Starttls>,
+}
+
+/// Mail protocols whose STARTTLS dance the probe speaks (as `openssl s_client -starttls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Starttls {
+    /// SMTP (RFC 3207): greeting, EHLO, STARTTLS, 220.
+    Smtp,
+    /// IMAP (RFC 3501): greeting, `a1 STARTTLS`, `a1 OK`.
+    Imap,
+    /// POP3 (RFC 2595): greeting, STLS, +OK.
+    Pop3,
+}
+
+impl Starttls {
+    /// Parse `smtp`, `imap` or `pop3`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "smtp" => Some(Self::Smtp),
+            "imap" => Some(Self::Imap),
+            "pop3" => Some(Self::Pop3),
+            _ => None,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Self::Smtp => "smtp",
+            Self::Imap => "imap",
+            Self::Pop3 => "pop3",
+        }
+    }
+}
+
+/// One CRLF-terminated line, read a byte at a time so no TLS byte is consumed.
+fn read_line(sock: &mut TcpStream) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while line.len() < 4096 {
+        if sock.read(&mut b)? == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "server closed the connection during STARTTLS",
+            ));
+        }
+        if b[0] == b'\n' {
+            break;
+        }
+        line.push(b[0]);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// SMTP multi-line reply (`250-...` continued, `250 ...` last): (code, lines).
+fn smtp_reply(sock: &mut TcpStream) -> std::io::Result<(String, Vec<String>)> {
+    let mut lines = Vec::new();
+    loop {
+        let l = read_line(sock)?;
+        let last = l.as_bytes().get(3) != Some(&b'-');
+        lines.push(l);
+        if last {
+            let code = lines
+                .last()
+                .map(|l| l.chars().take(3).collect())
+                .unwrap_or_default();
+            return Ok((code, lines));
+        }
+    }
+}
+
+/// The plain-text dance before the ClientHello. Errors name the server's reply.
+fn starttls(sock: &mut TcpStream, proto: Starttls) -> Result<(), String> {
+    let io = |e: std::io::Error| format!("STARTTLS ({}): {e}", proto.name());
+    let refuse =
+        |what: &str, got: &str| format!("STARTTLS ({}): {what}: server said {got:?}", proto.name());
+    match proto {
+        Starttls::Smtp => {
+            let (code, l) = smtp_reply(sock).map_err(io)?;
+            if code != "220" {
+                return Err(refuse("bad greeting", &l.join(" / ")));
+            }
+            sock.write_all(b"EHLO tlskit.probe\r\n").map_err(io)?;
+            let (code, l) = smtp_reply(sock).map_err(io)?;
+            if code != "250" {
+                return Err(refuse("EHLO refused", &l.join(" / ")));
+            }
+            if !l.iter().any(|x| {
+                x.get(4..)
+                    .is_some_and(|k| k.trim().eq_ignore_ascii_case("STARTTLS"))
+            }) {
+                return Err(refuse("STARTTLS not offered", &l.join(" / ")));
+            }
+            sock.write_all(b"STARTTLS\r\n").map_err(io)?;
+            let (code, l) = smtp_reply(sock).map_err(io)?;
+            if code != "220" {
+                return Err(refuse("STARTTLS refused", &l.join(" / ")));
+            }
+        }
+        Starttls::Imap => {
+            let g = read_line(sock).map_err(io)?;
+            if !g.starts_with("* OK") {
+                return Err(refuse("bad greeting", &g));
+            }
+            sock.write_all(b"a1 STARTTLS\r\n").map_err(io)?;
+            loop {
+                let l = read_line(sock).map_err(io)?;
+                if l.starts_with("a1 OK") {
+                    break;
+                }
+                if l.starts_with("a1 ") {
+                    return Err(refuse("STARTTLS refused", &l));
+                }
+            }
+        }
+        Starttls::Pop3 => {
+            let g = read_line(sock).map_err(io)?;
+            if !g.starts_with("+OK") {
+                return Err(refuse("bad greeting", &g));
+            }
+            sock.write_all(b"STLS\r\n").map_err(io)?;
+            let l = read_line(sock).map_err(io)?;
+            if !l.starts_with("+OK") {
+                return Err(refuse("STLS refused", &l));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One burst of server bytes.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Flight {
+    /// Bytes (TLS records, as on the wire above TCP).
+    pub bytes: usize,
+    /// TCP segments: estimated as ceil(bytes / MSS); see `segments_source`.
+    pub segments: usize,
+    /// Arrival of the first byte, milliseconds after the ClientHello was written.
+    pub at_ms: f64,
+    /// Whether the client wrote something just before (a reply to the client) or the
+    /// burst continues the previous one after a pause.
+    pub after_client_write: bool,
+}
+
+/// TCP_INFO of the probe's socket after the handshake (read via `ss -ti`).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TcpInfo {
+    /// Smoothed RTT (tcpi_rtt), milliseconds.
+    pub rtt_ms: Option<f64>,
+    /// Receive MSS seen from the server (tcpi_rcv_mss).
+    pub rcv_mss: Option<usize>,
+    /// Segments received (tcpi_segs_in), SYN-ACK included.
+    pub segs_in: Option<u64>,
+    /// Segments sent (tcpi_segs_out), SYN included.
+    pub segs_out: Option<u64>,
+}
+
+/// Timing of one handshake.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Run {
+    /// TCP connect time, milliseconds (the RTT estimate).
+    pub tcp_rtt_ms: f64,
+    /// First ClientHello byte to handshake complete, milliseconds.
+    pub handshake_ms: f64,
+    /// Round trips the handshake took (see `handshake_rtts_method`).
+    pub handshake_rtts: u32,
+    /// Whether the session was resumed.
+    pub resumed: bool,
+}
+
+/// The resumption attempt of `--repeat`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Resumed {
+    /// Whether the server resumed the session.
+    pub resumed: bool,
+    /// The resumed handshake's timing.
+    pub handshake_ms: f64,
+    /// The resumed handshake's round trips.
+    pub handshake_rtts: u32,
+}
+
+/// Everything `tlskit probe` reports.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeReport {
+    /// HOST:PORT as given.
+    pub target: String,
+    /// Address connected to.
+    pub peer: String,
+    /// Reference name sent as SNI and verified.
+    pub server_name: String,
+    /// Protocol upgraded with STARTTLS before the handshake, if any.
+    pub starttls: Option<String>,
+    /// TCP connect time, milliseconds (median with --repeat).
+    pub tcp_rtt_ms: f64,
+    /// Handshake time, milliseconds (median with --repeat).
+    pub handshake_ms: f64,
+    /// Round trips of the handshake.
+    pub handshake_rtts: u32,
+    /// `timing` (handshake_ms / tcp_rtt_ms, rounded, when the RTT is ≥ 1 ms) or `bursts`
+    /// (the count of server bursts, on links too short to time against, e.g. loopback).
+    pub handshake_rtts_method: String,
+    /// Count of server bursts during the handshake (waits on the network).
+    pub server_bursts: usize,
+    /// Server bursts during the handshake.
+    pub server_flights: Vec<Flight>,
+    /// How `segments` was obtained.
+    pub segments_source: String,
+    /// Total segments received during the whole connection, from TCP_INFO when available.
+    pub tcp_info: Option<TcpInfo>,
+    /// DER bytes of the certificates the server sent.
+    pub chain_bytes: usize,
+    /// The compressed size: what the server sent when it compressed, else what brotli makes of it.
+    pub chain_bytes_compressed: usize,
+    /// `server` or `brotli estimate`.
+    pub chain_bytes_compressed_source: String,
+    /// Algorithm the server used to compress its certificate message, if any.
+    pub compression: Option<String>,
+    /// Certificates the server sent.
+    pub chain_certs: usize,
+    /// Subjects, leaf first (as verified, else as sent).
+    pub chain: Vec<String>,
+    /// `TLSv1.3` / `TLSv1.2`.
+    pub tls_version: String,
+    /// IANA cipher suite name.
+    pub cipher_suite: String,
+    /// Whether the reported handshake was resumed.
+    pub resumed: bool,
+    /// Whether the chain verified for `server_name`.
+    pub verified: bool,
+    /// Why verification failed.
+    pub reason: Option<String>,
+    /// With --repeat: each full handshake.
+    pub runs: Vec<Run>,
+    /// With --repeat: the resumption attempt.
+    pub resumption: Option<Resumed>,
+    /// Plain-English findings.
+    pub advice: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct CertRecord {
+    verified: Option<Vec<CertificateDer<'static>>>,
+    error: Option<String>,
+    presented: Vec<CertificateDer<'static>>,
+}
+
+/// Verifies with tlskit's store verifier, recording the verdict instead of aborting.
+#[derive(Debug)]
+struct RecordingVerifier {
+    inner: StoreServerVerifier,
+    record: Mutex<CertRecord>,
+}
+
+impl RecordingVerifier {
+    fn take(&self) -> CertRecord {
+        std::mem::take(&mut *self.record.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl ServerCertVerifier for RecordingVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let result = self
+            .inner
+            .verify(end_entity, intermediates, server_name, now);
+        let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
+        r.presented = std::iter::once(end_entity)
+            .chain(intermediates)
+            .map(|c| c.clone().into_owned())
+            .collect();
+        match result {
+            Ok(v) => r.verified = Some(v.chain.certs.clone()),
+            Err(e) => r.error = Some(e.to_string()),
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// (algorithm, compressed bytes) of the last compressed certificate message.
+type CompressionSeen = Arc<Mutex<Option<(CertificateCompressionAlgorithm, usize)>>>;
+
+/// Wraps one of rustls's decompressors and records what the server sent.
+#[derive(Debug)]
+struct RecordingDecompressor {
+    inner: &'static dyn CertDecompressor,
+    seen: CompressionSeen,
+}
+
+impl CertDecompressor for RecordingDecompressor {
+    fn decompress(&self, input: &[u8], output: &mut [u8]) -> Result<(), DecompressionFailed> {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((self.inner.algorithm(), input.len()));
+        self.inner.decompress(input, output)
+    }
+    fn algorithm(&self) -> CertificateCompressionAlgorithm {
+        self.inner.algorithm()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Write,
+    Read(usize),
+}
+
+/// A lone TLS 1.3 middlebox-compatibility ChangeCipherSpec record: the client sends it
+/// in the middle of the server's flight; it asks nothing of the server, so it does not
+/// start a new burst.
+const CCS: &[u8] = &[0x14, 0x03, 0x03, 0x00, 0x01, 0x01];
+
+type Log = Arc<Mutex<Vec<(Instant, Ev)>>>;
+
+fn push(log: &Log, ev: Ev) {
+    push_at(log, Instant::now(), ev);
+}
+
+fn push_at(log: &Log, t: Instant, ev: Ev) {
+    log.lock().unwrap_or_else(|p| p.into_inner()).push((t, ev));
+}
+
+/// Client side of the recording adapter: writes go straight to the socket (and are
+/// logged), reads come from the reader thread's channel.
+struct Recorder {
+    sock: TcpStream,
+    rx: Receiver<Vec<u8>>,
+    pending: Vec<u8>,
+    log: Log,
+    deadline: Instant,
+}
+
+impl Read for Recorder {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pending.is_empty() {
+            let wait = self.deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(wait) {
+                Ok(data) => self.pending = data,
+                Err(RecvTimeoutError::Disconnected) => return Ok(0),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "timed out waiting for the server",
+                    ))
+                }
+            }
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.drain(..n);
+        Ok(n)
+    }
+}
+
+impl Write for Recorder {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // Stamped before the syscall: a reply cannot be logged as arriving before it.
+        let t = Instant::now();
+        let n = self.sock.write(buf)?;
+        if buf != CCS {
+            push_at(&self.log, t, Ev::Write);
+        }
+        Ok(n)
+    }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let t = Instant::now();
+        let n = self.sock.write_vectored(bufs)?;
+        let lone_ccs = bufs.iter().map(|b| b.len()).sum::<usize>() == CCS.len()
+            && bufs
+                .iter()
+                .flat_map(|b| b.iter())
+                .copied()
+                .eq(CCS.iter().copied());
+        if !lone_ccs {
+            push_at(&self.log, t, Ev::Write);
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sock.flush()
+    }
+}
+
+fn split_target(target: &str) -> Result<(String, u16), NetError> {
+    let bad = |why: &str| NetError::Config(format!("{target}: {why} (expected HOST:PORT)"));
+    let (host, port) = if let Some(rest) = target.strip_prefix('[') {
+        rest.split_once("]:")
+            .ok_or_else(|| bad("bad IPv6 literal"))?
+    } else {
+        target.rsplit_once(':').ok_or_else(|| bad("no port"))?
+    };
+    let port = port.parse().map_err(|_| bad("bad port"))?;
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    Ok((host.to_string(), port))
+}
+
+fn subject(der: &[u8]) -> String {
+    match x509_parser::parse_x509_certificate(der) {
+        Ok((_, c)) => tlskit_verify::format_name(c.subject().as_raw()),
+        Err(_) => "(unparsable certificate)".into(),
+    }
+}
+
+fn self_signed(der: &[u8]) -> bool {
+    match x509_parser::parse_x509_certificate(der) {
+        Ok((_, c)) => c.subject().as_raw() == c.issuer().as_raw(),
+        Err(_) => false,
+    }
+}
+
+/// Parse `ss -tinH` output for one socket.
+fn parse_ss(text: &str) -> TcpInfo {
+    let mut info = TcpInfo::default();
+    for tok in text.split_whitespace() {
+        if let Some(v) = tok.strip_prefix("rtt:") {
+            info.rtt_ms = v.split('/').next().and_then(|x| x.parse().ok());
+        } else if let Some(v) = tok.strip_prefix("rcvmss:") {
+            info.rcv_mss = v.parse().ok();
+        } else if let Some(v) = tok.strip_prefix("segs_in:") {
+            info.segs_in = v.parse().ok();
+        } else if let Some(v) = tok.strip_prefix("segs_out:") {
+            info.segs_out = v.parse().ok();
+        }
+    }
+    info
+}
+
+fn tcp_info(local: SocketAddr, peer: SocketAddr) -> Option<TcpInfo> {
+    let out = std::process::Command::new("ss")
+        .args(["-tinH", "src", &local.to_string(), "dst", &peer.to_string()])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || text.trim().is_empty() {
+        return None;
+    }
+    let info = parse_ss(&text);
+    info.segs_in.map(|_| info)
+}
+
+struct Shot {
+    peer: SocketAddr,
+    tcp_ms: f64,
+    hs_ms: f64,
+    bursts: Vec<Flight>,
+    tcp: Option<TcpInfo>,
+    resumed: bool,
+    version: String,
+    suite: String,
+    certs: CertRecord,
+    peer_certs: Vec<CertificateDer<'static>>,
+}
+
+fn rtts(tcp_ms: f64, hs_ms: f64, bursts: usize) -> (u32, &'static str) {
+    if tcp_ms >= 1.0 {
+        ((hs_ms / tcp_ms).round().max(1.0) as u32, "timing")
+    } else {
+        (bursts.max(1) as u32, "bursts")
+    }
+}
+
+fn group(log: &[(Instant, Ev)], t0: Instant, end: Instant, gap: Duration) -> Vec<Flight> {
+    let mut flights: Vec<Flight> = Vec::new();
+    let mut wrote = true;
+    let mut last_read: Option<Instant> = None;
+    for &(t, ev) in log {
+        if t > end {
+            break;
+        }
+        match ev {
+            Ev::Write => wrote = true,
+            Ev::Read(n) => {
+                let new = wrote || last_read.is_none_or(|l| t.duration_since(l) >= gap);
+                if new || flights.is_empty() {
+                    flights.push(Flight {
+                        bytes: 0,
+                        segments: 0,
+                        at_ms: t.saturating_duration_since(t0).as_secs_f64() * 1e3,
+                        after_client_write: wrote,
+                    });
+                }
+                if let Some(f) = flights.last_mut() {
+                    f.bytes += n;
+                }
+                wrote = false;
+                last_read = Some(t);
+            }
+        }
+    }
+    flights
+}
+
+fn one(
+    addrs: &[SocketAddr],
+    opts: &ProbeOptions,
+    name: ServerName<'static>,
+    config: Arc<ClientConfig>,
+    verifier: &RecordingVerifier,
+    want_ticket: bool,
+) -> Result<Shot, NetError> {
+    let (target, timeout, proto) = (opts.target.as_str(), opts.timeout, opts.starttls);
+    let mut last = String::from("no address");
+    let mut found = None;
+    for addr in addrs {
+        let t0 = Instant::now();
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(s) => {
+                found = Some((s, *addr, t0.elapsed().as_secs_f64() * 1e3));
+                break;
+            }
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    let (sock, peer, tcp_ms) = found.ok_or_else(|| NetError::Connect {
+        target: target.to_string(),
+        reason: last,
+    })?;
+    crate::sock::tune(socket2::SockRef::from(&sock))?;
+    let mut sock = sock;
+    if let Some(p) = proto {
+        sock.set_read_timeout(Some(timeout))?;
+        starttls(&mut sock, p).map_err(|reason| NetError::Handshake {
+            target: target.to_string(),
+            reason,
+        })?;
+        sock.set_read_timeout(None)?;
+    }
+    let local = sock.local_addr()?;
+    let log: Log = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = mpsc::channel();
+    let mut rsock = sock.try_clone()?;
+    let rlog = log.clone();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match rsock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    push(&rlog, Ev::Read(n));
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let herr = |reason: String| NetError::Handshake {
+        target: target.to_string(),
+        reason,
+    };
+    let mut conn = ClientConnection::new(config, name)?;
+    let mut io = Recorder {
+        sock,
+        rx,
+        pending: Vec::new(),
+        log: log.clone(),
+        deadline: Instant::now() + timeout,
+    };
+    let t_hs = Instant::now();
+    let mut last_consumed = t_hs;
+    let result = (|| -> Result<(), NetError> {
+        loop {
+            while conn.wants_write() {
+                conn.write_tls(&mut io)?;
+            }
+            if !conn.is_handshaking() {
+                return Ok(());
+            }
+            if conn.read_tls(&mut io)? == 0 {
+                return Err(herr("server closed the connection".into()));
+            }
+            last_consumed = Instant::now();
+            if let Err(e) = conn.process_new_packets() {
+                while conn.wants_write() {
+                    if conn.write_tls(&mut io).is_err() {
+                        break;
+                    }
+                }
+                return Err(herr(e.to_string()));
+            }
+        }
+    })();
+    let t_end = Instant::now();
+    let hs_ms = t_end.duration_since(t_hs).as_secs_f64() * 1e3;
+    if let Err(e) = result {
+        let _ = io.sock.shutdown(Shutdown::Both);
+        let _ = reader.join();
+        return Err(match e {
+            NetError::Io(io) => herr(io.to_string()),
+            other => other,
+        });
+    }
+    let tcp = tcp_info(local, peer);
+    if want_ticket && conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3) {
+        // TLS 1.3 tickets follow the handshake: take what arrives within two RTTs.
+        io.deadline = Instant::now() + Duration::from_secs_f64((tcp_ms * 2.0).max(50.0) / 1e3);
+        while let Ok(n) = conn.read_tls(&mut io) {
+            if n == 0 || conn.process_new_packets().is_err() {
+                break;
+            }
+        }
+    }
+    conn.send_close_notify();
+    while conn.wants_write() {
+        if conn.write_tls(&mut io).is_err() {
+            break;
+        }
+    }
+    let _ = io.sock.shutdown(Shutdown::Both);
+    let _ = reader.join();
+    let rtt = Duration::from_secs_f64(tcp_ms / 1e3);
+    let gap = (rtt / 2).max(Duration::from_millis(1));
+    let mut events = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    events.sort_by_key(|e| e.0);
+    // Bytes that arrive after the client's last handshake write (its Finished in TLS 1.3)
+    // are post-handshake (tickets), even when they beat `t_end` on a fast link.
+    let cutoff = events
+        .iter()
+        .find(|(t, ev)| matches!(ev, Ev::Write) && *t >= last_consumed)
+        .map(|(t, _)| (*t).min(t_end))
+        .unwrap_or(t_end);
+    let mut bursts = group(&events, t_hs, cutoff, gap);
+    let mss = tcp
+        .as_ref()
+        .and_then(|i| i.rcv_mss)
+        .filter(|m| *m >= 536)
+        .unwrap_or(DEFAULT_MSS);
+    for b in &mut bursts {
+        b.segments = b.bytes.div_ceil(mss);
+    }
+    Ok(Shot {
+        peer,
+        tcp_ms,
+        hs_ms,
+        bursts,
+        tcp,
+        resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+        version: match conn.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
+            Some(v) => format!("{v:?}"),
+            None => String::new(),
+        },
+        suite: conn
+            .negotiated_cipher_suite()
+            .and_then(|s| s.suite().as_str())
+            .unwrap_or("")
+            .to_string(),
+        certs: verifier.take(),
+        peer_certs: conn
+            .peer_certificates()
+            .map(|c| c.to_vec())
+            .unwrap_or_default(),
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn kb(n: usize) -> String {
+    format!("{:.1} KB", n as f64 / 1000.0)
+}
+
+fn advise(r: &ProbeReport) -> Vec<String> {
+    let mut out = Vec::new();
+    if !r.verified {
+        out.push(format!(
+            "the chain did not verify for {}: {}",
+            r.server_name,
+            r.reason.as_deref().unwrap_or("unknown reason")
+        ));
+    }
+    // Runs of bursts with no client write in between: one flight that arrived in pieces.
+    let mut i = 0;
+    let f = &r.server_flights;
+    while i < f.len() {
+        let mut j = i + 1;
+        while j < f.len() && !f[j].after_client_write {
+            j += 1;
+        }
+        if j - i >= 2 {
+            let parts = &f[i..j];
+            let total: usize = parts.iter().map(|p| p.bytes).sum();
+            let pause = (parts[1].at_ms - parts[0].at_ms).max(0.0);
+            let sizes: Vec<String> = parts.iter().map(|p| p.bytes.to_string()).collect();
+            let small = parts[..parts.len() - 1]
+                .iter()
+                .all(|p| (3500..=4200).contains(&p.bytes));
+            if small {
+                out.push(format!(
+                    "the server sends its {} flight in 4 KB writes ({} bytes, {pause:.0} ms apart): the second part waits for an ACK or a timer. Send the whole flight in one write (OpenSSL's 4 KB handshake buffer, nginx ticket #413)",
+                    kb(total),
+                    sizes.join(" + ")
+                ));
+            } else if parts[0].bytes + 1500 >= INITIAL_WINDOW {
+                out.push(format!(
+                    "the server's {} flight overflows TCP's 10-segment initial window ({} bytes): {} bytes waited {pause:.0} ms for ACKs, an extra round trip",
+                    kb(total),
+                    fmt_thousands(INITIAL_WINDOW),
+                    total - parts[0].bytes
+                ));
+            } else {
+                out.push(format!(
+                    "the server's {} flight arrived in {} parts ({} bytes) with a {pause:.0} ms pause although the first part was under the initial window: the server paused between writes (Nagle, a small send buffer or a small handshake buffer)",
+                    kb(total),
+                    parts.len(),
+                    sizes.join(" + ")
+                ));
+            }
+        }
+        i = j;
+    }
+    let sent = if r.compression.is_some() {
+        r.chain_bytes_compressed
+    } else {
+        r.chain_bytes
+    };
+    if r.resumed {
+        out.push("the session was resumed: no certificate chain was sent".into());
+    } else if r.compression.is_none() && r.chain_bytes + 1000 > INITIAL_WINDOW {
+        let root = if r.chain_certs > 2 {
+            " or drop the cross-signed root"
+        } else {
+            " or shorten the leaf (fewer names)"
+        };
+        out.push(format!(
+            "chain is {}: with the rest of the flight it exceeds TCP's 10-segment initial window ({} bytes); enable certificate compression (RFC 8879: brotli would make it {}){root}",
+            kb(r.chain_bytes),
+            fmt_thousands(INITIAL_WINDOW),
+            kb(r.chain_bytes_compressed)
+        ));
+    } else if let Some(first) = r.server_flights.first() {
+        if first.bytes <= INITIAL_WINDOW {
+            let how = match &r.compression {
+                Some(c) => format!(
+                    "; chain {} compressed with {c} to {}",
+                    kb(r.chain_bytes),
+                    kb(sent)
+                ),
+                None => String::new(),
+            };
+            out.push(format!(
+                "the first flight ({} bytes{how}) fits the 10-segment initial window ({} bytes)",
+                fmt_thousands(first.bytes),
+                fmt_thousands(INITIAL_WINDOW)
+            ));
+        }
+    }
+    if r.tls_version == "TLSv1.2" && !r.resumed {
+        out.push(
+            "TLS 1.2: a full handshake costs two round trips and cannot use certificate compression; enabling TLS 1.3 saves a round trip".into(),
+        );
+    }
+    if r.tls_version == "TLSv1.3"
+        && r.compression.is_none()
+        && !r.resumed
+        && r.chain_bytes_compressed + 500 < r.chain_bytes
+    {
+        out.push(format!(
+            "the server did not compress its certificates (offered brotli and zlib): brotli would save {} bytes",
+            fmt_thousands(r.chain_bytes - r.chain_bytes_compressed)
+        ));
+    }
+    out
+}
+
+fn fmt_thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Probe a server. Errors: bad input, could not connect or handshake (exit 2 in the CLI);
+/// a verification failure is not an error (see [`ProbeReport::verified`]).
+pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
+    let (host, port) = split_target(&opts.target)?;
+    let name_text = opts.server_name.clone().unwrap_or_else(|| host.clone());
+    let reference =
+        ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
+    let server_name: ServerName<'static> = match &reference {
+        ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
+        ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
+            .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
+    };
+    let roots = if opts.roots.is_empty() {
+        vec![Source::System]
+    } else {
+        opts.roots.clone()
+    };
+    let (handle, report) = StoreHandle::new(roots).map_err(|e| NetError::Store(e.to_string()))?;
+    if handle.current().is_empty() {
+        let why = report
+            .errors
+            .first()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "no certificates".into());
+        return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut warm = [0u8; 16];
+    provider
+        .secure_random
+        .fill(&mut warm)
+        .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
+    let verifier = Arc::new(RecordingVerifier {
+        inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
+        record: Mutex::new(CertRecord::default()),
+    });
+    let seen: CompressionSeen = Arc::new(Mutex::new(None));
+    // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
+    let decompressors: Vec<&'static dyn CertDecompressor> =
+        rustls::compress::default_cert_decompressors()
+            .iter()
+            .map(|d| {
+                let w: &'static RecordingDecompressor =
+                    Box::leak(Box::new(RecordingDecompressor {
+                        inner: *d,
+                        seen: seen.clone(),
+                    }));
+                w as &'static dyn CertDecompressor
+            })
+            .collect();
+    let versions: Vec<_> = if opts.versions.is_empty() {
+        vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
+    } else {
+        opts.versions.iter().map(|v| v.rustls()).collect()
+    };
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&versions)?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier.clone())
+        .with_no_client_auth();
+    config.cert_decompressors = decompressors;
+    let resume_config = Arc::new(config.clone());
+    config.resumption = Resumption::disabled();
+    let full_config = Arc::new(config);
+
+    let addrs: Vec<SocketAddr> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| NetError::Connect {
+            target: opts.target.clone(),
+            reason: format!("cannot resolve {host}: {e}"),
+        })?
+        .collect();
+    let repeat = opts.repeat.max(1);
+    let mut shots = Vec::new();
+    for i in 0..repeat {
+        let cfg = if i == 0 && repeat > 1 {
+            resume_config.clone()
+        } else {
+            full_config.clone()
+        };
+        *seen.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let shot = one(
+            &addrs,
+            opts,
+            server_name.clone(),
+            cfg,
+            &verifier,
+            i == 0 && repeat > 1,
+        )?;
+        let comp = *seen.lock().unwrap_or_else(|p| p.into_inner());
+        shots.push((shot, comp));
+    }
+    let resumption = if repeat > 1 {
+        let s = one(
+            &addrs,
+            opts,
+            server_name.clone(),
+            resume_config,
+            &verifier,
+            false,
+        )?;
+        let (n, _) = rtts(s.tcp_ms, s.hs_ms, s.bursts.len());
+        Some(Resumed {
+            resumed: s.resumed,
+            handshake_ms: s.hs_ms,
+            handshake_rtts: n,
+        })
+    } else {
+        None
+    };
+    let runs: Vec<Run> = shots
+        .iter()
+        .map(|(s, _)| Run {
+            tcp_rtt_ms: s.tcp_ms,
+            handshake_ms: s.hs_ms,
+            handshake_rtts: rtts(s.tcp_ms, s.hs_ms, s.bursts.len()).0,
+            resumed: s.resumed,
+        })
+        .collect();
+    let tcp_med = median(runs.iter().map(|r| r.tcp_rtt_ms).collect());
+    let hs_med = median(runs.iter().map(|r| r.handshake_ms).collect());
+    // The detailed report describes the last full handshake (the first one may have been
+    // slowed by a ticket wait on a shared machine; they are all full handshakes).
+    let (shot, comp) = shots
+        .pop()
+        .ok_or_else(|| NetError::Config("no probe ran".into()))?;
+    let presented = if shot.certs.presented.is_empty() {
+        shot.peer_certs.clone()
+    } else {
+        shot.certs.presented.clone()
+    };
+    let (verified, reason, chain_certs) = match (shot.certs.verified, shot.certs.error) {
+        (Some(chain), _) => (true, None, chain),
+        (None, Some(e)) => (false, Some(e), presented.clone()),
+        (None, None) if shot.resumed => (true, None, presented.clone()),
+        (None, None) => (
+            false,
+            Some("server sent no certificate".into()),
+            presented.clone(),
+        ),
+    };
+    let chain_bytes: usize = presented.iter().map(|c| c.len()).sum();
+    let (compressed, source, compression) = match comp {
+        Some((alg, n)) => (
+            n,
+            "server".to_string(),
+            Some(
+                match alg {
+                    CertificateCompressionAlgorithm::Brotli => "brotli",
+                    CertificateCompressionAlgorithm::Zlib => "zlib",
+                    CertificateCompressionAlgorithm::Zstd => "zstd",
+                    _ => "unknown",
+                }
+                .to_string(),
+            ),
+        ),
+        None => {
+            // Approximates the Certificate message body: the DER certificates in order.
+            let all: Vec<u8> = presented.iter().flat_map(|c| c.iter().copied()).collect();
+            let n = rustls::compress::default_cert_compressors()
+                .iter()
+                .find(|c| c.algorithm() == CertificateCompressionAlgorithm::Brotli)
+                .and_then(|c| c.compress(all, CompressionLevel::Amortized).ok())
+                .map(|v| v.len())
+                .unwrap_or(chain_bytes);
+            (n, "brotli estimate".to_string(), None)
+        }
+    };
+    let (n_rtts, method) = rtts(tcp_med, hs_med, shot.bursts.len());
+    let segments_source = match &shot.tcp {
+        Some(i) => format!(
+            "estimate: ceil(bytes / {} MSS from TCP_INFO); tcp_info.segs_in counts the whole connection",
+            i.rcv_mss.filter(|m| *m >= 536).unwrap_or(DEFAULT_MSS)
+        ),
+        None => format!("estimate: ceil(bytes / {DEFAULT_MSS}) (no TCP_INFO: `ss` unavailable)"),
+    };
+    let mut report = ProbeReport {
+        target: opts.target.clone(),
+        peer: shot.peer.to_string(),
+        server_name: reference.to_string(),
+        starttls: opts.starttls.map(|p| p.name().to_string()),
+        tcp_rtt_ms: tcp_med,
+        handshake_ms: hs_med,
+        handshake_rtts: n_rtts,
+        handshake_rtts_method: method.into(),
+        server_bursts: shot.bursts.len(),
+        server_flights: shot.bursts,
+        segments_source,
+        tcp_info: shot.tcp,
+        chain_bytes,
+        chain_bytes_compressed: compressed,
+        chain_bytes_compressed_source: source,
+        compression,
+        chain_certs: presented.len(),
+        chain: chain_certs.iter().map(|c| subject(c)).collect(),
+        tls_version: shot.version,
+        cipher_suite: shot.suite,
+        resumed: shot.resumed,
+        verified,
+        reason,
+        runs: if repeat > 1 { runs } else { Vec::new() },
+        resumption,
+        advice: Vec::new(),
+    };
+    let mut advice = advise(&report);
+    if presented.len() > 1 && presented.last().is_some_and(|c| self_signed(c)) {
+        advice.push(format!(
+            "the chain ends with a self-signed root ({} bytes): clients already have it; drop it",
+            presented.last().map(|c| c.len()).unwrap_or(0)
+        ));
+    }
+    if let Some(r) = &report.resumption {
+        advice.push(if r.resumed {
+            format!(
+                "resumption works: a resumed handshake took {} round trip(s)",
+                r.handshake_rtts
+            )
+        } else {
+            "the server did not resume the session (no tickets or session cache)".into()
+        });
+    }
+    report.advice = advice;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ss_line() {
+        let i = parse_ss("ESTAB 0 0 127.0.0.1:1 127.0.0.1:2\n\t cubic rtt:50.2/25 mss:1448 rcvmss:1448 segs_out:5 segs_in:17 x");
+        assert_eq!(i.rtt_ms, Some(50.2));
+        assert_eq!(i.rcv_mss, Some(1448));
+        assert_eq!((i.segs_in, i.segs_out), (Some(17), Some(5)));
+    }
+
+    #[test]
+    fn bursts_split_on_writes_and_gaps() {
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let log = vec![
+            (ms(0), Ev::Write),
+            (ms(50), Ev::Read(4096)),
+            (ms(51), Ev::Read(100)),
+            (ms(90), Ev::Read(4096)),
+            (ms(91), Ev::Write),
+            (ms(140), Ev::Read(50)),
+        ];
+        let f = group(&log, t0, ms(200), Duration::from_millis(25));
+        let b: Vec<_> = f.iter().map(|f| (f.bytes, f.after_client_write)).collect();
+        assert_eq!(b, vec![(4196, true), (4096, false), (50, true)]);
+    }
+
+    #[test]
+    fn thousands() {
+        assert_eq!(fmt_thousands(14600), "14,600");
+        assert_eq!(fmt_thousands(999), "999");
+    }
+}
