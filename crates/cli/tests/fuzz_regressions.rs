@@ -203,3 +203,35 @@ fn harnesses_accept_valid_inputs() {
     assert!(out.raw_opened);
     assert_eq!(out.raw_anchors, 1);
 }
+
+/// Found by the `snapshot` target's invariant check (not a crash): a snapshot's
+/// `CaNames::len`/`encoded_len`/`fits_tls` are the header's values, so when an anchor
+/// fails its lazy integrity check its subject is no longer yielded by `iter()` (and not
+/// sent in a CertificateRequest: `hint_names` walks the iterator) but is still counted.
+/// `tlskit store info` and `tlskit doctor` then report names that are never sent, and a
+/// forged snapshot can make `fits_tls()` claim a list fits when it does not.
+#[test]
+#[ignore = "bug: snapshot CaNames::len/encoded_len are trusted header values, not what iter() yields"]
+fn snapshot_ca_name_counts_match_what_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let a = params("Root A", true, &[]).self_signed(&key).unwrap();
+    let b = params("Root B", true, &[]).self_signed(&key).unwrap();
+    let src = dir.path().join("roots.pem");
+    std::fs::write(&src, format!("{}{}", a.pem(), b.pem())).unwrap();
+    let snap = dir.path().join("roots.snap");
+    tlskit_store::build_snapshot(&[tlskit_store::Source::File(src)], &snap).unwrap();
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x55; // the last anchor's signature: it fails its check
+    std::fs::write(&snap, &bytes).unwrap();
+    let store = tlskit_store::TrustStore::open_snapshot(&snap).unwrap();
+    let names = store.ca_names();
+    let sent: Vec<&[u8]> = names.iter().collect();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(names.len(), sent.len());
+    assert_eq!(
+        names.encoded_len(),
+        sent.iter().map(|n| 2 + n.len()).sum::<usize>()
+    );
+}
