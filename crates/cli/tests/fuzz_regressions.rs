@@ -1,0 +1,237 @@
+//! Replays every saved fuzz input (`fuzz/regressions/<target>/*`) through the same harness
+//! the fuzz targets run (`fuzz/src/harness.rs`, included below), on the stable toolchain,
+//! so a crash or hang the fuzzer found stays fixed. Also checks that hostile snapshots are
+//! rejected and that the seed-shaped inputs behave as documented.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(unreachable_pub, dead_code)]
+#[path = "../../../fuzz/src/harness.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+
+fn regressions(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// Run `f` on every saved input of `target`, naming the file when one panics.
+fn replay<T>(target: &str, f: impl Fn(&[u8]) -> T) -> Vec<(PathBuf, T)> {
+    regressions(target)
+        .into_iter()
+        .map(|p| {
+            let data = std::fs::read(&p).unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&data)));
+            match r {
+                Ok(v) => (p, v),
+                Err(_) => panic!("fuzz regression {} panicked", p.display()),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn sources_regressions() {
+    replay("sources", harness::sources);
+}
+
+/// Saved snapshot inputs are stored with their checksums already repaired (the replay
+/// cannot compute xxh3), so they reach the same code the fuzzer's repaired copy did.
+#[test]
+fn snapshot_regressions() {
+    replay("snapshot", |d| harness::snapshot(d, None));
+}
+
+#[test]
+fn verify_chain_regressions() {
+    replay("verify_chain", harness::verify_chain);
+}
+
+#[test]
+fn pki_inspect_regressions() {
+    replay("pki_inspect", harness::pki_inspect);
+}
+
+#[test]
+fn pki_p12_regressions() {
+    replay("pki_p12", harness::pki_p12);
+}
+
+#[test]
+fn names_regressions() {
+    replay("names", harness::names);
+}
+
+/// Arbitrary bytes behind a valid-looking header are never trusted: garbage, a bare
+/// magic, a header with a wrong checksum, and a truncated header are all refused.
+#[test]
+fn garbage_snapshots_are_refused() {
+    let mut header = tlskit_store::MAGIC.to_vec();
+    header.extend_from_slice(&1u32.to_le_bytes());
+    header.extend_from_slice(&128u32.to_le_bytes());
+    header.resize(128, 0);
+    let mut long = header.clone();
+    long.resize(4096, 0xa5);
+    for data in [
+        &b""[..],
+        b"TLSKSNAP",
+        &tlskit_store::MAGIC[..7],
+        &header[..],
+        &header[..127],
+        &long[..],
+        &[0xffu8; 300][..],
+    ] {
+        let out = harness::snapshot(data, None);
+        assert!(!out.raw_opened, "{data:?} opened as a snapshot");
+    }
+}
+
+#[test]
+fn der_splitting_matches_the_documented_framing() {
+    assert_eq!(
+        harness::split_der(&[0x30, 1, 0, 0x30, 0]),
+        [&[0x30, 1, 0][..], &[0x30, 0]]
+    );
+    assert_eq!(harness::split_der(&[0x30, 0x82, 0, 2, 1, 2, 9]).len(), 2);
+    assert_eq!(harness::split_der(&[0x30, 9, 1]), [&[0x30, 9, 1][..]]);
+    assert_eq!(harness::verify_chain(&[]), harness::ChainOutcome::Empty);
+    assert_eq!(harness::verify_chain(&[1]), harness::ChainOutcome::Empty);
+}
+
+fn ymd(y: i32) -> time::OffsetDateTime {
+    time::Date::from_calendar_date(y, time::Month::January, 1)
+        .unwrap()
+        .midnight()
+        .assume_utc()
+}
+
+fn params(cn: &str, ca: bool, sans: &[&str]) -> rcgen::CertificateParams {
+    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
+    let mut p = rcgen::CertificateParams::new(sans).unwrap();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::CommonName, cn);
+    p.distinguished_name = dn;
+    if ca {
+        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    }
+    p.not_before = ymd(2020);
+    p.not_after = ymd(2040);
+    p
+}
+
+/// The harnesses reach their success paths with seed-shaped inputs (a harness that
+/// refused everything would fuzz nothing), and a damaged anchor in a snapshot is never
+/// returned.
+#[test]
+fn harnesses_accept_valid_inputs() {
+    let root_key = rcgen::KeyPair::generate().unwrap();
+    let root_p = params("Fuzz Root", true, &[]);
+    let root = root_p.self_signed(&root_key).unwrap();
+    let int_key = rcgen::KeyPair::generate().unwrap();
+    let int_p = params("Fuzz Intermediate", true, &[]);
+    let int = int_p
+        .signed_by(&int_key, &rcgen::Issuer::from_params(&root_p, &root_key))
+        .unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let mut leaf_p = params("leaf", false, &[harness::FUZZ_NAME]);
+    leaf_p.serial_number = Some(rcgen::SerialNumber::from(77u64));
+    let int_issuer = rcgen::Issuer::from_params(&int_p, &int_key);
+    let leaf = leaf_p.signed_by(&leaf_key, &int_issuer).unwrap();
+    let crl = rcgen::CertificateRevocationListParams {
+        this_update: ymd(2025),
+        next_update: ymd(2030),
+        crl_number: rcgen::SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![rcgen::RevokedCertParams {
+            serial_number: rcgen::SerialNumber::from(77u64),
+            revocation_time: ymd(2025),
+            reason_code: None,
+            invalidity_date: None,
+        }],
+        key_identifier_method: rcgen::KeyIdMethod::Sha256,
+    }
+    .signed_by(&int_issuer)
+    .unwrap();
+    let (r, i, l) = (root.der().to_vec(), int.der().to_vec(), leaf.der().to_vec());
+
+    let chain = [&[1u8][..], &r, &l, &i].concat();
+    assert_eq!(harness::verify_chain(&chain), harness::ChainOutcome::Valid);
+    let chain = [&[0x11u8][..], &r, &l, &i].concat();
+    assert_eq!(harness::verify_chain(&chain), harness::ChainOutcome::Valid);
+    let revoked = [&[5u8][..], &r, &l, &i, crl.der()].concat();
+    match harness::verify_chain(&revoked) {
+        harness::ChainOutcome::Refused(why) => assert!(why.contains("revoked"), "{why}"),
+        other => panic!("revoked chain: {other:?}"),
+    }
+    let no_anchor = [&[0u8][..], &l, &i].concat();
+    assert!(matches!(
+        harness::verify_chain(&no_anchor),
+        harness::ChainOutcome::Refused(_)
+    ));
+
+    let pem = format!("{}{}", root.pem(), int.pem());
+    assert_eq!(harness::sources(pem.as_bytes()), 2);
+    assert_eq!(harness::pki_inspect(pem.as_bytes()), 2);
+    assert_eq!(harness::pki_inspect(crl.der()), 1);
+    assert!(harness::names("räksmörgås.example".as_bytes()));
+    assert!(!harness::names(b"a\xe2\x80\xa4b.example"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("roots.pem");
+    std::fs::write(&src, &pem).unwrap();
+    let snap = dir.path().join("roots.snap");
+    tlskit_store::build_snapshot(&[tlskit_store::Source::File(src)], &snap).unwrap();
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let out = harness::snapshot(&bytes, None);
+    assert!(out.raw_opened);
+    assert_eq!(out.raw_anchors, 2);
+    // The DER arena ends the file: damage the last anchor's signature. The file still
+    // opens (anchors are checked lazily) but that anchor is never returned.
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x55;
+    let out = harness::snapshot(&bytes, None);
+    assert!(out.raw_opened);
+    assert_eq!(out.raw_anchors, 1);
+}
+
+/// Found by the `snapshot` target's invariant check (not a crash): a snapshot's
+/// `CaNames::len`/`encoded_len`/`fits_tls` are the header's values, so when an anchor
+/// fails its lazy integrity check its subject is no longer yielded by `iter()` (and not
+/// sent in a CertificateRequest: `hint_names` walks the iterator) but is still counted.
+/// `tlskit store info` and `tlskit doctor` then report names that are never sent, and a
+/// forged snapshot can make `fits_tls()` claim a list fits when it does not.
+#[test]
+#[ignore = "bug: snapshot CaNames::len/encoded_len are trusted header values, not what iter() yields"]
+fn snapshot_ca_name_counts_match_what_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let a = params("Root A", true, &[]).self_signed(&key).unwrap();
+    let b = params("Root B", true, &[]).self_signed(&key).unwrap();
+    let src = dir.path().join("roots.pem");
+    std::fs::write(&src, format!("{}{}", a.pem(), b.pem())).unwrap();
+    let snap = dir.path().join("roots.snap");
+    tlskit_store::build_snapshot(&[tlskit_store::Source::File(src)], &snap).unwrap();
+    let mut bytes = std::fs::read(&snap).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x55; // the last anchor's signature: it fails its check
+    std::fs::write(&snap, &bytes).unwrap();
+    let store = tlskit_store::TrustStore::open_snapshot(&snap).unwrap();
+    let names = store.ca_names();
+    let sent: Vec<&[u8]> = names.iter().collect();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(names.len(), sent.len());
+    assert_eq!(
+        names.encoded_len(),
+        sent.iter().map(|n| 2 + n.len()).sum::<usize>()
+    );
+}

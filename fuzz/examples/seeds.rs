@@ -1,0 +1,254 @@
+//! `seeds OUT_DIR`: write seed corpora for every fuzz target into OUT_DIR/<target>/ from
+//! valid inputs made with rcgen (certificates valid 2020..2040, so they verify at the
+//! harness's fixed time). Run by `scripts/fuzz-seeds`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::path::PathBuf;
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertificateRevocationListParams, DistinguishedName,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyIdMethod, KeyPair, RevokedCertParams,
+    SerialNumber, SignatureAlgorithm,
+};
+
+fn ymd(y: i32, m: u8, d: u8) -> time::OffsetDateTime {
+    time::Date::from_calendar_date(y, time::Month::try_from(m).unwrap(), d)
+        .unwrap()
+        .midnight()
+        .assume_utc()
+}
+
+fn params(cn: &str, ca: bool, sans: &[&str]) -> CertificateParams {
+    let mut p =
+        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    dn.push(DnType::OrganizationName, "tlskit fuzz");
+    p.distinguished_name = dn;
+    if ca {
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    } else {
+        p.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+    }
+    p.not_before = ymd(2020, 1, 1);
+    p.not_after = ymd(2040, 1, 1);
+    p
+}
+
+fn key(alg: &'static SignatureAlgorithm) -> KeyPair {
+    KeyPair::generate_for(alg).unwrap_or_else(|_| KeyPair::generate().unwrap())
+}
+
+struct Out(PathBuf);
+impl Out {
+    fn put(&self, target: &str, name: &str, data: &[u8]) {
+        let dir = self.0.join(target);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(name), data).unwrap();
+    }
+}
+
+fn framed(ctl: u8, parts: &[&[u8]]) -> Vec<u8> {
+    let mut v = vec![ctl];
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+fn main() {
+    let dir = std::env::args().nth(1).expect("usage: seeds OUT_DIR");
+    let out = Out(PathBuf::from(dir));
+    let tmp = std::env::temp_dir().join(format!("tlskit-seeds-{}", std::process::id()));
+    fs::create_dir_all(&tmp).unwrap();
+
+    // A P-256 root, an intermediate, a leaf for the fuzz name, and CAs of other key types.
+    let root_key = key(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let root_p = params("Fuzz Root", true, &[]);
+    let root = root_p.self_signed(&root_key).unwrap();
+    let root_issuer = Issuer::from_params(&root_p, &root_key);
+    let int_key = key(&rcgen::PKCS_ECDSA_P384_SHA384);
+    let int_p = params("Fuzz Intermediate", true, &[]);
+    let int = int_p.signed_by(&int_key, &root_issuer).unwrap();
+    let int_issuer = Issuer::from_params(&int_p, &int_key);
+    let leaf_key = key(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let mut leaf_p = params(
+        "fuzz.example",
+        false,
+        &[
+            "fuzz.example",
+            "*.fuzz.example",
+            "xn--rksmrgs-5wao1o.example",
+            "192.0.2.1",
+        ],
+    );
+    leaf_p.serial_number = Some(SerialNumber::from(77u64));
+    let leaf = leaf_p.signed_by(&leaf_key, &int_issuer).unwrap();
+    let ed_key = key(&rcgen::PKCS_ED25519);
+    let ed_root = params("Fuzz Ed25519 Root", true, &[])
+        .self_signed(&ed_key)
+        .unwrap();
+    let rsa_key = key(&rcgen::PKCS_RSA_SHA256);
+    let rsa_root = params("Fuzz RSA Root", true, &[])
+        .self_signed(&rsa_key)
+        .unwrap();
+    let crl = CertificateRevocationListParams {
+        this_update: ymd(2025, 1, 1),
+        next_update: ymd(2030, 1, 1),
+        crl_number: SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![RevokedCertParams {
+            serial_number: SerialNumber::from(77u64),
+            revocation_time: ymd(2025, 6, 1),
+            reason_code: None,
+            invalidity_date: None,
+        }],
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(&int_issuer)
+    .unwrap();
+    let empty_crl = CertificateRevocationListParams {
+        this_update: ymd(2025, 1, 1),
+        next_update: ymd(2030, 1, 1),
+        crl_number: SerialNumber::from(2u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![],
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(&int_issuer)
+    .unwrap();
+    let csr = params("fuzz.example", false, &["fuzz.example"])
+        .serialize_request(&leaf_key)
+        .unwrap();
+
+    let (r, i, l) = (root.der().as_ref(), int.der().as_ref(), leaf.der().as_ref());
+    let bundle = format!(
+        "Fuzz bundle\n# comment\n{}\n{}junk between blocks\r\n{}{}",
+        root.pem(),
+        int.pem(),
+        ed_root.pem(),
+        rsa_root.pem().replace('\n', "\r\n")
+    );
+
+    // sources: PEM bundles, single DER, CRL, duplicates.
+    out.put("sources", "root.pem", root.pem().as_bytes());
+    out.put("sources", "root.der", r);
+    out.put("sources", "bundle.pem", bundle.as_bytes());
+    out.put(
+        "sources",
+        "dup.pem",
+        format!("{}{}", root.pem(), root.pem()).as_bytes(),
+    );
+    out.put(
+        "sources",
+        "chain.pem",
+        format!("{}{}", leaf.pem(), int.pem()).as_bytes(),
+    );
+    out.put("sources", "crl.pem", crl.pem().unwrap().as_bytes());
+    out.put("sources", "crl.der", crl.der());
+
+    // snapshots built by the store itself.
+    let write_tmp = |name: &str, data: &[u8]| -> PathBuf {
+        let p = tmp.join(name);
+        fs::write(&p, data).unwrap();
+        p
+    };
+    let bundle_path = write_tmp("bundle.pem", bundle.as_bytes());
+    let root_path = write_tmp("root.pem", root.pem().as_bytes());
+    for (name, srcs) in [
+        ("one.snap", vec![root_path.clone()]),
+        ("bundle.snap", vec![bundle_path.clone()]),
+    ] {
+        let snap = tmp.join(name);
+        let sources: Vec<_> = srcs.into_iter().map(tlskit_store::Source::File).collect();
+        tlskit_store::build_snapshot(&sources, &snap).unwrap();
+        out.put("snapshot", name, &fs::read(&snap).unwrap());
+    }
+
+    // verify_chain: control byte, anchors, end entity, intermediates, [CRL].
+    out.put("verify_chain", "valid", &framed(1, &[r, l, i]));
+    out.put("verify_chain", "valid-noname", &framed(0x11, &[r, l, i]));
+    out.put("verify_chain", "valid-client", &framed(0x09, &[r, l, i]));
+    out.put(
+        "verify_chain",
+        "revoked",
+        &framed(0x05, &[r, l, i, crl.der()]),
+    );
+    out.put(
+        "verify_chain",
+        "crl-ok",
+        &framed(0x05, &[r, l, i, empty_crl.der()]),
+    );
+    out.put(
+        "verify_chain",
+        "two-anchors",
+        &framed(2, &[ed_root.der(), r, l, i]),
+    );
+    out.put("verify_chain", "no-anchor", &framed(0, &[l, i]));
+    out.put("verify_chain", "int-anchor", &framed(1, &[i, l]));
+    out.put("verify_chain", "missing-int", &framed(1, &[r, l]));
+
+    // pki_inspect: certificates, chains, requests, keys, CRLs, PEM and DER.
+    out.put("pki_inspect", "leaf.pem", leaf.pem().as_bytes());
+    out.put("pki_inspect", "leaf.der", l);
+    out.put("pki_inspect", "chain.der", &[l, i, r].concat());
+    out.put("pki_inspect", "bundle.pem", bundle.as_bytes());
+    out.put("pki_inspect", "csr.pem", csr.pem().unwrap().as_bytes());
+    out.put("pki_inspect", "csr.der", csr.der());
+    out.put("pki_inspect", "crl.pem", crl.pem().unwrap().as_bytes());
+    out.put("pki_inspect", "crl.der", crl.der());
+    out.put(
+        "pki_inspect",
+        "key.pem",
+        leaf_key.serialize_pem().as_bytes(),
+    );
+    out.put("pki_inspect", "ed.pem", ed_key.serialize_pem().as_bytes());
+    out.put(
+        "pki_inspect",
+        "pub.pem",
+        leaf_key.public_key_pem().as_bytes(),
+    );
+    out.put("pki_inspect", "rsa.pem", rsa_root.pem().as_bytes());
+
+    // pki_p12: an archive made by tlskit's own export, password "fuzz".
+    let kp = write_tmp("leaf.key", leaf_key.serialize_pem().as_bytes());
+    let cp = write_tmp(
+        "leaf-chain.pem",
+        format!("{}{}", leaf.pem(), int.pem()).as_bytes(),
+    );
+    match tlskit_pki::p12::export(&kp, &cp, "fuzz") {
+        Ok(p12) => out.put("pki_p12", "leaf.p12", &p12),
+        Err(e) => eprintln!("seeds: p12 export failed: {e}"),
+    }
+
+    // names: reference and presented names.
+    let names = [
+        "fuzz.example",
+        "*.fuzz.example",
+        "FUZZ.Example.",
+        "räksmörgås.example",
+        "xn--rksmrgs-5wao1o.example",
+        "例え.テスト",
+        "ｅｘａｍｐｌｅ．com",
+        "a\u{2024}b.example",
+        "faß.de",
+        "xn--fa-hia.de",
+        "192.0.2.1",
+        "[2001:db8::1]",
+        "2001:db8::1",
+        "a..b",
+        "-a.example",
+        "xn--.example",
+        "xn--zz-.example",
+        "a\u{200d}b.example",
+    ];
+    for (k, n) in names.iter().enumerate() {
+        out.put("names", &format!("name-{k:02}"), n.as_bytes());
+    }
+    let _ = fs::remove_dir_all(&tmp);
+    eprintln!("seeds: wrote corpora under {}", out.0.display());
+}

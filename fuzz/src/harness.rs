@@ -1,0 +1,459 @@
+//! Fuzz harness bodies, shared by the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`, each
+//! a one-line wrapper) and by the regression replay test
+//! (`crates/cli/tests/fuzz_regressions.rs`, which includes this file with `#[path]`), so
+//! a saved input is replayed through exactly the code the fuzzer ran.
+//!
+//! Every function takes arbitrary bytes, drives one public tlskit entry point that reads
+//! untrusted input, exercises whatever it returns, and checks invariants with `assert!`
+//! (a violated invariant is a bug the fuzzer should report, like a panic).
+//!
+//! Only public library API is used; files are written to a per-call scratch file
+//! (`/dev/shm` when present) because several entry points take a path.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tlskit_store::{LoadReport, Source, StoreBuilder, TrustStore};
+use tlskit_verify::names::{self, DnsName, ReferenceName};
+use tlskit_verify::{
+    CertificateDer, ChainVerifier, Crl, Purpose, ServerName, UnixTime, VerifierConfig,
+};
+
+/// Fixed "now" for every time-dependent check (2026-01-01T00:00:00Z), so a saved input
+/// replays the same way on any day. Seeds are issued valid 2020..2040.
+pub const FIXED_NOW: u64 = 1_767_225_600;
+
+/// The DNS name chains are verified for (seed leaves carry it).
+pub const FUZZ_NAME: &str = "fuzz.example";
+
+/// Snapshot header layout (see `crates/store/src/snapshot.rs`): used only to repair
+/// checksums so mutated snapshots get past the header and reach the tables and anchors.
+const SNAP_HEADER_LEN: usize = 128;
+
+/// The snapshot checksum function (xxh3-64). Passed in because the regression test's
+/// crate does not depend on `xxhash-rust`; it replays snapshot inputs saved already
+/// repaired (see FUZZING.md), so it passes `None`.
+pub type Hasher = fn(&[u8]) -> u64;
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A scratch file holding `data`, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(kind: &str, data: &[u8]) -> Option<Self> {
+        let base = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = base.join(format!("tlskit-fuzz-{}-{kind}-{n}", std::process::id()));
+        // A full /dev/shm is the machine's problem, not a finding: skip the input.
+        fs::write(&path, data).ok()?;
+        Some(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Look every anchor of `store` up by each of its keys and check that lookups only ever
+/// return anchors matching the key. `must_hit`: the store was built in memory, so every
+/// anchor must also be found (a mapped snapshot with a damaged index may miss).
+fn exercise_store(store: &TrustStore, probe: &[u8], must_hit: bool) -> usize {
+    let mut seen = 0usize;
+    let _ = (store.generation(), store.is_empty(), store.der_bytes());
+    for a in store.anchors() {
+        seen += 1;
+        let (subject, sha) = (a.subject(), a.sha256());
+        let _ = (a.der().len(), a.not_before(), a.not_after(), a.index());
+        let _ = tlskit_verify::format_name(subject);
+        let _ = tlskit_store::render_name(subject);
+        let mut hit = false;
+        for b in store.by_subject(subject) {
+            assert_eq!(b.subject(), subject, "by_subject returned another subject");
+            hit |= b.sha256() == sha;
+        }
+        assert!(hit || !must_hit, "anchor not found by its subject");
+        if let Some(kid) = a.key_id() {
+            let mut hit = false;
+            for b in store.by_key_id(kid) {
+                assert_eq!(b.key_id(), Some(kid), "by_key_id returned another key id");
+                hit |= b.sha256() == sha;
+            }
+            assert!(hit || !must_hit, "anchor not found by its key id");
+        }
+        match store.by_fingerprint(sha) {
+            Some(b) => assert_eq!(b.sha256(), sha, "by_fingerprint returned another anchor"),
+            None => assert!(!must_hit, "anchor not found by its fingerprint"),
+        }
+    }
+    assert!(
+        seen <= store.len(),
+        "iterator yielded more anchors than len()"
+    );
+    for i in 0..(store.len() as u32).saturating_add(2) {
+        let _ = store.get(i);
+    }
+    // Arbitrary keys: any hit must match the key.
+    for b in store.by_subject(probe) {
+        assert_eq!(b.subject(), probe);
+    }
+    for b in store.by_key_id(probe) {
+        assert_eq!(b.key_id(), Some(probe));
+    }
+    if let Ok(fp) = <[u8; 32]>::try_from(probe.get(..32).unwrap_or(&[])) {
+        if let Some(b) = store.by_fingerprint(&fp) {
+            assert_eq!(b.sha256(), &fp);
+        }
+    }
+    let names = store.ca_names();
+    let (mut count, mut bytes) = (0usize, 0usize);
+    for dn in names.iter() {
+        count += 1;
+        bytes += 2 + dn.len();
+    }
+    if must_hit {
+        assert_eq!(
+            count,
+            names.len(),
+            "CaNames::len disagrees with its iterator"
+        );
+        assert_eq!(bytes, names.encoded_len(), "CaNames::encoded_len is wrong");
+    } else {
+        // A snapshot's len/encoded_len are header values: names of anchors that fail
+        // their lazy check are not sent but still counted (reported, not a crash).
+        assert!(
+            count <= names.len(),
+            "CaNames yielded more names than len()"
+        );
+    }
+    let _ = (names.encoded_len(), names.fits_tls(), names.is_empty());
+    seen
+}
+
+/// PEM/DER source loading: the bytes as a trust-store source file
+/// (`StoreBuilder::add_source(Source::File)`, i.e. the PEM scanner and DER detection), as
+/// one DER certificate (`StoreBuilder::add_der`), and as `tlskit verify`'s certificate and
+/// CRL input files (`load_certs`, `load_crl`). Returns the number of anchors loaded.
+pub fn sources(data: &[u8]) -> usize {
+    let Some(file) = Scratch::new("src", data) else {
+        return 0;
+    };
+    let mut builder = StoreBuilder::new();
+    let mut report = LoadReport::default();
+    builder.add_source(&Source::File(file.0.clone()), &mut report);
+    let _ = builder.add_der(data, &file.0);
+    for e in &report.errors {
+        let _ = e.to_string();
+    }
+    let store = builder.build();
+    let n = exercise_store(&store, data, true);
+    assert_eq!(n, store.len(), "a built store hides anchors");
+    if let Ok(certs) = tlskit_verify::load_certs(&file.0) {
+        assert!(!certs.is_empty());
+    }
+    let _ = tlskit_verify::load_crl(&file.0);
+    n
+}
+
+/// What [`snapshot`] saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotOutcome {
+    /// The bytes as given opened as a snapshot.
+    pub raw_opened: bool,
+    /// Anchors usable in the raw snapshot.
+    pub raw_anchors: usize,
+    /// The bytes with repaired checksums opened as a snapshot.
+    pub repaired_opened: bool,
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
+}
+
+fn u32_at(b: &[u8], at: usize) -> usize {
+    let mut x = [0u8; 4];
+    x.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(x) as usize
+}
+
+/// Rewrite the header's checksums (index, sources, header) so they match the bytes, the
+/// way anyone writing a hostile snapshot could (xxh3 is not a MAC). `None` when the header
+/// is too short or its offsets do not fit the file.
+pub fn repair_snapshot(data: &[u8], xxh3_64: Hasher) -> Option<Vec<u8>> {
+    if data.len() < SNAP_HEADER_LEN || &data[..8] != tlskit_store::MAGIC {
+        return None;
+    }
+    let mut out = data.to_vec();
+    let (n, m) = (u32_at(&out, 16), u32_at(&out, 20));
+    let caps = u32_at(&out, 24)
+        .checked_add(u32_at(&out, 28))?
+        .checked_add(u32_at(&out, 32))?;
+    let entries = caps.checked_add(n.checked_mul(2)?)?.checked_add(m)?;
+    let index_len = entries.checked_mul(4)?.checked_add(7)? & !7;
+    let t_off = usize::try_from(u64_at(&out, 48)).ok()?;
+    if let Some(index) = out.get(t_off..t_off.checked_add(index_len)?) {
+        let h = xxh3_64(index);
+        out[104..112].copy_from_slice(&h.to_le_bytes());
+    }
+    let s_off = usize::try_from(u64_at(&out, 64)).ok()?;
+    let s_len = usize::try_from(u64_at(&out, 72)).ok()?;
+    if let Some(src) = out.get(s_off..s_off.checked_add(s_len)?) {
+        let h = xxh3_64(src);
+        out[112..120].copy_from_slice(&h.to_le_bytes());
+    }
+    let h = xxh3_64(&out[..120]);
+    out[120..128].copy_from_slice(&h.to_le_bytes());
+    Some(out)
+}
+
+fn open_and_exercise(file: &Scratch, probe: &[u8]) -> Option<usize> {
+    let store = TrustStore::open_snapshot(&file.0).ok()?;
+    let n = exercise_store(&store, probe, false);
+    let _ = store.verify_all();
+    let _ = store.snapshot_info();
+    let _ = store.snapshot_sources();
+    for issue in store.stale_sources() {
+        let _ = issue.to_string();
+    }
+    drop(store);
+    // The same file as a source of `tlskit store build` (copies anchors into a builder).
+    let mut builder = StoreBuilder::new();
+    let mut report = LoadReport::default();
+    builder.add_source(&Source::Snapshot(file.0.clone()), &mut report);
+    let rebuilt = builder.build();
+    let m = exercise_store(&rebuilt, probe, true);
+    assert_eq!(
+        m, n,
+        "rebuilding from a snapshot changed the usable anchors"
+    );
+    Some(n)
+}
+
+/// Snapshot reading: the bytes as a snapshot file (`TrustStore::open_snapshot`), then
+/// (when `repair_with` is given) the same bytes with their checksums repaired (so the fuzzer reaches the tables and the
+/// per-anchor checks, as a deliberately forged file would). An opened snapshot is
+/// iterated and every anchor looked up; it is also loaded as a `Source::Snapshot`.
+pub fn snapshot(data: &[u8], repair_with: Option<Hasher>) -> SnapshotOutcome {
+    let mut out = SnapshotOutcome::default();
+    let probe = data.get(data.len().saturating_sub(48)..).unwrap_or(&[]);
+    if let Some(file) = Scratch::new("snap", data) {
+        if let Some(n) = open_and_exercise(&file, probe) {
+            out.raw_opened = true;
+            out.raw_anchors = n;
+        }
+    }
+    if let Some(fixed) = repair_with.and_then(|h| repair_snapshot(data, h)) {
+        if fixed != data {
+            if let Some(file) = Scratch::new("snapfix", &fixed) {
+                out.repaired_opened = open_and_exercise(&file, probe).is_some();
+            }
+        } else {
+            out.repaired_opened = out.raw_opened;
+        }
+    }
+    out
+}
+
+/// Split DER objects laid end to end; a header that does not fit makes the rest one piece.
+pub fn split_der(mut data: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let len = der_len(data)
+            .filter(|&l| l <= data.len())
+            .unwrap_or(data.len());
+        let (a, b) = data.split_at(len);
+        out.push(a);
+        data = b;
+    }
+    out
+}
+
+/// Total length (header + contents) of the DER object at the start of `d`.
+fn der_len(d: &[u8]) -> Option<usize> {
+    let first = *d.get(1)? as usize;
+    if first < 0x80 {
+        return Some(2 + first);
+    }
+    let k = first & 0x7f;
+    if k == 0 || k > 3 {
+        return None;
+    }
+    let mut len = 0usize;
+    for i in 0..k {
+        len = (len << 8) | *d.get(2 + i)? as usize;
+    }
+    Some(2 + k + len)
+}
+
+/// What [`verify_chain`] concluded (for regression tests).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChainOutcome {
+    /// Too little input to form a chain.
+    Empty,
+    /// The chain verified.
+    Valid,
+    /// Refused, with the error's text.
+    Refused(String),
+}
+
+/// Verification of an arbitrary chain. Input: one control byte, then DER objects laid end
+/// to end. Control bits: 0-1 number of leading objects that become the (small) trust
+/// store via `StoreBuilder::add_der`; 2 the last object is a CRL to check against; 3 client
+/// instead of server purpose; 4 no reference name (else [`FUZZ_NAME`]). The next object is
+/// the end entity, the rest are the presented intermediates. Verified with the cache
+/// twice and without it once; the three answers must agree.
+pub fn verify_chain(data: &[u8]) -> ChainOutcome {
+    let Some((&ctl, rest)) = data.split_first() else {
+        return ChainOutcome::Empty;
+    };
+    let mut pieces = split_der(rest);
+    let mut config = VerifierConfig::default();
+    if ctl & 4 != 0 {
+        if let Some(last) = pieces.pop() {
+            match Crl::from_der(last) {
+                Ok(crl) => config.crls.push(crl),
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            }
+        }
+    }
+    let n_anchors = usize::from(ctl & 3).min(pieces.len());
+    let mut builder = StoreBuilder::new();
+    for a in &pieces[..n_anchors] {
+        let _ = builder.add_der(a, Path::new("fuzz-anchor"));
+    }
+    let store = builder.build();
+    let Some((ee, inter)) = pieces[n_anchors..].split_first() else {
+        return ChainOutcome::Empty;
+    };
+    let ee = CertificateDer::from(*ee);
+    let inter: Vec<CertificateDer<'_>> = inter.iter().map(|c| CertificateDer::from(*c)).collect();
+    let purpose = if ctl & 8 != 0 {
+        Purpose::Client
+    } else {
+        Purpose::Server
+    };
+    let name = if ctl & 16 != 0 {
+        None
+    } else {
+        ServerName::try_from(FUZZ_NAME).ok()
+    };
+    let now = UnixTime::since_unix_epoch(Duration::from_secs(FIXED_NOW));
+    let verifier = ChainVerifier::new(config.clone());
+    let first = verifier.verify(&store, &ee, &inter, name.as_ref(), purpose, now);
+    let second = verifier.verify(&store, &ee, &inter, name.as_ref(), purpose, now);
+    config.cache = None;
+    let uncached = ChainVerifier::new(config).verify_uncached(
+        &store,
+        &ee,
+        &inter,
+        name.as_ref(),
+        purpose,
+        now,
+    );
+    match (&first, &second, &uncached) {
+        (Ok(a), Ok(b), Ok(c)) => {
+            assert_eq!(a.chain, b.chain, "cached answer differs");
+            assert_eq!(a.chain, c.chain, "uncached answer differs");
+            let _ = a.chain.subjects();
+            assert_eq!(a.chain.certs.first().map(|c| c.as_ref()), Some(ee.as_ref()));
+            assert!(store.by_fingerprint(&a.chain.anchor_sha256).is_some());
+            ChainOutcome::Valid
+        }
+        (Err(a), Err(b), Err(c)) => {
+            assert_eq!(a, b, "cached refusal differs");
+            assert_eq!(a, c, "uncached refusal differs");
+            ChainOutcome::Refused(a.to_string())
+        }
+        _ => panic!(
+            "cached and uncached verification disagree: {:?} / {:?} / {:?}",
+            first.as_ref().map(|_| ()),
+            second.as_ref().map(|_| ()),
+            uncached.as_ref().map(|_| ())
+        ),
+    }
+}
+
+/// Certificate, request, key and CRL inspection: `tlskit_pki::inspect::describe_bytes`
+/// (the `show` path, including its JSON rendering) and `tlskit_pki::lint::lint_bytes`.
+/// Returns the number of items described.
+pub fn pki_inspect(data: &[u8]) -> usize {
+    let now = time::OffsetDateTime::from_unix_timestamp(FIXED_NOW as i64)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let mut items = 0;
+    if let Ok(d) = tlskit_pki::inspect::describe_bytes(data) {
+        items = d.items.len();
+        assert!(items > 0, "describe_bytes returned Ok with nothing");
+        let _ = format!("{d:?}");
+        let _ = serde_json::to_string(&d.items);
+    }
+    if let Ok(findings) = tlskit_pki::lint::lint_bytes(data, now) {
+        for f in &findings {
+            let _ = format!("{f:?}");
+        }
+    }
+    items
+}
+
+/// PKCS#12 import (`tlskit pki p12 import`): the bytes as a .p12 file, password "fuzz".
+pub fn pki_p12(data: &[u8]) -> bool {
+    let Some(file) = Scratch::new("p12", data) else {
+        return false;
+    };
+    match tlskit_pki::p12::import(&file.0, "fuzz") {
+        Ok(imp) => {
+            assert!(!imp.key_pkcs8.is_empty());
+            true
+        }
+        Err(e) => {
+            let _ = e.to_string();
+            false
+        }
+    }
+}
+
+/// Names: arbitrary UTF-8 as a typed reference name (`DnsName::parse`,
+/// `ReferenceName::parse`, `parse_ip`) and as a name presented in a certificate
+/// (`check_presented_dns`). A parsed name's A-label form must parse to itself.
+pub fn names(data: &[u8]) -> bool {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return false;
+    };
+    let _ = names::parse_ip(s);
+    if let Ok(r) = ReferenceName::parse(s) {
+        let _ = r.to_string();
+        let _ = r.to_server_name();
+    }
+    let _ = names::check_presented_dns(s).map_err(|e| e.to_string());
+    match DnsName::parse(s) {
+        Ok(n) => {
+            let ascii = n.ascii().to_string();
+            let _ = (n.unicode(), n.is_wildcard(), n.to_string());
+            assert!(ascii.is_ascii(), "A-label form is not ASCII: {ascii:?}");
+            match DnsName::parse(&ascii) {
+                Ok(again) => assert_eq!(
+                    again.ascii(),
+                    ascii,
+                    "A-label form is not stable under parse: {s:?}"
+                ),
+                Err(e) => panic!("A-label form {ascii:?} of {s:?} does not parse: {e}"),
+            }
+            true
+        }
+        Err(e) => {
+            let _ = e.to_string();
+            false
+        }
+    }
+}
