@@ -204,14 +204,13 @@ fn harnesses_accept_valid_inputs() {
     assert_eq!(out.raw_anchors, 1);
 }
 
-/// Found by the `snapshot` target's invariant check (not a crash): a snapshot's
+/// Found by the `snapshot` target's invariant check (not a crash; fixed): a snapshot's
 /// `CaNames::len`/`encoded_len`/`fits_tls` are the header's values, so when an anchor
 /// fails its lazy integrity check its subject is no longer yielded by `iter()` (and not
 /// sent in a CertificateRequest: `hint_names` walks the iterator) but is still counted.
 /// `tlskit store info` and `tlskit doctor` then report names that are never sent, and a
 /// forged snapshot can make `fits_tls()` claim a list fits when it does not.
 #[test]
-#[ignore = "bug: snapshot CaNames::len/encoded_len are trusted header values, not what iter() yields"]
 fn snapshot_ca_name_counts_match_what_is_sent() {
     let dir = tempfile::tempdir().unwrap();
     let key = rcgen::KeyPair::generate().unwrap();

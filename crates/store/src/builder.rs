@@ -391,6 +391,7 @@ impl StoreBuilder {
         TrustStore {
             generation: 1,
             names: CaNames {
+                checked: std::sync::OnceLock::new(),
                 core: Core {
                     tables: Bytes::Owned(tables),
                     der: Bytes::Owned(der),

@@ -248,6 +248,7 @@ impl TrustStore {
         Ok(TrustStore {
             generation: 1,
             names: CaNames {
+                checked: std::sync::OnceLock::new(),
                 core: Core {
                     tables: Bytes::Mapped {
                         map: Arc::clone(&map),

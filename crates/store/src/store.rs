@@ -391,6 +391,10 @@ impl<'a> Anchor<'a> {
 /// (This struct also holds the store's data, so `TrustStore::ca_names` is free.)
 pub struct CaNames {
     pub(crate) core: Core,
+    /// For a mapped store: (count, encoded length) of the names that pass their anchor's
+    /// integrity check, computed on first use. The header's figures are not trusted for
+    /// what is sent (a corrupted anchor's name is never sent, so it must not be counted).
+    pub(crate) checked: std::sync::OnceLock<(usize, usize)>,
 }
 
 impl CaNames {
@@ -399,17 +403,29 @@ impl CaNames {
         let c = &self.core;
         (0..c.lay.m).filter_map(move |j| c.anchor(c.name_anchor(j)?).map(|a| a.subject))
     }
-    /// Number of distinct subjects.
+    /// Number of distinct subjects (exactly as many as [`CaNames::iter`] yields).
     pub fn len(&self) -> usize {
-        self.core.lay.m as usize
+        self.counts().0
     }
     pub fn is_empty(&self) -> bool {
-        self.core.lay.m == 0
+        self.len() == 0
     }
-    /// Bytes these names take in a TLS CertificateRequest: sum of (2 + dn.len()).
-    /// TLS caps the whole list at 65,535 bytes; see [`CaNames::fits_tls`].
+    /// Bytes these names take in a TLS CertificateRequest: sum of (2 + dn.len()) over
+    /// what [`CaNames::iter`] yields. TLS caps the whole list at 65,535 bytes; see
+    /// [`CaNames::fits_tls`].
     pub fn encoded_len(&self) -> usize {
-        self.core.lay.encoded_len as usize
+        self.counts().1
+    }
+    /// Built stores know their figures; a mapped store counts what passes the per-anchor
+    /// checks once (this verifies the names' anchors, so it is not done at open).
+    fn counts(&self) -> (usize, usize) {
+        if self.core.check.is_none() {
+            return (self.core.lay.m as usize, self.core.lay.encoded_len as usize);
+        }
+        *self.checked.get_or_init(|| {
+            self.iter()
+                .fold((0, 0), |(n, bytes), dn| (n + 1, bytes + 2 + dn.len()))
+        })
     }
     /// Whether the list fits the 16-bit length of `certificate_authorities`.
     pub fn fits_tls(&self) -> bool {
