@@ -2,13 +2,21 @@
 //!
 //! The report is a list of sections, each with a status, human lines and a JSON object,
 //! so later issues can add sections (e.g. probing a server) without reshaping the rest.
+//! With an address it also probes that server; with none it starts a built-in loopback
+//! server with a generated long chain and probes it twice (certificate compression on and
+//! off), so a new user sees in one command what the project measures.
 //! Exit: 0 when the system store loads (findings are reported as warnings), 2 when no
-//! usable system store exists.
+//! usable system store exists or the given server cannot be probed.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{json, Value};
+
+use std::time::Duration;
+
+use tlskit_net::probe::{ProbeOptions, ProbeReport};
+use tlskit_net::{Compression, ServeConfig, Server};
 
 use crate::cmd::store::{issue_json, load_or_explain};
 use crate::output::{print_json, CmdResult, Outcome, Style};
@@ -16,9 +24,17 @@ use crate::output::{print_json, CmdResult, Outcome, Style};
 /// Arguments of `tlskit doctor`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit doctor\n  tlskit doctor --json | jq .sections.trust_store\n  SSL_CERT_FILE=/etc/myapp/cas.pem tlskit doctor\n\nExit: 0 the system trust store loads (findings are warnings), 2 none usable."
+    after_help = "Examples:\n  tlskit doctor\n  tlskit doctor example.com:443\n  tlskit doctor 10.0.0.5:8443 --servername web.internal --roots ca.pem\n  tlskit doctor --json | jq .sections.trust_store\n  SSL_CERT_FILE=/etc/myapp/cas.pem tlskit doctor\n\nExit: 0 the system trust store loads (findings are warnings), 2 none usable or the server could not be probed."
 )]
 pub(crate) struct DoctorArgs {
+    /// A server to probe (HOST:PORT); without one, a built-in loopback server is probed.
+    pub(crate) target: Option<String>,
+    /// Name to send as SNI and verify (default: the host of HOST:PORT).
+    #[arg(long, requires = "target")]
+    pub(crate) servername: Option<String>,
+    /// Trust store for the probe (default: the system store).
+    #[arg(long = "roots", value_name = "SRC", requires = "target")]
+    pub(crate) roots: Vec<String>,
     /// Print one JSON object instead of the report.
     #[arg(long)]
     pub(crate) json: bool,
@@ -211,6 +227,184 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     }
 }
 
+/// Probe options for `target` with the doctor's defaults (one handshake, 10 s limits).
+fn probe_options(
+    target: &str,
+    name: Option<String>,
+    roots: Vec<tlskit_store::Source>,
+) -> ProbeOptions {
+    ProbeOptions {
+        target: target.to_string(),
+        server_name: name,
+        roots,
+        versions: Vec::new(),
+        timeout: Duration::from_secs(10),
+        repeat: 1,
+        starttls: None,
+    }
+}
+
+/// One probe as report lines and JSON.
+fn probe_lines(label: &str, r: &ProbeReport, lines: &mut Vec<String>) -> Value {
+    let flights: Vec<String> = r
+        .server_flights
+        .iter()
+        .map(|f| format!("{} B/{} seg", f.bytes, f.segments))
+        .collect();
+    lines.push(format!(
+        "{label:<22}{} round trip(s) [{}], {:.1} ms, {}, chain {} B ({} B {}), flights [{}]{}",
+        r.handshake_rtts,
+        r.handshake_rtts_method,
+        r.handshake_ms,
+        r.tls_version,
+        r.chain_bytes,
+        r.chain_bytes_compressed,
+        r.compression
+            .as_deref()
+            .unwrap_or("uncompressed: brotli estimate"),
+        flights.join(", "),
+        if r.verified { "" } else { ", NOT verified" }
+    ));
+    for a in &r.advice {
+        lines.push(format!("{:<22}{a}", ""));
+    }
+    serde_json::to_value(r).unwrap_or(Value::Null)
+}
+
+/// Probe a given server.
+fn server_section(args: &DoctorArgs, target: &str) -> Section {
+    let roots = args
+        .roots
+        .iter()
+        .map(|s| tlskit_store::Source::from_arg(s))
+        .collect();
+    let mut lines = Vec::new();
+    match tlskit_net::probe::probe(&probe_options(target, args.servername.clone(), roots)) {
+        Ok(r) => {
+            let status = if r.verified { Status::Ok } else { Status::Warn };
+            let json = probe_lines("handshake", &r, &mut lines);
+            Section {
+                id: "probe",
+                title: "The server's handshake",
+                status,
+                lines,
+                json,
+            }
+        }
+        Err(e) => Section {
+            id: "probe",
+            title: "The server's handshake",
+            status: Status::Bad,
+            lines: vec![format!("{target}: {e}")],
+            json: json!({"target": target, "error": e.to_string()}),
+        },
+    }
+}
+
+/// Start a loopback `tlskit serve` with a generated ~27 KB chain and probe it with
+/// certificate compression on and off: the round trip that compression saves.
+fn loopback_section() -> Section {
+    let title = "Built-in loopback server (27 KB chain)";
+    match loopback_probes() {
+        Ok((lines, json)) => Section {
+            id: "loopback",
+            title,
+            status: Status::Ok,
+            lines,
+            json,
+        },
+        Err(e) => Section {
+            id: "loopback",
+            title,
+            status: Status::Warn,
+            lines: vec![format!("could not run: {e:#}")],
+            json: json!({"error": format!("{e:#}")}),
+        },
+    }
+}
+
+fn loopback_probes() -> anyhow::Result<(Vec<String>, Value)> {
+    let dir = tempfile::tempdir()?;
+    let (root, chain, key) = long_chain(dir.path())?;
+    tlskit_net::log::set_level(tlskit_net::log::Level::Off);
+    let mut lines = vec![
+        "a server on 127.0.0.1 with a leaf + intermediate chain over TCP's 14,600-byte".to_string(),
+        "initial window, probed with certificate compression on and off:".to_string(),
+    ];
+    let mut out = serde_json::Map::new();
+    for (label, compress) in [
+        (
+            "with compression",
+            vec![Compression::Brotli, Compression::Zlib],
+        ),
+        ("without compression", Vec::new()),
+    ] {
+        let mut cfg = ServeConfig::new(
+            vec![std::net::SocketAddr::from(([127, 0, 0, 1], 0))],
+            chain.clone(),
+            key.clone(),
+        );
+        cfg.compress = compress;
+        cfg.watch = false;
+        let server = Server::bind(cfg)?;
+        let addr = *server
+            .local_addrs()
+            .first()
+            .ok_or_else(|| anyhow::anyhow!("the loopback server has no address"))?;
+        // The server thread ends with the process; doctor exits when its report is done.
+        std::thread::spawn(move || server.run());
+        let opts = probe_options(
+            &addr.to_string(),
+            Some("doctor.tlskit.test".into()),
+            vec![tlskit_store::Source::File(root.clone())],
+        );
+        let r = tlskit_net::probe::probe(&opts)?;
+        out.insert(label.replace(' ', "_"), probe_lines(label, &r, &mut lines));
+    }
+    lines.push(
+        "on loopback the count is of server bursts; over a real link, `tlskit probe` times them"
+            .to_string(),
+    );
+    Ok((lines, Value::Object(out)))
+}
+
+/// Root → intermediate → leaf with 800 extra DNS names (about 27 KB of DER), written to
+/// `dir`: returns (root.pem, chain.pem, key.pem).
+fn long_chain(
+    dir: &std::path::Path,
+) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_params = |cn: &str| -> anyhow::Result<CertificateParams> {
+        let mut p = CertificateParams::new(Vec::<String>::new())?;
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        Ok(p)
+    };
+    let root_key = KeyPair::generate()?;
+    let root = ca_params("tlskit doctor root")?.self_signed(&root_key)?;
+    let inter_key = KeyPair::generate()?;
+    let inter_issuer = rcgen::Issuer::new(ca_params("tlskit doctor root")?, &root_key);
+    let inter = ca_params("tlskit doctor intermediate")?.signed_by(&inter_key, &inter_issuer)?;
+    let mut names = vec!["doctor.tlskit.test".to_string()];
+    names.extend((0..800).map(|i| format!("host-{i:04}.long-chain.tlskit.test")));
+    let leaf_key = KeyPair::generate()?;
+    let mut leaf_params = CertificateParams::new(names)?;
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "doctor.tlskit.test");
+    let leaf_issuer = rcgen::Issuer::new(ca_params("tlskit doctor intermediate")?, &inter_key);
+    let leaf = leaf_params.signed_by(&leaf_key, &leaf_issuer)?;
+    let (root_p, chain_p, key_p) = (
+        dir.join("root.pem"),
+        dir.join("chain.pem"),
+        dir.join("key.pem"),
+    );
+    std::fs::write(&root_p, root.pem())?;
+    std::fs::write(&chain_p, format!("{}{}", leaf.pem(), inter.pem()))?;
+    std::fs::write(&key_p, leaf_key.serialize_pem())?;
+    Ok((root_p, chain_p, key_p))
+}
+
 pub(crate) fn run(args: DoctorArgs) -> CmdResult {
     let mut sections = Vec::new();
     let (sys, srcs) = system_section();
@@ -220,6 +414,10 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         if sections.last().is_some_and(|s| s.status != Status::Bad) {
             sections.push(lint_section(srcs));
         }
+    }
+    match &args.target {
+        Some(t) => sections.push(server_section(&args, t)),
+        None => sections.push(loopback_section()),
     }
     let worst = sections
         .iter()
@@ -238,7 +436,10 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         print_json(&json!({"status": worst, "sections": map}))?;
     } else {
         let st = Style::stdout();
-        println!("{}", st.bold("tlskit doctor: this machine's trust setup"));
+        println!(
+            "{}",
+            st.bold("tlskit doctor: this machine's trust setup and a handshake")
+        );
         for s in &sections {
             let tag = match s.status {
                 Status::Ok => st.good("[ok]  "),
@@ -252,6 +453,12 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         }
     }
     if worst == Status::Bad {
+        if sections
+            .iter()
+            .any(|s| s.id == "probe" && s.status == Status::Bad)
+        {
+            anyhow::bail!("the server could not be probed");
+        }
         anyhow::bail!("no usable system trust store");
     }
     Ok(Outcome::Success)
