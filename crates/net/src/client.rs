@@ -78,23 +78,25 @@ pub struct ConnectReport {
     pub handshake_ms: f64,
 }
 
+/// What the recording verifier saw: the verified chain or the reason, and what was sent.
 #[derive(Debug, Default)]
-struct Record {
-    verified: Option<Vec<CertificateDer<'static>>>,
-    error: Option<String>,
-    presented: Vec<CertificateDer<'static>>,
+pub(crate) struct Record {
+    pub(crate) verified: Option<Vec<CertificateDer<'static>>>,
+    pub(crate) error: Option<String>,
+    pub(crate) presented: Vec<CertificateDer<'static>>,
 }
 
 /// Verifies with tlskit's store verifier and records the result instead of failing.
 /// Handshake signatures are still checked (a forged CertificateVerify aborts).
+/// (Shared by `connect` and `probe`.)
 #[derive(Debug)]
-struct RecordingVerifier {
-    inner: StoreServerVerifier,
-    record: Mutex<Record>,
+pub(crate) struct RecordingVerifier {
+    pub(crate) inner: StoreServerVerifier,
+    pub(crate) record: Mutex<Record>,
 }
 
 impl RecordingVerifier {
-    fn take(&self) -> Record {
+    pub(crate) fn take(&self) -> Record {
         std::mem::take(&mut *self.record.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -158,7 +160,8 @@ fn subject(der: &[u8]) -> String {
     }
 }
 
-fn split_target(target: &str) -> Result<(String, u16), NetError> {
+/// `HOST:PORT` or `[v6]:PORT` into (host, port).
+pub(crate) fn split_target(target: &str) -> Result<(String, u16), NetError> {
     let bad = |why: &str| NetError::Config(format!("{target}: {why} (expected HOST:PORT)"));
     let (host, port) = if let Some(rest) = target.strip_prefix('[') {
         let (h, p) = rest

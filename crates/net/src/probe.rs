@@ -18,18 +18,15 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
 use rustls::compress::{CertDecompressor, CompressionLevel, DecompressionFailed};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{
-    CertificateCompressionAlgorithm, ClientConfig, ClientConnection, DigitallySignedStruct,
-    HandshakeKind, SignatureScheme,
-};
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{CertificateCompressionAlgorithm, ClientConfig, ClientConnection, HandshakeKind};
 use tlskit_store::{Source, StoreHandle};
 use tlskit_verify::names::ReferenceName;
 use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
+use crate::client::{split_target, Record, RecordingVerifier};
 use crate::error::NetError;
 use crate::server::TlsVersion;
 
@@ -293,70 +290,6 @@ pub struct ProbeReport {
     pub advice: Vec<String>,
 }
 
-#[derive(Debug, Default)]
-struct CertRecord {
-    verified: Option<Vec<CertificateDer<'static>>>,
-    error: Option<String>,
-    presented: Vec<CertificateDer<'static>>,
-}
-
-/// Verifies with tlskit's store verifier, recording the verdict instead of aborting.
-#[derive(Debug)]
-struct RecordingVerifier {
-    inner: StoreServerVerifier,
-    record: Mutex<CertRecord>,
-}
-
-impl RecordingVerifier {
-    fn take(&self) -> CertRecord {
-        std::mem::take(&mut *self.record.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-impl ServerCertVerifier for RecordingVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let result = self
-            .inner
-            .verify(end_entity, intermediates, server_name, now);
-        let mut r = self.record.lock().unwrap_or_else(|p| p.into_inner());
-        r.presented = std::iter::once(end_entity)
-            .chain(intermediates)
-            .map(|c| c.clone().into_owned())
-            .collect();
-        match result {
-            Ok(v) => r.verified = Some(v.chain.certs.clone()),
-            Err(e) => r.error = Some(e.to_string()),
-        }
-        Ok(ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
 /// (algorithm, compressed bytes) of the last compressed certificate message.
 type CompressionSeen = Arc<Mutex<Option<(CertificateCompressionAlgorithm, usize)>>>;
 
@@ -460,21 +393,6 @@ impl Write for Recorder {
     }
 }
 
-fn split_target(target: &str) -> Result<(String, u16), NetError> {
-    let bad = |why: &str| NetError::Config(format!("{target}: {why} (expected HOST:PORT)"));
-    let (host, port) = if let Some(rest) = target.strip_prefix('[') {
-        rest.split_once("]:")
-            .ok_or_else(|| bad("bad IPv6 literal"))?
-    } else {
-        target.rsplit_once(':').ok_or_else(|| bad("no port"))?
-    };
-    let port = port.parse().map_err(|_| bad("bad port"))?;
-    if host.is_empty() {
-        return Err(bad("no host"));
-    }
-    Ok((host.to_string(), port))
-}
-
 fn subject(der: &[u8]) -> String {
     match x509_parser::parse_x509_certificate(der) {
         Ok((_, c)) => tlskit_verify::format_name(c.subject().as_raw()),
@@ -529,7 +447,7 @@ struct Shot {
     resumed: bool,
     version: String,
     suite: String,
-    certs: CertRecord,
+    certs: Record,
     peer_certs: Vec<CertificateDer<'static>>,
 }
 
@@ -898,7 +816,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
     let verifier = Arc::new(RecordingVerifier {
         inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
-        record: Mutex::new(CertRecord::default()),
+        record: Mutex::new(Record::default()),
     });
     let seen: CompressionSeen = Arc::new(Mutex::new(None));
     // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
