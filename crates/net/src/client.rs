@@ -178,44 +178,82 @@ pub(crate) fn split_target(target: &str) -> Result<(String, u16), NetError> {
     Ok((host.to_string(), port))
 }
 
+/// What `connect` and `probe` prepare before they dial: the target, the reference name
+/// (UTS #46), the trust store (default: the system store; nothing loadable is an error),
+/// a warmed-up crypto provider and the recording verifier.
+pub(crate) struct ClientSetup {
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) reference: ReferenceName,
+    pub(crate) server_name: ServerName<'static>,
+    pub(crate) provider: Arc<rustls::crypto::CryptoProvider>,
+    pub(crate) verifier: Arc<RecordingVerifier>,
+}
+
+impl ClientSetup {
+    pub(crate) fn new(
+        target: &str,
+        server_name: Option<&str>,
+        roots: &[Source],
+    ) -> Result<Self, NetError> {
+        let (host, port) = split_target(target)?;
+        let name_text = server_name.map_or_else(|| host.clone(), str::to_string);
+        let reference =
+            ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
+        let server_name: ServerName<'static> = match &reference {
+            ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
+            ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
+                .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
+        };
+        let roots = if roots.is_empty() {
+            vec![Source::System]
+        } else {
+            roots.to_vec()
+        };
+        let (handle, report) =
+            StoreHandle::new(roots).map_err(|e| NetError::Store(e.to_string()))?;
+        if handle.current().is_empty() {
+            let why = report
+                .errors
+                .first()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "no certificates".into());
+            return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        // The crypto library initialises itself (DRBG seeding, CPU feature probing) on
+        // first use; do that now so it is not counted in the handshake time.
+        let mut warm = [0u8; 16];
+        provider
+            .secure_random
+            .fill(&mut warm)
+            .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
+        let verifier = Arc::new(RecordingVerifier {
+            inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
+            record: Mutex::new(Record::default()),
+        });
+        Ok(Self {
+            host,
+            port,
+            reference,
+            server_name,
+            provider,
+            verifier,
+        })
+    }
+}
+
 /// Connect, handshake, verify. Errors: could not connect or handshake (exit 2 in the CLI).
 /// A verification failure is not an error: see [`ConnectReport::verified`].
 pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
-    let (host, port) = split_target(&opts.target)?;
-    let name_text = opts.server_name.clone().unwrap_or_else(|| host.clone());
-    let reference =
-        ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
-    let server_name: ServerName<'static> = match &reference {
-        ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
-        ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
-            .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
-    };
-    let roots = if opts.roots.is_empty() {
-        vec![Source::System]
-    } else {
-        opts.roots.clone()
-    };
-    let (handle, report) = StoreHandle::new(roots).map_err(|e| NetError::Store(e.to_string()))?;
-    if handle.current().is_empty() {
-        let why = report
-            .errors
-            .first()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "no certificates".into());
-        return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    // The crypto library initialises itself (DRBG seeding, CPU feature probing) on first
-    // use; do that now so it is not counted in the handshake time.
-    let mut warm = [0u8; 16];
-    provider
-        .secure_random
-        .fill(&mut warm)
-        .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
-    let verifier = Arc::new(RecordingVerifier {
-        inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
-        record: Mutex::new(Record::default()),
-    });
+    let ClientSetup {
+        host,
+        port,
+        reference,
+        server_name,
+        provider,
+        verifier,
+    } = ClientSetup::new(&opts.target, opts.server_name.as_deref(), &opts.roots)?;
     let versions: Vec<_> = if opts.versions.is_empty() {
         vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
     } else {

@@ -22,11 +22,9 @@ use rustls::client::Resumption;
 use rustls::compress::{CertDecompressor, CompressionLevel, DecompressionFailed};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{CertificateCompressionAlgorithm, ClientConfig, ClientConnection, HandshakeKind};
-use tlskit_store::{Source, StoreHandle};
-use tlskit_verify::names::ReferenceName;
-use tlskit_verify::{StoreServerVerifier, VerifierConfig};
+use tlskit_store::Source;
 
-use crate::client::{split_target, Record, RecordingVerifier};
+use crate::client::{ClientSetup, Record, RecordingVerifier};
 use crate::error::NetError;
 use crate::server::TlsVersion;
 
@@ -785,39 +783,14 @@ fn fmt_thousands(n: usize) -> String {
 /// Probe a server. Errors: bad input, could not connect or handshake (exit 2 in the CLI);
 /// a verification failure is not an error (see [`ProbeReport::verified`]).
 pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
-    let (host, port) = split_target(&opts.target)?;
-    let name_text = opts.server_name.clone().unwrap_or_else(|| host.clone());
-    let reference =
-        ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
-    let server_name: ServerName<'static> = match &reference {
-        ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
-        ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
-            .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
-    };
-    let roots = if opts.roots.is_empty() {
-        vec![Source::System]
-    } else {
-        opts.roots.clone()
-    };
-    let (handle, report) = StoreHandle::new(roots).map_err(|e| NetError::Store(e.to_string()))?;
-    if handle.current().is_empty() {
-        let why = report
-            .errors
-            .first()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "no certificates".into());
-        return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut warm = [0u8; 16];
-    provider
-        .secure_random
-        .fill(&mut warm)
-        .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
-    let verifier = Arc::new(RecordingVerifier {
-        inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
-        record: Mutex::new(Record::default()),
-    });
+    let ClientSetup {
+        host,
+        port,
+        reference,
+        server_name,
+        provider,
+        verifier,
+    } = ClientSetup::new(&opts.target, opts.server_name.as_deref(), &opts.roots)?;
     let seen: CompressionSeen = Arc::new(Mutex::new(None));
     // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
     let decompressors: Vec<&'static dyn CertDecompressor> =
