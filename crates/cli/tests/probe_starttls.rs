@@ -124,3 +124,40 @@ fn probe_starttls_smtp_imap_pop3() {
     let out = tlskit(&["probe", &addr, "--starttls", "ftp", "--roots", &roots]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn connect_starttls_smtp_imap_pop3() {
+    let pki = Pki::new();
+    let (c, k) = (
+        pki.path("chain.pem").display().to_string(),
+        pki.path("leaf.key").display().to_string(),
+    );
+    let srv = Serve::start(&["--cert", &c, "--key", &k, "--respond", "echo"]);
+    let roots = pki.path("ca.pem").display().to_string();
+    for proto in ["smtp", "imap", "pop3"] {
+        let addr = fake_mail(proto, true, srv.addr()).to_string();
+        let (code, v) = connect_json(&[
+            &addr,
+            "--starttls",
+            proto,
+            "--servername",
+            "test.example",
+            "--roots",
+            &roots,
+        ]);
+        assert_eq!(code, 0, "{proto}: {v}");
+        assert_eq!(v["starttls"], proto);
+        assert_eq!(v["verified"], true);
+        assert_eq!(v["tls_version"], "TLSv1.3");
+    }
+    let addr = fake_mail("smtp", false, srv.addr()).to_string();
+    let out = tlskit(&["connect", &addr, "--starttls", "smtp", "--roots", &roots]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("STARTTLS not offered") && err.contains("250 8BITMIME"),
+        "{err}"
+    );
+    let out = tlskit(&["connect", &addr, "--starttls", "ftp", "--roots", &roots]);
+    assert_eq!(out.status.code(), Some(2));
+}

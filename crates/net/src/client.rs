@@ -20,6 +20,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 use crate::error::NetError;
 use crate::server::TlsVersion;
+use crate::starttls::Starttls;
 
 /// What to connect to and how.
 #[derive(Debug, Clone)]
@@ -41,6 +42,9 @@ pub struct ConnectOptions {
     /// Connect twice, offering the first session for resumption on the second; the
     /// report describes the second connection.
     pub reconnect: bool,
+    /// Plain-text protocol to upgrade with STARTTLS before the handshake (each
+    /// connection, with `reconnect` too); the dance has `timeout` of its own.
+    pub starttls: Option<Starttls>,
 }
 
 /// Negotiated parameters, as printed by `tlskit connect`.
@@ -52,6 +56,8 @@ pub struct ConnectReport {
     pub peer: String,
     /// The reference name (A-labels) sent as SNI and verified.
     pub server_name: String,
+    /// Protocol upgraded with STARTTLS before the handshake (`smtp`, `imap`, `pop3`), if any.
+    pub starttls: Option<String>,
     /// `TLSv1.3` / `TLSv1.2`.
     pub tls_version: String,
     /// IANA name of the cipher suite.
@@ -287,6 +293,7 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
             server_name.clone(),
             config.clone(),
             opts.timeout,
+            opts.starttls,
         ))
     };
     let (mut stream, peer, tcp_ms, hs_ms) = attempt(&rt)?;
@@ -347,6 +354,7 @@ fn finish(
         target: opts.target.clone(),
         peer: peer.to_string(),
         server_name: reference.to_string(),
+        starttls: opts.starttls.map(|p| p.name().to_string()),
         tls_version: match conn.protocol_version() {
             Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
             Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
@@ -383,6 +391,7 @@ async fn handshake(
     name: ServerName<'static>,
     config: Arc<ClientConfig>,
     timeout: Duration,
+    starttls: Option<Starttls>,
 ) -> Result<
     (
         tokio_rustls::client::TlsStream<TcpStream>,
@@ -433,6 +442,17 @@ async fn handshake(
             }
         };
         let tcp_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let tcp = match starttls {
+            Some(proto) => {
+                upgrade(tcp, proto, timeout)
+                    .await
+                    .map_err(|source| NetError::Starttls {
+                        target: target.to_string(),
+                        source,
+                    })?
+            }
+            None => tcp,
+        };
         let t1 = Instant::now();
         let connector = tokio_rustls::TlsConnector::from(config.clone());
         let tls = match tokio::time::timeout(timeout, connector.connect(name.clone(), tcp)).await {
@@ -454,6 +474,28 @@ async fn handshake(
         return Ok((tls, addr, tcp_ms, hs_ms));
     }
     Err(cerr(last))
+}
+
+/// The STARTTLS dance (blocking, shared with the probe: [`crate::starttls`]) on the
+/// blocking pool, then the socket back to tokio for the handshake.
+async fn upgrade(
+    tcp: TcpStream,
+    proto: Starttls,
+    timeout: Duration,
+) -> Result<TcpStream, crate::starttls::StarttlsError> {
+    let io = |e: std::io::Error| crate::starttls::StarttlsError::Reply {
+        proto,
+        source: crate::starttls::ReplyError::Io(e),
+    };
+    let mut std_sock = tcp.into_std().map_err(io)?;
+    std_sock.set_nonblocking(false).map_err(io)?;
+    let std_sock = tokio::task::spawn_blocking(move || {
+        crate::starttls::upgrade_tcp(&mut std_sock, proto, timeout).map(|()| std_sock)
+    })
+    .await
+    .map_err(|e| io(std::io::Error::other(e.to_string())))??;
+    std_sock.set_nonblocking(true).map_err(io)?;
+    TcpStream::from_std(std_sock).map_err(io)
 }
 
 impl Connected {

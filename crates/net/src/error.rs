@@ -55,6 +55,16 @@ pub enum NetError {
         /// Why.
         reason: String,
     },
+    /// The plain-text STARTTLS dance before the handshake failed (the message quotes
+    /// the server's reply).
+    #[error("{target}: {source}")]
+    Starttls {
+        /// HOST:PORT as given.
+        target: String,
+        /// What the server said or why it could not be read.
+        #[source]
+        source: crate::starttls::StarttlsError,
+    },
     /// Any other I/O error (runtime start, relaying).
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -27,6 +27,7 @@ use tlskit_store::Source;
 use crate::client::{ClientSetup, Record, RecordingVerifier};
 use crate::error::NetError;
 use crate::server::TlsVersion;
+pub use crate::starttls::Starttls;
 
 /// Bytes in TCP's initial window on a 1,500-byte-MTU path (10 segments of 1460, RFC 6928).
 pub const INITIAL_WINDOW: usize = 14_600;
@@ -49,134 +50,6 @@ pub struct ProbeOptions {
     pub repeat: usize,
     /// Plain-text protocol to upgrade with STARTTLS before the handshake.
     pub starttls: Option<Starttls>,
-}
-
-/// Mail protocols whose STARTTLS dance the probe speaks (as `openssl s_client -starttls`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Starttls {
-    /// SMTP (RFC 3207): greeting, EHLO, STARTTLS, 220.
-    Smtp,
-    /// IMAP (RFC 3501): greeting, `a1 STARTTLS`, `a1 OK`.
-    Imap,
-    /// POP3 (RFC 2595): greeting, STLS, +OK.
-    Pop3,
-}
-
-impl Starttls {
-    /// Parse `smtp`, `imap` or `pop3`.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "smtp" => Some(Self::Smtp),
-            "imap" => Some(Self::Imap),
-            "pop3" => Some(Self::Pop3),
-            _ => None,
-        }
-    }
-    fn name(self) -> &'static str {
-        match self {
-            Self::Smtp => "smtp",
-            Self::Imap => "imap",
-            Self::Pop3 => "pop3",
-        }
-    }
-}
-
-/// One CRLF-terminated line, read a byte at a time so no TLS byte is consumed.
-fn read_line(sock: &mut TcpStream) -> std::io::Result<String> {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while line.len() < 4096 {
-        if sock.read(&mut b)? == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "server closed the connection during STARTTLS",
-            ));
-        }
-        if b[0] == b'\n' {
-            break;
-        }
-        line.push(b[0]);
-    }
-    if line.last() == Some(&b'\r') {
-        line.pop();
-    }
-    Ok(String::from_utf8_lossy(&line).into_owned())
-}
-
-/// SMTP multi-line reply (`250-...` continued, `250 ...` last): (code, lines).
-fn smtp_reply(sock: &mut TcpStream) -> std::io::Result<(String, Vec<String>)> {
-    let mut lines = Vec::new();
-    loop {
-        let l = read_line(sock)?;
-        let last = l.as_bytes().get(3) != Some(&b'-');
-        lines.push(l);
-        if last {
-            let code = lines
-                .last()
-                .map(|l| l.chars().take(3).collect())
-                .unwrap_or_default();
-            return Ok((code, lines));
-        }
-    }
-}
-
-/// The plain-text dance before the ClientHello. Errors name the server's reply.
-fn starttls(sock: &mut TcpStream, proto: Starttls) -> Result<(), String> {
-    let io = |e: std::io::Error| format!("STARTTLS ({}): {e}", proto.name());
-    let refuse =
-        |what: &str, got: &str| format!("STARTTLS ({}): {what}: server said {got:?}", proto.name());
-    match proto {
-        Starttls::Smtp => {
-            let (code, l) = smtp_reply(sock).map_err(io)?;
-            if code != "220" {
-                return Err(refuse("bad greeting", &l.join(" / ")));
-            }
-            sock.write_all(b"EHLO tlskit.probe\r\n").map_err(io)?;
-            let (code, l) = smtp_reply(sock).map_err(io)?;
-            if code != "250" {
-                return Err(refuse("EHLO refused", &l.join(" / ")));
-            }
-            if !l.iter().any(|x| {
-                x.get(4..)
-                    .is_some_and(|k| k.trim().eq_ignore_ascii_case("STARTTLS"))
-            }) {
-                return Err(refuse("STARTTLS not offered", &l.join(" / ")));
-            }
-            sock.write_all(b"STARTTLS\r\n").map_err(io)?;
-            let (code, l) = smtp_reply(sock).map_err(io)?;
-            if code != "220" {
-                return Err(refuse("STARTTLS refused", &l.join(" / ")));
-            }
-        }
-        Starttls::Imap => {
-            let g = read_line(sock).map_err(io)?;
-            if !g.starts_with("* OK") {
-                return Err(refuse("bad greeting", &g));
-            }
-            sock.write_all(b"a1 STARTTLS\r\n").map_err(io)?;
-            loop {
-                let l = read_line(sock).map_err(io)?;
-                if l.starts_with("a1 OK") {
-                    break;
-                }
-                if l.starts_with("a1 ") {
-                    return Err(refuse("STARTTLS refused", &l));
-                }
-            }
-        }
-        Starttls::Pop3 => {
-            let g = read_line(sock).map_err(io)?;
-            if !g.starts_with("+OK") {
-                return Err(refuse("bad greeting", &g));
-            }
-            sock.write_all(b"STLS\r\n").map_err(io)?;
-            let l = read_line(sock).map_err(io)?;
-            if !l.starts_with("+OK") {
-                return Err(refuse("STLS refused", &l));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// One burst of server bytes.
@@ -516,12 +389,12 @@ fn one(
     crate::sock::tune(socket2::SockRef::from(&sock))?;
     let mut sock = sock;
     if let Some(p) = proto {
-        sock.set_read_timeout(Some(timeout))?;
-        starttls(&mut sock, p).map_err(|reason| NetError::Handshake {
-            target: target.to_string(),
-            reason,
+        crate::starttls::upgrade_tcp(&mut sock, p, timeout).map_err(|source| {
+            NetError::Starttls {
+                target: target.to_string(),
+                source,
+            }
         })?;
-        sock.set_read_timeout(None)?;
     }
     let local = sock.local_addr()?;
     let log: Log = Arc::new(Mutex::new(Vec::new()));

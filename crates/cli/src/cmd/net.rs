@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use tlskit_net::starttls::Starttls;
 use tlskit_net::{
     CaHints, Compression, ConnectOptions, FileConfig, Mode, ServeConfig, Server, TlsVersion,
 };
@@ -34,10 +35,13 @@ Examples:
   tlskit connect 127.0.0.1:8443 --roots ca.pem --servername test.example --alpn http/1.1
   tlskit connect 127.0.0.1:8443 --roots ca.pem --servername test.example --json
   printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tlskit connect example.com:443
+  tlskit connect mail.example.com:587 --starttls smtp
 
 Prints the negotiated version, cipher suite, ALPN, resumption and the verified chain, then
 relays stdin to the server and the server's data to stdout. With --json it prints one JSON
-object and does not relay. Exit 0 verified, 1 verification failed, 2 could not connect.";
+object and does not relay. --starttls smtp|imap|pop3 upgrades a mail protocol first (as
+openssl s_client -starttls); a server that does not offer it is exit 2, quoting its reply.
+Exit 0 verified, 1 verification failed, 2 could not connect.";
 
 /// Arguments of `tlskit serve` (boxed: the flag set is large).
 #[derive(clap::Args)]
@@ -147,6 +151,9 @@ pub(crate) struct ConnectArgs {
     /// Connect twice and report the second connection, which offers the first session.
     #[arg(long)]
     reconnect: bool,
+    /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
+    #[arg(long, value_name = "PROTO")]
+    starttls: Option<String>,
     /// Print one JSON object and do not relay.
     #[arg(long)]
     json: bool,
@@ -305,7 +312,15 @@ pub(crate) fn serve(args: ServeArgs) -> CmdResult {
 }
 
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
+    let starttls = match &a.starttls {
+        Some(p) => Some(
+            Starttls::parse(p)
+                .with_context(|| format!("--starttls {p}: use smtp, imap or pop3"))?,
+        ),
+        None => None,
+    };
     let opts = ConnectOptions {
+        starttls,
         target: a.target,
         server_name: a.servername,
         roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
@@ -336,6 +351,9 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let st = Style::stdout();
     println!("{} {} ({})", st.bold("connected to"), r.target, r.peer);
     println!("  server name:  {}", r.server_name);
+    if let Some(p) = &r.starttls {
+        println!("  starttls:     {p}");
+    }
     println!("  version:      {}", r.tls_version);
     println!("  cipher suite: {}", r.cipher_suite);
     if let Some(k) = &r.key_exchange {
