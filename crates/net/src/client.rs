@@ -446,9 +446,9 @@ async fn handshake(
             Some(proto) => {
                 upgrade(tcp, proto, timeout)
                     .await
-                    .map_err(|source| NetError::Starttls {
+                    .map_err(|reason| NetError::Starttls {
                         target: target.to_string(),
-                        source,
+                        reason,
                     })?
             }
             None => tcp,
@@ -485,7 +485,7 @@ async fn upgrade(
 ) -> Result<TcpStream, crate::starttls::StarttlsError> {
     let io = |e: std::io::Error| crate::starttls::StarttlsError::Reply {
         proto,
-        source: crate::starttls::ReplyError::Io(e),
+        reason: crate::starttls::ReplyError::Io(e),
     };
     let mut std_sock = tcp.into_std().map_err(io)?;
     std_sock.set_nonblocking(false).map_err(io)?;

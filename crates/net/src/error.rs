@@ -57,13 +57,13 @@ pub enum NetError {
     },
     /// The plain-text STARTTLS dance before the handshake failed (the message quotes
     /// the server's reply).
-    #[error("{target}: {source}")]
+    #[error("{target}: {reason}")]
     Starttls {
         /// HOST:PORT as given.
         target: String,
-        /// What the server said or why it could not be read.
-        #[source]
-        source: crate::starttls::StarttlsError,
+        /// What the server said or why it could not be read (shown in the message, not
+        /// chained as a source, so it is printed once).
+        reason: crate::starttls::StarttlsError,
     },
     /// Any other I/O error (runtime start, relaying).
     #[error("{0}")]

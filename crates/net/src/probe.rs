@@ -389,10 +389,10 @@ fn one(
     crate::sock::tune(socket2::SockRef::from(&sock))?;
     let mut sock = sock;
     if let Some(p) = proto {
-        crate::starttls::upgrade_tcp(&mut sock, p, timeout).map_err(|source| {
+        crate::starttls::upgrade_tcp(&mut sock, p, timeout).map_err(|reason| {
             NetError::Starttls {
                 target: target.to_string(),
-                source,
+                reason,
             }
         })?;
     }

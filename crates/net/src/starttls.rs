@@ -104,13 +104,12 @@ impl From<std::io::Error> for ReplyError {
 #[derive(Debug, thiserror::Error)]
 pub enum StarttlsError {
     /// The server's reply could not be read (or was too long).
-    #[error("STARTTLS ({proto}): {source}")]
+    #[error("STARTTLS ({proto}): {reason}")]
     Reply {
         /// The protocol.
         proto: Starttls,
-        /// Why.
-        #[source]
-        source: ReplyError,
+        /// Why (in the message, not chained as a source, so it is printed once).
+        reason: ReplyError,
     },
     /// The server answered, but not with what the dance needs.
     #[error("STARTTLS ({proto}): {step}: server said {said:?}")]
@@ -251,10 +250,13 @@ pub fn upgrade<S: Read + Write + ?Sized>(
     stream: &mut S,
     proto: Starttls,
 ) -> Result<(), StarttlsError> {
-    let rd = |source: ReplyError| StarttlsError::Reply { proto, source };
+    let rd = |source: ReplyError| StarttlsError::Reply {
+        proto,
+        reason: source,
+    };
     let wr = |e: std::io::Error| StarttlsError::Reply {
         proto,
-        source: e.into(),
+        reason: e.into(),
     };
     let refuse = |step: &'static str, said: String| StarttlsError::Refused { proto, step, said };
     match proto {
@@ -360,7 +362,7 @@ pub fn upgrade_tcp(
     result?;
     clear.map_err(|e| StarttlsError::Reply {
         proto,
-        source: ReplyError::Io(e),
+        reason: ReplyError::Io(e),
     })
 }
 
@@ -485,7 +487,7 @@ mod tests {
             matches!(
                 r,
                 Err(StarttlsError::Reply {
-                    source: ReplyError::TimedOut,
+                    reason: ReplyError::TimedOut,
                     ..
                 })
             ),
