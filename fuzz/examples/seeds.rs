@@ -249,6 +249,28 @@ fn main() {
     for (k, n) in names.iter().enumerate() {
         out.put("names", &format!("name-{k:02}"), n.as_bytes());
     }
+    // probe_wire: first byte = mode (see tlskit_fuzz::probe_wire), then server bytes.
+    let wire: [(&str, u8, &[u8]); 14] = [
+        ("smtp-exim", 0, b"220 mail.test.example ESMTP Exim 4.96 Mon, 23 Nov 2026 10:39:39 +0000\r\n250-mail.test.example Hello tlskit.invalid [127.0.0.1]\r\n250-SIZE 52428800\r\n250-8BITMIME\r\n250-PIPELINING\r\n250-PIPECONNECT\r\n250-CHUNKING\r\n250-STARTTLS\r\n250-SMTPUTF8\r\n250 HELP\r\n220 TLS go ahead\r\n\x16\x03\x03"),
+        ("smtp-no-starttls", 0, b"220-fake.example ESMTP\r\n220 ready\r\n250-fake.example\r\n250-PIPELINING\r\n250 8BITMIME\r\n"),
+        ("smtp-refused", 0, b"220 hi\r\n250-x\r\n250 STARTTLS\r\n454 4.7.0 TLS not available\r\n"),
+        ("smtp-bad-greeting", 0, b"554 go away\r\n"),
+        ("imap", 1, b"* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] Dovecot ready.\r\n* CAPABILITY IMAP4rev1\r\na1 OK Begin TLS negotiation now.\r\n"),
+        ("imap-no", 1, b"* OK hi\r\na1 NO [ALERT] not now\r\n"),
+        ("pop3", 2, b"+OK Dovecot ready.\r\n+OK Begin TLS negotiation now.\r\n"),
+        ("pop3-err", 2, b"+OK hi\r\n-ERR no TLS\r\n"),
+        ("smtp-endless", 3, b"250-PIPELINING\r\n"),
+        ("imap-endless", 4, b"* OK untagged\r\n"),
+        ("pop3-endless", 5, b"+OK\r"),
+        ("replies", 6, b"220 a\r\n250-b\r\n250 c\r\n* x\r\na1 OK y\r\n+OK z\r\n"),
+        ("ss", 7, b"ESTAB 0 0 127.0.0.1:41234 127.0.0.1:8443\n\t cubic wscale:7,7 rto:204 rtt:50.2/25 ato:40 mss:1448 pmtu:65535 rcvmss:1448 advmss:65483 cwnd:10 bytes_sent:517 bytes_received:27785 segs_out:5 segs_in:17 data_segs_out:3 data_segs_in:14"),
+        ("events", 7, &[0x20, 0, 0, 1, 50, 40, 1, 1, 1, 1, 40, 40, 0, 1, 0, 1, 50, 1, 0xb5]),
+    ];
+    for (name, mode, bytes) in wire {
+        let mut v = vec![mode];
+        v.extend_from_slice(bytes);
+        out.put("probe_wire", name, &v);
+    }
     let _ = fs::remove_dir_all(&tmp);
     eprintln!("seeds: wrote corpora under {}", out.0.display());
 }

@@ -450,3 +450,184 @@ pub fn names(data: &[u8]) -> bool {
         }
     }
 }
+
+/// What [`probe_wire`] did with its input (for the replay test's expectations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireOutcome {
+    /// The STARTTLS dance succeeded; the bytes of the server's side it consumed.
+    Upgraded(usize),
+    /// The dance failed (refusal or unreadable reply); its message.
+    Refused(String),
+    /// Reply readers run directly: the lines read before the input ran out or a reader failed.
+    Replies(usize),
+    /// `parse_ss` and `group_bursts`: the number of bursts.
+    Bursts(usize),
+}
+
+/// The server side of a STARTTLS dance: reads come from the fuzz input (once, or
+/// repeated forever: a server that never stops talking), writes are recorded.
+struct WirePeer<'a> {
+    data: &'a [u8],
+    at: usize,
+    endless: bool,
+    consumed: usize,
+    sent: Vec<u8>,
+}
+
+impl std::io::Read for WirePeer<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() || self.data.is_empty() {
+            return Ok(0);
+        }
+        if self.at == self.data.len() {
+            if !self.endless {
+                return Ok(0);
+            }
+            self.at = 0;
+        }
+        let n = buf.len().min(self.data.len() - self.at);
+        buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+        self.at += n;
+        self.consumed += n;
+        Ok(n)
+    }
+}
+
+impl std::io::Write for WirePeer<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.sent.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the probe and `connect --starttls` parse from the wire (`tlskit_net::starttls`,
+/// `tlskit_net::probe::{parse_ss, group_bursts}`). The first byte picks the mode, the
+/// rest is the server's bytes:
+/// - 0..=2: the SMTP / IMAP / POP3 STARTTLS dance (`starttls::upgrade`) against the bytes;
+/// - 3..=5: the same against the bytes repeated forever (a server that never stops): the
+///   dance must still end, having read at most 3 × (MAX_LINES + 1) × MAX_LINE bytes;
+/// - 6: the reply readers alone (`read_line`, `smtp_reply`, `imap_tagged`, `pop3_status`)
+///   until the input runs out;
+/// - 7: the bytes as `ss -ti` output (`parse_ss`), and as probe events for
+///   `group_bursts` (3 bytes each: kind/flags, a time step in ms, a read size in
+///   hundreds of bytes).
+///
+/// Invariants: no panic; a successful dance wrote exactly the protocol's commands and
+/// stopped right after a line feed (no TLS byte consumed); every line is at most
+/// `MAX_LINE` bytes and every SMTP reply at most `MAX_LINES` lines; burst bytes add up
+/// to the reads up to the end time.
+pub fn probe_wire(data: &[u8]) -> WireOutcome {
+    use tlskit_net::probe::{group_bursts, parse_ss, WireEvent};
+    use tlskit_net::starttls::{self, Starttls, MAX_LINE, MAX_LINES};
+    let Some((&mode, rest)) = data.split_first() else {
+        return WireOutcome::Replies(0);
+    };
+    match mode % 8 {
+        m @ 0..=5 => {
+            let proto = [Starttls::Smtp, Starttls::Imap, Starttls::Pop3][usize::from(m % 3)];
+            let mut peer = WirePeer {
+                data: rest,
+                at: 0,
+                endless: m >= 3,
+                consumed: 0,
+                sent: Vec::new(),
+            };
+            let r = starttls::upgrade(&mut peer, proto);
+            assert!(
+                peer.consumed <= 3 * (MAX_LINES + 1) * MAX_LINE,
+                "the dance read {} bytes",
+                peer.consumed
+            );
+            match r {
+                Ok(()) => {
+                    let expected: &[u8] = match proto {
+                        Starttls::Smtp => b"EHLO tlskit.invalid\r\nSTARTTLS\r\n",
+                        Starttls::Imap => b"a1 STARTTLS\r\n",
+                        Starttls::Pop3 => b"STLS\r\n",
+                    };
+                    assert_eq!(peer.sent, expected, "commands sent");
+                    let last = peer.at.checked_sub(1).and_then(|i| rest.get(i));
+                    assert_eq!(last, Some(&b'\n'), "the dance read past its last line");
+                    WireOutcome::Upgraded(peer.consumed)
+                }
+                Err(e) => WireOutcome::Refused(e.to_string()),
+            }
+        }
+        6 => {
+            let mut r = rest;
+            let mut lines = 0usize;
+            // One reader per pass, rotating, until the input runs out or a reader fails.
+            for pass in 0usize.. {
+                let before = r.len();
+                let ok = match pass % 4 {
+                    0 => starttls::read_line(&mut r).map(|l| {
+                        // At most MAX_LINE bytes read; lossy UTF-8 can triple them.
+                        assert!(before - r.len() <= MAX_LINE, "read_line past MAX_LINE");
+                        assert!(l.len() <= 3 * MAX_LINE, "line of {} bytes", l.len());
+                        1
+                    }),
+                    1 => starttls::smtp_reply(&mut r).map(|rep| {
+                        assert!(!rep.lines.is_empty() && rep.lines.len() <= MAX_LINES);
+                        let _ = (rep.offers("STARTTLS"), rep.text());
+                        assert!(rep.code.chars().count() <= 3);
+                        rep.lines.len()
+                    }),
+                    2 => starttls::imap_tagged(&mut r, starttls::IMAP_TAG).map(|(_, l)| {
+                        assert!(l.starts_with("a1 "));
+                        1
+                    }),
+                    _ => starttls::pop3_status(&mut r).map(|_| 1),
+                };
+                let read = before - r.len();
+                // Lines are bounded: a reader reads at most MAX_LINE bytes per line.
+                assert!(read <= (MAX_LINES + 1) * MAX_LINE, "read {read} bytes");
+                match ok {
+                    Ok(n) => lines += n,
+                    Err(e) => {
+                        let _ = e.to_string();
+                        break;
+                    }
+                }
+            }
+            WireOutcome::Replies(lines)
+        }
+        _ => {
+            let info = parse_ss(&String::from_utf8_lossy(rest));
+            let _ = format!("{info:?}");
+            let mut t = Duration::ZERO;
+            let mut events = Vec::new();
+            for c in rest.chunks_exact(3) {
+                t += Duration::from_millis(u64::from(c[1]));
+                let ev = if c[0] & 1 == 0 {
+                    WireEvent::Write
+                } else {
+                    WireEvent::Read(usize::from(c[2]) * 100)
+                };
+                events.push((t, ev));
+            }
+            let end = t.saturating_sub(Duration::from_millis(u64::from(mode >> 3)));
+            let gap = Duration::from_millis(u64::from(rest.first().copied().unwrap_or(0) % 64));
+            let mss = usize::from(rest.last().copied().unwrap_or(0)) * 8;
+            let flights = group_bursts(&events, end, gap, mss);
+            let read: usize = events
+                .iter()
+                .filter(|(at, _)| *at <= end)
+                .map(|(_, e)| match e {
+                    WireEvent::Read(n) => *n,
+                    WireEvent::Write => 0,
+                })
+                .sum();
+            assert_eq!(flights.iter().map(|f| f.bytes).sum::<usize>(), read);
+            for w in flights.windows(2) {
+                assert!(w[0].at_ms <= w[1].at_ms, "bursts out of order");
+            }
+            for f in &flights {
+                assert_eq!(f.segments, f.bytes.div_ceil(mss.max(1)));
+            }
+            WireOutcome::Bursts(flights.len())
+        }
+    }
+}

@@ -72,6 +72,47 @@ fn names_regressions() {
     replay("names", harness::names);
 }
 
+#[test]
+fn probe_wire_regressions() {
+    replay("probe_wire", harness::probe_wire);
+}
+
+/// The `probe_wire` harness reaches its success paths with seed-shaped inputs, and the
+/// endless-server modes end at the documented limits.
+#[test]
+fn probe_wire_accepts_valid_dances_and_bounds_endless_ones() {
+    use harness::{probe_wire, WireOutcome};
+    let smtp = b"\x00220-mx.example ESMTP\r\n220 ready\r\n250-mx.example\r\n250-STARTTLS\r\n250 8BITMIME\r\n220 go ahead\r\n";
+    assert_eq!(probe_wire(smtp), WireOutcome::Upgraded(smtp.len() - 1));
+    let imap = b"\x01* OK [CAPABILITY IMAP4rev1 STARTTLS] hi\r\n* x\r\na1 OK go\r\n\x16\x03";
+    assert_eq!(probe_wire(imap), WireOutcome::Upgraded(imap.len() - 3));
+    assert_eq!(
+        probe_wire(b"\x02+OK pop\r\n+OK go\r\n"),
+        WireOutcome::Upgraded(17)
+    );
+    match probe_wire(b"\x00220 hi\r\n250 mx.example\r\n") {
+        WireOutcome::Refused(e) => assert!(e.contains("STARTTLS not offered"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // Endless servers: continuation lines forever, a line without end, untagged forever.
+    for endless in [&b"\x03220-x\r\n"[..], b"\x03x", b"\x04* OK\r\n"] {
+        match probe_wire(endless) {
+            WireOutcome::Refused(e) => assert!(e.contains("longer than"), "{e}"),
+            other => panic!("{endless:?}: {other:?}"),
+        }
+    }
+    // A POP3 server repeating +OK is answered after two lines.
+    assert_eq!(probe_wire(b"\x05+OK\r\n"), WireOutcome::Upgraded(10));
+    assert_eq!(
+        probe_wire(b"\x06220 a\r\n250-b\r\n250 c\r\n"),
+        WireOutcome::Replies(3)
+    );
+    assert_eq!(
+        probe_wire(b"\x07\x20\x00\x00\x01\x32\x28\x01\x01\x01"),
+        WireOutcome::Bursts(1)
+    );
+}
+
 /// Arbitrary bytes behind a valid-looking header are never trusted: garbage, a bare
 /// magic, a header with a wrong checksum, and a truncated header are all refused.
 #[test]

@@ -182,11 +182,16 @@ impl CertDecompressor for RecordingDecompressor {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Ev {
+/// What the probe's recorder saw on its socket during a handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireEvent {
+    /// The client wrote (a lone TLS 1.3 ChangeCipherSpec is not recorded).
     Write,
+    /// One `read()` returned this many server bytes.
     Read(usize),
 }
+
+use WireEvent as Ev;
 
 /// A lone TLS 1.3 middlebox-compatibility ChangeCipherSpec record: the client sends it
 /// in the middle of the server's flight; it asks nothing of the server, so it does not
@@ -278,8 +283,10 @@ fn self_signed(der: &[u8]) -> bool {
     }
 }
 
-/// Parse `ss -tinH` output for one socket.
-fn parse_ss(text: &str) -> TcpInfo {
+/// Parse `ss -tinH` output for one socket: the `rtt:`, `rcvmss:`, `segs_in:` and
+/// `segs_out:` fields (other tokens and unparsable values are ignored; a field seen twice
+/// keeps the last value). Total: any text gives a (possibly empty) [`TcpInfo`].
+pub fn parse_ss(text: &str) -> TcpInfo {
     let mut info = TcpInfo::default();
     for tok in text.split_whitespace() {
         if let Some(v) = tok.strip_prefix("rtt:") {
@@ -330,33 +337,49 @@ fn rtts(tcp_ms: f64, hs_ms: f64, bursts: usize) -> (u32, &'static str) {
     }
 }
 
-fn group(log: &[(Instant, Ev)], t0: Instant, end: Instant, gap: Duration) -> Vec<Flight> {
+/// Group server reads into bursts (see the module documentation). `events` are (time
+/// since the first ClientHello byte, event), in time order; reads after `end` are left
+/// out (post-handshake data). A new burst starts at the first read, after every client
+/// write, and after a pause of at least `gap` between reads. `segments` is
+/// ceil(bytes / `mss`) (an `mss` of 0 counts as 1). The events come from the network
+/// (sizes and timing are the server's), so this is total: any input gives bursts whose
+/// bytes add up to the reads up to `end`.
+pub fn group_bursts(
+    events: &[(Duration, WireEvent)],
+    end: Duration,
+    gap: Duration,
+    mss: usize,
+) -> Vec<Flight> {
     let mut flights: Vec<Flight> = Vec::new();
     let mut wrote = true;
-    let mut last_read: Option<Instant> = None;
-    for &(t, ev) in log {
+    let mut last_read: Option<Duration> = None;
+    for &(t, ev) in events {
         if t > end {
             break;
         }
         match ev {
             Ev::Write => wrote = true,
             Ev::Read(n) => {
-                let new = wrote || last_read.is_none_or(|l| t.duration_since(l) >= gap);
+                let new = wrote || last_read.is_none_or(|l| t.saturating_sub(l) >= gap);
                 if new || flights.is_empty() {
                     flights.push(Flight {
                         bytes: 0,
                         segments: 0,
-                        at_ms: t.saturating_duration_since(t0).as_secs_f64() * 1e3,
+                        at_ms: t.as_secs_f64() * 1e3,
                         after_client_write: wrote,
                     });
                 }
                 if let Some(f) = flights.last_mut() {
-                    f.bytes += n;
+                    f.bytes = f.bytes.saturating_add(n);
                 }
                 wrote = false;
                 last_read = Some(t);
             }
         }
+    }
+    let mss = mss.max(1);
+    for f in &mut flights {
+        f.segments = f.bytes.div_ceil(mss);
     }
     flights
 }
@@ -490,15 +513,16 @@ fn one(
         .find(|(t, ev)| matches!(ev, Ev::Write) && *t >= last_consumed)
         .map(|(t, _)| (*t).min(t_end))
         .unwrap_or(t_end);
-    let mut bursts = group(&events, t_hs, cutoff, gap);
     let mss = tcp
         .as_ref()
         .and_then(|i| i.rcv_mss)
         .filter(|m| *m >= 536)
         .unwrap_or(DEFAULT_MSS);
-    for b in &mut bursts {
-        b.segments = b.bytes.div_ceil(mss);
-    }
+    let since: Vec<(Duration, WireEvent)> = events
+        .iter()
+        .map(|&(t, ev)| (t.saturating_duration_since(t_hs), ev))
+        .collect();
+    let bursts = group_bursts(&since, cutoff.saturating_duration_since(t_hs), gap, mss);
     Ok(Shot {
         peer,
         tcp_ms,
@@ -867,8 +891,7 @@ mod tests {
 
     #[test]
     fn bursts_split_on_writes_and_gaps() {
-        let t0 = Instant::now();
-        let ms = |n| t0 + Duration::from_millis(n);
+        let ms = Duration::from_millis;
         let log = vec![
             (ms(0), Ev::Write),
             (ms(50), Ev::Read(4096)),
@@ -877,9 +900,14 @@ mod tests {
             (ms(91), Ev::Write),
             (ms(140), Ev::Read(50)),
         ];
-        let f = group(&log, t0, ms(200), Duration::from_millis(25));
-        let b: Vec<_> = f.iter().map(|f| (f.bytes, f.after_client_write)).collect();
-        assert_eq!(b, vec![(4196, true), (4096, false), (50, true)]);
+        let f = group_bursts(&log, ms(200), Duration::from_millis(25), 1448);
+        let b: Vec<_> = f
+            .iter()
+            .map(|f| (f.bytes, f.segments, f.after_client_write))
+            .collect();
+        assert_eq!(b, vec![(4196, 3, true), (4096, 3, false), (50, 1, true)]);
+        // Reads after `end` are left out.
+        assert_eq!(group_bursts(&log, ms(100), ms(25), 1448).len(), 2);
     }
 
     #[test]
