@@ -16,6 +16,7 @@ pub mod probe;
 mod proxy;
 mod server;
 mod sock;
+mod tickets;
 
 pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};
 pub use client::{connect, ConnectOptions, ConnectReport, Connected};
