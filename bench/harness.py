@@ -664,6 +664,8 @@ def targets(out):
             lines.append(f"- verification at N = {n:,} no slower than the fastest peer "
                          f"({best[1]} {'API call' if best[2] == 'call' and best[1] != 'rustls' else 'from DER'}, "
                          f"{fmt_us(best[0])}): {res(ok)} (tlskit {fmt_us(tk)})")
+    if out.get("serve"):
+        lines.extend(serve.targets(out["serve"]))
     c = [verify_value(vt.get(str(n), {}).get("tlskit"), "tlskit", "cached") for n in ns]
     c = [x for x in c if x is not None]
     lines.append(f"- cached verification ≤ 2 µs: {res(None if not c else max(c) <= 2)}"

@@ -519,6 +519,33 @@ def render(out):
     return L
 
 
+def targets(out):
+    """Issue 5's targets as lines for the "Issue targets" section."""
+    s = out.get("summary", {})
+
+    def res(ok):
+        return "n/a" if ok is None else ("met" if ok else "NOT met")
+    lines = []
+    for mode in ("full", "resumed"):
+        tk = s.get(mode, {}).get("tlskit", {}).get("server_cpu_us_per_hs")
+        ng = s.get(mode, {}).get("nginx", {}).get("server_cpu_us_per_hs")
+        r = ng / tk if tk and ng else None
+        lines.append(f"- terminator, {mode} TLS 1.3 handshakes: server CPU ≥ 1.3× cheaper than "
+                     f"nginx: {res(None if r is None else r >= 1.3)} "
+                     f"({'n/a' if r is None else f'{r:.2f}×'})")
+    mem = out.get("memory", {}).get("tlskit", {})
+    v = mem.get("per_conn_kib") if mem.get("status") == "ok" else None
+    lines.append(f"- terminator memory per idle TLS connection ≤ 32 KiB: "
+                 f"{res(None if v is None else v <= 32)} ({'n/a' if v is None else f'{v:.1f} KiB'})")
+    st = out.get("start", {})
+    snap = [v for k, v in st.get("median_ms", {}).items() if k.startswith("snapshot")]
+    n = st.get("anchors") or 0
+    ok = None if not snap or n < 100000 else snap[0] <= 50
+    detail = f"{snap[0]:.1f} ms with {n:,} anchors" if snap else "n/a"
+    lines.append(f"- start to ready with a 100,000-anchor snapshot ≤ 50 ms: {res(ok)} ({detail})")
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_args(p)
