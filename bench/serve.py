@@ -101,6 +101,17 @@ def proc_rss_kib(pids):
     return total
 
 
+GENERATOR_LIMIT_S = 180
+
+
+def watchdog(proc, limit=GENERATOR_LIMIT_S):
+    """Kill a generator that hangs (a server that stopped answering) after `limit` s."""
+    import threading
+    t = threading.Timer(limit, lambda: proc.poll() is None and proc.kill())
+    t.daemon = True
+    t.start()
+
+
 class Server:
     def __init__(self, name, argv, port=None, cwd=None, ready_line=False):
         self.name = name
@@ -262,6 +273,7 @@ class Bench:
             argv.append("--resume")
         g = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
+        watchdog(g)
         line = g.stdout.readline().strip()
         if line != "warm":
             g.kill()
@@ -304,6 +316,7 @@ class Bench:
         g = subprocess.Popen(self.pin(1) + [self.a.tls_load, "hold", srv.addr(), "--count",
                                             str(n)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        watchdog(g)
         line = g.stdout.readline().strip()
         if not line.startswith("ready"):
             g.kill()
@@ -367,6 +380,9 @@ class Bench:
 
     # ---------- everything ----------
     def run(self):
+        # SIGTERM (e.g. from `timeout`) ends the run through `finally`: servers stopped.
+        import signal
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         out = {"meta": {"count": self.a.count, "warmup": self.a.warmup, "rounds": self.a.rounds,
                         "conc": self.a.conc, "hold": self.a.hold,
                         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
