@@ -17,6 +17,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import serve  # noqa: E402  (bench/serve.py: the terminator benchmark)
+
 IMPLS = ["openssl", "gnutls", "go", "rustls", "tlskit"]
 PEER_LABEL = {
     "openssl": ("OpenSSL", "X509_STORE_load_file", "X509_verify_cert"),
@@ -342,13 +345,29 @@ class Bench:
         if load_start[0] > 0.5 * (os.cpu_count() or 1):
             log(f"warning: load average {load_start[0]:.1f} on {os.cpu_count()} CPUs: other work "
                 "is running, the numbers will be noisy (results.md says so)")
-        self.run_store_load()
-        self.run_dir_load()
-        self.run_verify()
+        if self.a.only != "serve":
+            self.run_store_load()
+            self.run_dir_load()
+            self.run_verify()
+        if self.a.serve_tls_load:
+            log("terminator benchmark (bench/serve.py)")
+            opts = serve.options(tlskit=self.a.tlskit, tls_load=self.a.serve_tls_load,
+                                 nginx=self.a.serve_nginx, data=self.a.data)
+            if self.a.quick:
+                opts.rounds, opts.count, opts.starts = 3, 1000, 5
+            self.results["serve"] = serve.Bench(opts).run()
         meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         meta["total_s"] = round(time.monotonic() - t0, 1)
         out = {"meta": meta, **self.results}
         os.makedirs(self.a.out, exist_ok=True)
+        if self.a.only == "serve":
+            with open(os.path.join(self.a.out, "serve.json"), "w") as f:
+                json.dump(self.results.get("serve", {}), f, indent=1)
+            with open(os.path.join(self.a.out, "serve.md"), "w") as f:
+                f.write("# tlskit terminator benchmark\n\nCommand: `" + self.a.command + "`\n" +
+                        "\n".join(serve.render(self.results.get("serve", {}))) + "\n")
+            log(f"done in {meta['total_s']} s: {self.a.out}/serve.md, serve.json")
+            return
         with open(os.path.join(self.a.out, "results.json"), "w") as f:
             json.dump(out, f, indent=1)
         with open(os.path.join(self.a.out, "results.md"), "w") as f:
@@ -577,6 +596,9 @@ def render_md(out):
          fmt=lambda x: f"{x:.2f}×", ratio=False)
     L.append("\n![verification](verify.svg)")
 
+    if out.get("serve"):
+        L.extend(serve.render(out["serve"]))
+
     # targets
     L.append("\n## Issue targets (computed from this run)\n")
     L.extend(targets(out))
@@ -642,6 +664,8 @@ def targets(out):
             lines.append(f"- verification at N = {n:,} no slower than the fastest peer "
                          f"({best[1]} {'API call' if best[2] == 'call' and best[1] != 'rustls' else 'from DER'}, "
                          f"{fmt_us(best[0])}): {res(ok)} (tlskit {fmt_us(tk)})")
+    if out.get("serve"):
+        lines.extend(serve.targets(out["serve"]))
     c = [verify_value(vt.get(str(n), {}).get("tlskit"), "tlskit", "cached") for n in ns]
     c = [x for x in c if x is not None]
     lines.append(f"- cached verification ≤ 2 µs: {res(None if not c else max(c) <= 2)}"
@@ -795,6 +819,10 @@ def main():
     p.add_argument("--missing", action="append", default=[], help="IMPL=reason")
     p.add_argument("--command", default="bench/run.sh")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", choices=["all", "serve"], default="all",
+                   help="serve: only the terminator benchmark (writes serve.md, serve.json)")
+    p.add_argument("--serve-tls-load", default="", help="tls-load binary: runs bench/serve.py")
+    p.add_argument("--serve-nginx", default="/usr/sbin/nginx")
     p.add_argument("--render-only", action="store_true",
                    help="re-render results.md and store_load.svg from results.json")
     a = p.parse_args()
@@ -805,7 +833,9 @@ def main():
         open(os.path.join(a.out, "store_load.svg"), "w").write(render_svg(out))
         open(os.path.join(a.out, "verify.svg"), "w").write(render_verify_svg(out))
         return
-    if not (a.data and a.out and a.ns and a.peer_dir and a.rustls_peer):
+    if a.only == "serve" and not (a.out and a.serve_tls_load and a.tlskit):
+        p.error("--only serve needs --out, --tlskit and --serve-tls-load")
+    if a.only != "serve" and not (a.data and a.out and a.ns and a.peer_dir and a.rustls_peer):
         p.error("--data, --out, --ns, --peer-dir and --rustls-peer are required (bench/run.sh passes them)")
     Bench(a).run()
 

@@ -2,10 +2,12 @@
 # The peer benchmark in one command (see bench/README.md):
 #   bench/run.sh           full run: N = 150, 2,103, 10,000, 100,000; R = 5
 #   bench/run.sh --quick   smoke run: N up to 10,000; R = 3; shorter verification loops
+#   bench/run.sh --serve-only   only the terminator benchmark (bench/serve.py): tlskit serve
+#                          vs nginx vs openssl s_server; writes bench/out/serve.{md,json}
 # Builds what it needs (cargo release build of tlskit and tlskit-bench, cc for the C peers,
 # go build for the Go peer), generates the data into bench/data/ (reused when present), runs
-# every implementation one after another and writes bench/out/results.{md,json} and
-# bench/out/store_load.svg.
+# every implementation one after another, then the terminator benchmark, and writes
+# bench/out/results.{md,json} and bench/out/store_load.svg.
 # Environment: TLSKIT=/path/to/tlskit uses that binary instead of building this tree's (and
 # TLSKIT_PEER=/path/to/peer-tlskit likewise for the library peer); BENCH_LIMIT=seconds per
 # measurement (default 90); CARGO_TARGET_DIR is respected.
@@ -14,11 +16,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 QUICK=0
+ONLY=all
 for arg in "$@"; do
   case "$arg" in
     --quick) QUICK=1 ;;
+    --serve-only) ONLY=serve ;;
     -h | --help)
-      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -127,8 +131,11 @@ CMD="bench/run.sh${1:+ $*}"
 [ -n "${BENCH_LIMIT:-}" ] && CMD="BENCH_LIMIT=$BENCH_LIMIT $CMD"
 [ -n "${TLSKIT_PEER_GIVEN:-}" ] && CMD="TLSKIT_PEER=$TLSKIT_PEER $CMD"
 [ -n "${TLSKIT_GIVEN:-}" ] && CMD="TLSKIT=$TLSKIT $CMD"
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 python3 bench/harness.py --data "$DATA" --out "$ROOT/bench/out" --ns "$NS" \
+  --only "$ONLY" --serve-tls-load "$TARGET/release/tls-load" --serve-nginx "$NGINX" \
   --peer-dir "$PEERS" --rustls-peer "$TARGET/release/peer-rustls" --tlskit "$TLSKIT" \
   --tlskit-peer "$TLSKIT_PEER" --tlskit-source "$SOURCE" \
   --limit "${BENCH_LIMIT:-90}" --command "$CMD" "${opts[@]}" ${missing[@]+"${missing[@]}"}
+[ "$ONLY" = serve ] && { say "results: bench/out/serve.md (raw numbers in bench/out/serve.json)"; exit 0; }
 say "results: bench/out/results.md (raw numbers in bench/out/results.json, plot bench/out/store_load.svg)"

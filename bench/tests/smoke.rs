@@ -117,3 +117,36 @@ fn generated_data_has_the_promised_shape_and_the_chain_verifies() {
     assert_eq!(v["anchors"], 3);
     assert_eq!(v["iterations"], 3);
 }
+
+/// `tls-load pki DIR` writes the terminator benchmark's PKI: a root, a two-certificate chain
+/// whose leaf names bench.example and 127.0.0.1, and a private key only its owner can read.
+#[test]
+fn tls_load_pki_writes_a_usable_chain() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let status = Command::new(env!("CARGO_BIN_EXE_tls-load"))
+        .args(["pki", &dir.path().display().to_string()])
+        .status()
+        .expect("run tls-load");
+    assert!(status.success());
+    assert_eq!(certs(&dir.path().join("ca.pem")).len(), 1);
+    let chain = certs(&dir.path().join("chain.pem"));
+    assert_eq!(chain.len(), 2, "leaf + intermediate");
+    assert_eq!(chain[0], certs(&dir.path().join("leaf.pem"))[0]);
+    let (_, leaf) = X509Certificate::from_der(&chain[0]).expect("leaf parses");
+    let san = leaf
+        .subject_alternative_name()
+        .expect("SAN extension")
+        .expect("SAN present");
+    let names = format!("{:?}", san.value.general_names);
+    assert!(
+        names.contains("bench.example")
+            && (names.contains("127.0.0.1") || names.contains("[127, 0, 0, 1]")),
+        "{names}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(dir.path().join("leaf.key"))
+        .expect("key")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}

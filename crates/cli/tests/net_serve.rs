@@ -928,9 +928,10 @@ fn net_serve_backend_with_proxy_protocol() {
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("pong\n"));
 }
 
-/// Resumption is bound to the client-CA store generation: after the CA that issued a
-/// client's certificate is removed and the store reloaded, the client's saved session
-/// (a TLS 1.3 ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
+/// Resumption is bound to the client-CA store's anchor set: a SIGHUP reload that finds the
+/// same anchors keeps the client's saved session resumable; after the CA that issued a
+/// client's certificate is removed and the store reloaded, the saved session (a TLS 1.3
+/// ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
 #[test]
 fn net_serve_removed_client_ca_ends_resumption() {
     if !have("openssl") {
@@ -971,6 +972,20 @@ fn net_serve_removed_client_ca_ends_resumption() {
             again.contains("200 OK") && again.contains("Reused,"),
             "{tls}: resumption works: {again}"
         );
+        // SIGHUP with the same client CA (file rewritten, same anchors): resumption
+        // survives the reload.
+        std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("rewrite");
+        srv.reload();
+        assert!(
+            srv.stderr().contains("anchors_changed=false"),
+            "{}",
+            srv.stderr()
+        );
+        let same = run(tls, "-sess_in sess.pem");
+        assert!(
+            same.contains("200 OK") && same.contains("Reused,"),
+            "{tls}: resumed after a reload with the same anchors: {same}"
+        );
         // Remove the client CA (the store keeps another, unrelated anchor) and reload.
         std::fs::copy(pki.path("other-ca.pem"), pki.path("live-ca.pem")).expect("replace");
         srv.reload();
@@ -984,6 +999,69 @@ fn net_serve_removed_client_ca_ends_resumption() {
             "{tls}: certificate refused: {after}"
         );
     }
+}
+
+/// Session-ticket keys rotate every `--ticket-rotation` seconds: a TLS 1.3 ticket made under
+/// the key that has since become the previous one still resumes; after another rotation
+/// (the ticket is then older than two periods, the lifetime the server announced) it does
+/// not: full handshake. (OpenSSL's client also drops a ticket past its announced lifetime;
+/// the server's own refusal of old tickets, whatever the keys, is the unit test
+/// `tickets::tests::tickets_expire_after_max_age_whatever_the_keys` in tlskit-net.)
+#[test]
+fn net_serve_ticket_rotation_previous_key_resumes_older_does_not() {
+    if !have("openssl") {
+        eprintln!("SKIP: openssl not installed");
+        return;
+    }
+    let pki = Pki::new();
+    let srv = http_server(
+        &pki,
+        &[
+            "--ticket-rotation",
+            "2",
+            "--log-level",
+            "debug",
+            "--no-watch",
+        ],
+    );
+    let run = |sess: &str| -> String {
+        let script = format!(
+            "cd {} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client -tls1_3 -ign_eof \
+             -connect {} -servername test.example -CAfile ca.pem {sess} 2>&1",
+            s(pki.dir.path()),
+            srv.addr()
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .expect("openssl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let keys = || srv.stderr().matches("event=ticket_key_generated").count();
+    let first = run("-sess_out sess.pem");
+    assert!(
+        first.contains("200 OK") && first.contains("New,"),
+        "{first}"
+    );
+    let keys_at_issue = keys();
+    // Timestamps are whole seconds: 3.2 s is more than one 2 s period in any alignment.
+    std::thread::sleep(Duration::from_millis(3200));
+    let again = run("-sess_in sess.pem");
+    assert!(
+        again.contains("200 OK") && again.contains("Reused,"),
+        "ticket of the previous key resumes: {again}"
+    );
+    assert!(
+        keys() > keys_at_issue,
+        "a key rotation happened before the resumption: {}",
+        srv.stderr()
+    );
+    std::thread::sleep(Duration::from_millis(3200));
+    let late = run("-sess_in sess.pem");
+    assert!(
+        late.contains("200 OK") && !late.contains("Reused,"),
+        "a ticket older than two periods gets a full handshake: {late}"
+    );
 }
 
 /// Without any signal, replacing the certificate files is noticed and served.

@@ -17,6 +17,7 @@ mod proxy;
 mod server;
 mod sock;
 pub mod starttls;
+mod tickets;
 
 pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};
 pub use client::{connect, ConnectOptions, ConnectReport, Connected};

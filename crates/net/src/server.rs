@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::crypto::CryptoProvider;
-use rustls::server::{ProducesTickets, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::version::{TLS12, TLS13};
 use rustls::{HandshakeKind, ServerConfig, SupportedProtocolVersion};
 use tlskit_store::{Source, StoreHandle};
@@ -186,32 +186,6 @@ struct Signals {
     hup: tokio::signal::unix::Signal,
 }
 
-/// A ticketer made by `Ticketer::new()` (itself rotating every 6 hours), replaced as a
-/// whole by an outer [`rustls::ticketer::TicketRotator`] at the configured period.
-#[derive(Debug)]
-struct BoxedTicketer(Arc<dyn ProducesTickets>);
-
-impl ProducesTickets for BoxedTicketer {
-    fn enabled(&self) -> bool {
-        self.0.enabled()
-    }
-    fn lifetime(&self) -> u32 {
-        self.0.lifetime()
-    }
-    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
-        self.0.encrypt(plain)
-    }
-    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
-        self.0.decrypt(cipher)
-    }
-}
-
-fn make_ticketer() -> Result<Box<dyn ProducesTickets>, rustls::crypto::GetRandomFailed> {
-    rustls::crypto::aws_lc_rs::Ticketer::new()
-        .map(|t| Box::new(BoxedTicketer(t)) as Box<dyn ProducesTickets>)
-        .map_err(|_| rustls::crypto::GetRandomFailed)
-}
-
 fn build_tls(
     cfg: &ServeConfig,
     provider: &Arc<CryptoProvider>,
@@ -241,17 +215,14 @@ fn build_tls(
         None => builder.with_no_client_auth(),
     };
     let mut tls = builder.with_cert_resolver(resolver);
-    let lifetime = u32::try_from(cfg.ticket_rotation.as_secs())
-        .unwrap_or(u32::MAX)
-        .max(60);
-    let ticketer: Arc<dyn ProducesTickets> = Arc::new(rustls::ticketer::TicketRotator::new(
-        lifetime,
-        make_ticketer,
-    )?);
+    // Keys rotate every `ticket_rotation` (at least 1 s); a ticket older than two
+    // periods never resumes (crate::tickets).
+    let ticketer = crate::tickets::ticketer(cfg.ticket_rotation)?;
     let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
     match store {
-        // Resumption bound to the trust-store generation: a reload of the client-CA
-        // store makes every earlier ticket and session id useless.
+        // Resumption bound to the client-CA store's anchor set: a reload that changes the
+        // anchors makes every earlier ticket and session id useless; a reload that finds
+        // the same anchors keeps them.
         Some(handle) => {
             tls.ticketer = Arc::new(GenerationTickets::new(ticketer, handle.clone()));
             tls.session_storage = Arc::new(GenerationSessionCache::new(sessions, handle.clone()));
@@ -596,9 +567,12 @@ fn reload(s: &Shared, cause: &str) {
             );
         }
     }
+    let mut anchors_changed = false;
     if let Some(store) = &s.store {
         match store.reload() {
-            Ok(_) => {}
+            // A reload that finds exactly the same anchors keeps the anchor-set generation
+            // that resumption is bound to: saved sessions stay valid.
+            Ok(out) => anchors_changed = out.anchors_changed,
             Err(e) => {
                 ok = false;
                 log::event(
@@ -618,6 +592,7 @@ fn reload(s: &Shared, cause: &str) {
             ("ok", &ok),
             ("cause", &cause),
             ("store_generation", &generation),
+            ("anchors_changed", &anchors_changed),
             ("ms", &format!("{:.1}", t.elapsed().as_secs_f64() * 1e3)),
         ],
     );

@@ -6,6 +6,12 @@
 //! so readers see either the old or the new store, never a half-built one. A reload that
 //! loads nothing keeps the last good store and returns the reason. Reloads are serialised
 //! by a mutex that readers never touch; each successful swap increments the generation.
+//!
+//! Besides the generation (every swap), the handle numbers distinct *anchor sets*
+//! ([`StoreHandle::anchor_set_generation`]): a swap whose new store holds exactly the
+//! anchors of the one it replaces (same SHA-256 fingerprints, in any order) keeps that
+//! number. Resumption is bound to it (tlskit_verify's `Generation*` wrappers), so a reload
+//! that changes nothing the verifier could decide on does not end every saved session.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,12 +32,16 @@ pub struct ReloadOutcome {
     /// Generation of the store now installed.
     pub generation: u64,
     pub report: LoadReport,
+    /// Whether the new store's anchor set differs from the one it replaced (false: same
+    /// anchors, [`StoreHandle::anchor_set_generation`] kept).
+    pub anchors_changed: bool,
 }
 
 struct Inner {
     sources: Vec<Source>,
     current: ArcSwap<TrustStore>,
     generation: AtomicU64,
+    anchor_set_generation: AtomicU64,
     reload_lock: Mutex<()>,
     last_error: Mutex<Option<String>>,
 }
@@ -59,6 +69,7 @@ impl StoreHandle {
                 sources,
                 current: ArcSwap::from_pointee(store),
                 generation: AtomicU64::new(1),
+                anchor_set_generation: AtomicU64::new(1),
                 reload_lock: Mutex::new(()),
                 last_error: Mutex::new(None),
             }),
@@ -81,6 +92,13 @@ impl StoreHandle {
         self.inner.generation.load(Ordering::Acquire)
     }
 
+    /// Number of the anchor set now in use: 1 at first, +1 for each reload or replace that
+    /// installs a store whose anchors (compared by SHA-256 fingerprint, order ignored)
+    /// differ from the previous store's. A reload of unchanged sources keeps it.
+    pub fn anchor_set_generation(&self) -> u64 {
+        self.inner.anchor_set_generation.load(Ordering::Acquire)
+    }
+
     /// Why the last reload failed, if it did (cleared by a successful one).
     pub fn last_error(&self) -> Option<String> {
         self.inner.last_error.lock().map_or(None, |g| g.clone())
@@ -100,11 +118,15 @@ impl StoreHandle {
         };
         match result {
             Ok((store, report)) => {
-                let generation = self.install(store);
+                let (generation, anchors_changed) = self.install(store);
                 if let Ok(mut g) = self.inner.last_error.lock() {
                     *g = None;
                 }
-                Ok(ReloadOutcome { generation, report })
+                Ok(ReloadOutcome {
+                    generation,
+                    report,
+                    anchors_changed,
+                })
             }
             Err(e) => {
                 if let Ok(mut g) = self.inner.last_error.lock() {
@@ -115,22 +137,31 @@ impl StoreHandle {
         }
     }
 
-    fn install(&self, mut store: TrustStore) -> u64 {
+    /// Swap `store` in (callers hold `reload_lock`). Returns the new generation and
+    /// whether the anchor set changed.
+    fn install(&self, mut store: TrustStore) -> (u64, bool) {
         let g = self.inner.generation.load(Ordering::Acquire) + 1;
         store.set_generation(g);
+        let changed = !same_anchors(&self.inner.current.load(), &store);
         self.inner.current.store(Arc::new(store));
         self.inner.generation.store(g, Ordering::Release);
-        g
+        if changed {
+            self.inner
+                .anchor_set_generation
+                .fetch_add(1, Ordering::AcqRel);
+        }
+        (g, changed)
     }
 
-    /// Install a store built elsewhere; returns its (new) generation.
+    /// Install a store built elsewhere; returns its (new) generation. The anchor-set
+    /// generation moves only if the anchors differ.
     pub fn replace(&self, store: TrustStore) -> u64 {
         let _serial = self
             .inner
             .reload_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        self.install(store)
+        self.install(store).0
     }
 
     /// Reload on every SIGHUP, on a background thread, until the guard is dropped.
@@ -229,6 +260,20 @@ impl StoreHandle {
             thread: Some(thread),
         })
     }
+}
+
+/// Whether two stores hold the same anchors (by SHA-256 fingerprint; fingerprints are
+/// unique within a store, so equal counts and inclusion mean equal sets). O(N) hash
+/// lookups, on the reloading thread only.
+fn same_anchors(old: &TrustStore, new: &TrustStore) -> bool {
+    let mut n = 0usize;
+    for a in new.anchors() {
+        if old.by_fingerprint(a.sha256()).is_none() {
+            return false;
+        }
+        n += 1;
+    }
+    n == old.anchors().count()
 }
 
 /// A background reloader (SIGHUP listener or source watcher). Dropping it stops it and

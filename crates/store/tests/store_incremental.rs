@@ -276,3 +276,32 @@ fn prune_moves_only_duplicate_and_expired_files() {
     assert!(src.join("a.pem").exists() && src.join("d.pem").exists());
     assert_eq!(fs::read_to_string(backup.join("b.pem")).unwrap(), good.pem);
 }
+
+#[test]
+fn anchor_set_generation_moves_only_when_the_anchors_change() {
+    let d = tempfile::tempdir().unwrap();
+    let bundle = d.path().join("b.pem");
+    let (a, b) = (ca("Set A"), ca("Set B"));
+    fs::write(&bundle, format!("{}{}", a.pem, b.pem)).unwrap();
+    let (h, _) = StoreHandle::new(vec![Source::File(bundle.clone())]).unwrap();
+    assert_eq!(h.anchor_set_generation(), 1);
+    // Same anchors in another order: a new generation, the same anchor set.
+    fs::write(&bundle, format!("{}{}", b.pem, a.pem)).unwrap();
+    let out = h.reload().unwrap();
+    assert_eq!((out.generation, out.anchors_changed), (2, false));
+    assert_eq!(h.anchor_set_generation(), 1);
+    // One anchor removed: the set changed.
+    fs::write(&bundle, &a.pem).unwrap();
+    let out = h.reload().unwrap();
+    assert_eq!((out.generation, out.anchors_changed), (3, true));
+    assert_eq!(h.anchor_set_generation(), 2);
+    // A different anchor with the same count: changed.
+    fs::write(&bundle, &b.pem).unwrap();
+    assert!(h.reload().unwrap().anchors_changed);
+    assert_eq!(h.anchor_set_generation(), 3);
+    // replace() follows the same rule.
+    let mut same = StoreBuilder::new();
+    same.add_der(&b.der, std::path::Path::new("x")).unwrap();
+    h.replace(same.build());
+    assert_eq!(h.anchor_set_generation(), 3);
+}

@@ -1,17 +1,25 @@
-//! Resumption bound to the store generation.
+//! Resumption bound to the store's anchor set.
 //!
 //! rustls does not verify certificates again when a session is resumed, so a session
 //! established under one trust store could be resumed after that store dropped the CA
-//! that vouched for the peer. These wrappers tie every resumption secret to the store
-//! generation it was issued under, so a reload invalidates them all:
+//! that vouched for the peer. These wrappers tie every resumption secret to the anchor
+//! set it was issued under ([`StoreHandle::anchor_set_generation`]: a number that moves
+//! when a reload installs different anchors, and stays when a reload finds exactly the
+//! same anchors), so a reload that changes the anchors invalidates them all, and a reload
+//! of unchanged sources (SIGHUP, a file rewritten with the same certificates) keeps them:
 //!
-//! - [`GenerationTickets`] (server, `ServerConfig::ticketer`): the generation is sealed
-//!   inside the encrypted ticket; a ticket from another generation does not decrypt.
+//! - [`GenerationTickets`] (server, `ServerConfig::ticketer`): the number is sealed
+//!   inside the encrypted ticket; a ticket from another anchor set does not decrypt.
 //! - [`GenerationSessionCache`] (server, `ServerConfig::session_storage`): keys are
-//!   prefixed with the generation, so old sessions are never found (they age out of the
+//!   prefixed with the number, so old sessions are never found (they age out of the
 //!   inner cache).
 //! - [`GenerationClientSessions`] (client, `ClientConfig::resumption`): the inner store
-//!   is replaced by a fresh one when the generation changes.
+//!   is replaced by a fresh one when the number changes.
+//!
+//! Why a number compared at reload rather than a digest of the anchors: computing a
+//! digest of a 100,000-anchor snapshot at start would read every anchor of a file that
+//! is otherwise only mapped; the comparison costs one fingerprint lookup per anchor on
+//! the reloading thread, and only when a reload happens.
 //!
 //! Known limit: a session whose certificate was verified a moment before a reload and
 //! whose ticket is issued (or stored) a moment after it carries the new generation.
@@ -26,7 +34,7 @@ use rustls::NamedGroup;
 use rustls_pki_types::ServerName;
 use tlskit_store::StoreHandle;
 
-/// Server tickets sealed with the store generation.
+/// Server tickets sealed with the store's anchor-set generation.
 pub struct GenerationTickets {
     inner: Arc<dyn ProducesTickets>,
     handle: Arc<StoreHandle>,
@@ -58,7 +66,7 @@ impl ProducesTickets for GenerationTickets {
 
     fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
         let mut sealed = Vec::with_capacity(8 + plain.len());
-        sealed.extend_from_slice(&self.handle.generation().to_be_bytes());
+        sealed.extend_from_slice(&self.handle.anchor_set_generation().to_be_bytes());
         sealed.extend_from_slice(plain);
         self.inner.encrypt(&sealed)
     }
@@ -66,11 +74,11 @@ impl ProducesTickets for GenerationTickets {
     fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
         let plain = self.inner.decrypt(cipher)?;
         let (gen, rest) = plain.split_first_chunk::<8>()?;
-        (u64::from_be_bytes(*gen) == self.handle.generation()).then(|| rest.to_vec())
+        (u64::from_be_bytes(*gen) == self.handle.anchor_set_generation()).then(|| rest.to_vec())
     }
 }
 
-/// A server session cache whose entries belong to one store generation.
+/// A server session cache whose entries belong to one anchor set.
 pub struct GenerationSessionCache {
     inner: Arc<dyn StoresServerSessions>,
     handle: Arc<StoreHandle>,
@@ -84,7 +92,7 @@ impl GenerationSessionCache {
 
     fn key(&self, key: &[u8]) -> Vec<u8> {
         let mut k = Vec::with_capacity(8 + key.len());
-        k.extend_from_slice(&self.handle.generation().to_be_bytes());
+        k.extend_from_slice(&self.handle.anchor_set_generation().to_be_bytes());
         k.extend_from_slice(key);
         k
     }
@@ -118,7 +126,7 @@ impl StoresServerSessions for GenerationSessionCache {
 
 type MakeStore = dyn Fn() -> Arc<dyn ClientSessionStore> + Send + Sync;
 
-/// A client session store that forgets everything when the store generation changes.
+/// A client session store that forgets everything when the store's anchor set changes.
 pub struct GenerationClientSessions {
     handle: Arc<StoreHandle>,
     make: Box<MakeStore>,
@@ -133,7 +141,7 @@ impl GenerationClientSessions {
         make: impl Fn() -> Arc<dyn ClientSessionStore> + Send + Sync + 'static,
     ) -> Self {
         let first = make();
-        let gen = handle.generation();
+        let gen = handle.anchor_set_generation();
         Self {
             handle,
             make: Box::new(make),
@@ -142,7 +150,7 @@ impl GenerationClientSessions {
     }
 
     fn inner(&self) -> Arc<dyn ClientSessionStore> {
-        let gen = self.handle.generation();
+        let gen = self.handle.anchor_set_generation();
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if s.0 != gen {
             *s = (gen, (self.make)());

@@ -195,8 +195,14 @@ fn resumption_after_reload_v(mode: Resume, version: &'static rustls::SupportedPr
     assert_eq!(s, Ok(HandshakeKind::Resumed));
     assert_eq!(c, Ok(HandshakeKind::Resumed));
 
-    // Reload that keeps the client's CA: the session is not resumed (new generation),
-    // the full handshake succeeds.
+    // Reload with exactly the same anchors: the session is still resumed.
+    server_handle.replace(store(&[&w.root.der]));
+    let (s, c) = handshake(&scfg, &ccfg);
+    assert_eq!(s, Ok(HandshakeKind::Resumed));
+    assert_eq!(c, Ok(HandshakeKind::Resumed));
+
+    // Reload that keeps the client's CA but adds another: the anchor set changed, the
+    // session is not resumed, the full handshake succeeds.
     server_handle.replace(store(&[&w.root.der, &w.other_root.der]));
     let (s, c) = handshake(&scfg, &ccfg);
     assert_eq!(s, Ok(HandshakeKind::Full));
@@ -244,8 +250,11 @@ fn client_session_store_is_bound_to_client_store_generation() {
     let ccfg = client_config(&w, &client_handle, true);
     assert_eq!(handshake(&scfg, &ccfg).1, Ok(HandshakeKind::Full));
     assert_eq!(handshake(&scfg, &ccfg).1, Ok(HandshakeKind::Resumed));
-    // The client's store reloads (same content): its sessions are forgotten.
+    // The client's store reloads with the same anchors: its sessions are kept.
     client_handle.replace(store(&[&w.root.der]));
+    assert_eq!(handshake(&scfg, &ccfg).1, Ok(HandshakeKind::Resumed));
+    // A reload that changes the anchors (one added): its sessions are forgotten.
+    client_handle.replace(store(&[&w.root.der, &w.other_root.der]));
     assert_eq!(handshake(&scfg, &ccfg).1, Ok(HandshakeKind::Full));
     // The client's store drops the server's CA: the full handshake fails on the client.
     client_handle.replace(store(&[&w.other_root.der]));

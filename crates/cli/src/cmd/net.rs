@@ -107,7 +107,8 @@ struct ServeFlags {
     /// Seconds SIGTERM waits for open connections [default: 10].
     #[arg(long, value_name = "SECS")]
     shutdown_grace: Option<f64>,
-    /// Session ticket key lifetime in seconds [default: 21600].
+    /// Session ticket key rotation period in seconds (at least 1): tickets from the
+    /// previous key still resume, tickets older than two periods never [default: 21600].
     #[arg(long, value_name = "SECS")]
     ticket_rotation: Option<u64>,
     /// Send a PROXY protocol v2 header to the backend.
