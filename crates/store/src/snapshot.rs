@@ -458,6 +458,7 @@ pub fn build_snapshot(
 ) -> Result<crate::LoadReport, StoreError> {
     let started = std::time::Instant::now();
     let mut b = crate::StoreBuilder::new();
+    b.record_sources = true;
     let mut report = crate::LoadReport::default();
     for s in sources {
         b.add_source(s, &mut report);

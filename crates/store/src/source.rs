@@ -378,7 +378,7 @@ impl StoreBuilder {
                 ),
             }
         }
-        if let Some(meta) = &store.snapshot {
+        if let (Some(meta), true) = (&store.snapshot, self.record_sources) {
             self.snapshot_sources.extend(meta.sources.iter().cloned());
         }
     }
@@ -391,7 +391,7 @@ impl StoreBuilder {
                 return;
             }
         };
-        if let Ok(md) = fs::metadata(dir) {
+        if let (Ok(md), true) = (fs::metadata(dir), self.record_sources) {
             self.snapshot_sources
                 .push(SourceRecord::from_meta(dir, &md, true));
         }
@@ -491,8 +491,10 @@ impl StoreBuilder {
 
     fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
         self.files += 1;
-        self.snapshot_sources
-            .push(SourceRecord::from_meta(path, md, false));
+        if self.record_sources {
+            self.snapshot_sources
+                .push(SourceRecord::from_meta(path, md, false));
+        }
         self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
             t.inode_path.insert(key, path.to_path_buf());
