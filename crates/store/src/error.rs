@@ -1,5 +1,6 @@
 //! Typed errors: per-file load issues (the load goes on) and store-level errors.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -8,6 +9,11 @@ use std::path::PathBuf;
 /// mapped, not read, and has its own limit ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
+/// Most problems of one kind ([`IssueKind::tag`]) a load keeps with their paths; the
+/// rest are only counted ([`crate::LoadReport::error_counts`]), so memory stays bounded
+/// whatever the input (a million bad files, a million bad blocks).
+pub const MAX_ISSUES_PER_KIND: usize = 1000;
+
 /// Why one input (a file, a PEM block, a certificate) was not loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -15,8 +21,9 @@ pub enum IssueKind {
     /// The file could not be opened or read.
     #[error("unreadable: {0}")]
     Unreadable(String),
-    /// A symlink chain loops (ELOOP), or a directory link leads back to itself.
-    #[error("symlink loop")]
+    /// A symlink chain loops, or is deeper than the system follows (ELOOP: 40 links on
+    /// Linux).
+    #[error("symlink loop (or more than 40 levels of symbolic links)")]
     SymlinkLoop,
     /// Larger than [`MAX_FILE_BYTES`].
     #[error("file too large ({size} bytes; limit {limit} bytes)")]
@@ -144,9 +151,13 @@ pub enum SnapshotError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// No source yielded a single anchor. Carries every per-file issue.
-    #[error("nothing loadable: no trust anchor found ({} problem(s) reported)", .issues.len())]
-    NothingLoadable { issues: Vec<LoadIssue> },
+    /// No source yielded a single anchor. Carries the per-file issues (at most
+    /// [`MAX_ISSUES_PER_KIND`] of each kind) and (+) the count of every issue by kind.
+    #[error("nothing loadable: no trust anchor found ({} problem(s) reported)", .counts.values().sum::<usize>().max(.issues.len()))]
+    NothingLoadable {
+        issues: Vec<LoadIssue>,
+        counts: BTreeMap<&'static str, usize>,
+    },
     /// No system trust store was found on this machine.
     #[error(
         "no system trust store found (checked SSL_CERT_FILE, SSL_CERT_DIR and the usual paths)"

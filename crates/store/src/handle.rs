@@ -112,7 +112,10 @@ impl StoreHandle {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let result = if self.inner.sources.is_empty() {
-            Err(StoreError::NothingLoadable { issues: Vec::new() })
+            Err(StoreError::NothingLoadable {
+                issues: Vec::new(),
+                counts: Default::default(),
+            })
         } else {
             load(&self.inner.sources)
         };

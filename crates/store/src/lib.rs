@@ -26,7 +26,9 @@ mod source;
 mod store;
 
 pub use builder::{Added, StoreBuilder};
-pub use error::{IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES};
+pub use error::{
+    IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
+};
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};
 pub use lint::{
     apply_prune, lint, lint_at, plan_prune, plan_prune_at, render_name, Finding, LintReport,

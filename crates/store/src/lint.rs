@@ -11,7 +11,7 @@
 //! certificates, files with unparseable content, and files reached through several paths
 //! (hash links would be left dangling).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -121,9 +121,16 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             detail,
         });
     }
-    // Issues not tied to a tracked file (unreadable paths, loops, bad snapshots).
+    // Issues not tied to a tracked file (unreadable paths, loops, bad snapshots). A set,
+    // not a scan per issue: a directory of a million bad files made this quadratic.
+    let tied: HashSet<(&Path, Option<u32>, &'static str)> = t
+        .tracker
+        .file_issues
+        .iter()
+        .map(|(_, i)| (i.path.as_path(), i.block, i.reason.tag()))
+        .collect();
     for issue in &t.report.errors {
-        if !t.tracker.file_issues.iter().any(|(_, i)| i == issue) {
+        if !tied.contains(&(issue.path.as_path(), issue.block, issue.reason.tag())) {
             findings.push(Finding {
                 kind: issue.reason.tag().into(),
                 path: issue.path.clone(),

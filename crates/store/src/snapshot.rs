@@ -128,6 +128,11 @@ pub(crate) struct SnapshotMeta {
 
 /// Does the file at `path` start with the snapshot magic?
 pub fn has_magic(path: &Path) -> bool {
+    // Only regular files: opening a FIFO would block until a writer comes, and a device
+    // is never a snapshot.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let mut m = [0u8; 8];
     fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut m))
@@ -453,15 +458,14 @@ pub fn build_snapshot(
 ) -> Result<crate::LoadReport, StoreError> {
     let started = std::time::Instant::now();
     let mut b = crate::StoreBuilder::new();
+    b.record_sources = true;
     let mut report = crate::LoadReport::default();
     for s in sources {
         b.add_source(s, &mut report);
     }
     b.finish_report(&mut report, started);
     if b.is_empty() {
-        return Err(StoreError::NothingLoadable {
-            issues: report.errors,
-        });
+        return Err(report.into_nothing_loadable());
     }
     let recs = std::mem::take(&mut b.snapshot_sources);
     let store = b.build();

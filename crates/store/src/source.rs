@@ -8,6 +8,7 @@
 //! OpenSSL's CApath: subdirectories are not descended. Entries are read in byte order of
 //! their names, so results are deterministic.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use crate::builder::{prepare, Added, StoreBuilder};
 use crate::der;
-use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES};
+use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND};
 use crate::pem::{self, Block, PemScanner};
 use crate::snapshot::{self, SourceRecord};
 use crate::store::{now_unix, TrustStore};
@@ -162,8 +163,43 @@ pub struct LoadReport {
     pub expired: usize,
     /// Paths skipped because they lead to a file already read (symlinks, hash links).
     pub aliases: usize,
+    /// Per-file problems, at most [`MAX_ISSUES_PER_KIND`] of each kind (in the order
+    /// met); the rest are only counted, so a directory of a million bad files or a bundle
+    /// of a million bad blocks costs bounded memory.
     pub errors: Vec<LoadIssue>,
     pub load_ms: f64,
+    /// (+) Every problem met, by kind tag ([`IssueKind::tag`]), including those not
+    /// kept in `errors`.
+    pub error_counts: BTreeMap<&'static str, usize>,
+    /// (+) Problems counted but not kept in `errors` (over [`MAX_ISSUES_PER_KIND`]).
+    pub errors_omitted: usize,
+}
+
+impl LoadReport {
+    /// Record one problem: counted always, kept in `errors` while its kind has fewer than
+    /// [`MAX_ISSUES_PER_KIND`] entries.
+    pub fn push_issue(&mut self, issue: LoadIssue) {
+        let n = self.error_counts.entry(issue.reason.tag()).or_insert(0);
+        *n += 1;
+        if *n <= MAX_ISSUES_PER_KIND {
+            self.errors.push(issue);
+        } else {
+            self.errors_omitted += 1;
+        }
+    }
+
+    /// The error for a load that found no anchor: its issues and counts.
+    pub(crate) fn into_nothing_loadable(self) -> StoreError {
+        StoreError::NothingLoadable {
+            issues: self.errors,
+            counts: self.error_counts,
+        }
+    }
+
+    /// Every problem met (kept in `errors` or only counted).
+    pub fn errors_total(&self) -> usize {
+        self.errors.len() + self.errors_omitted
+    }
 }
 
 /// Files larger than this are read and processed in rounds (see `add_stream`).
@@ -298,7 +334,7 @@ impl StoreBuilder {
                         self.add_source(src, report);
                     }
                 }
-                Err(e) => report.errors.push(LoadIssue::new(
+                Err(e) => report.push_issue(LoadIssue::new(
                     "system",
                     IssueKind::Unreadable(e.to_string()),
                 )),
@@ -314,15 +350,13 @@ impl StoreBuilder {
         let store = match TrustStore::open_snapshot(path) {
             Ok(s) => s,
             Err(e) => {
-                report
-                    .errors
-                    .push(LoadIssue::new(path, IssueKind::Snapshot(e)));
+                report.push_issue(LoadIssue::new(path, IssueKind::Snapshot(e)));
                 return;
             }
         };
         self.files += 1;
         for issue in store.stale_sources() {
-            report.errors.push(issue);
+            report.push_issue(issue);
         }
         let file_idx = self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
@@ -344,7 +378,7 @@ impl StoreBuilder {
                 ),
             }
         }
-        if let Some(meta) = &store.snapshot {
+        if let (Some(meta), true) = (&store.snapshot, self.record_sources) {
             self.snapshot_sources.extend(meta.sources.iter().cloned());
         }
     }
@@ -353,11 +387,11 @@ impl StoreBuilder {
         let rd = match fs::read_dir(dir) {
             Ok(rd) => rd,
             Err(e) => {
-                report.errors.push(io_issue(dir, &e));
+                report.push_issue(io_issue(dir, &e));
                 return;
             }
         };
-        if let Ok(md) = fs::metadata(dir) {
+        if let (Ok(md), true) = (fs::metadata(dir), self.record_sources) {
             self.snapshot_sources
                 .push(SourceRecord::from_meta(dir, &md, true));
         }
@@ -365,7 +399,7 @@ impl StoreBuilder {
         for e in rd {
             match e {
                 Ok(e) => entries.push(e.path()),
-                Err(e) => report.errors.push(io_issue(dir, &e)),
+                Err(e) => report.push_issue(io_issue(dir, &e)),
             }
         }
         entries.sort_unstable();
@@ -373,7 +407,7 @@ impl StoreBuilder {
             match fs::metadata(&p) {
                 Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
                 Ok(md) => self.add_file_meta(&p, md, report),
-                Err(e) => report.errors.push(io_issue(&p, &e)),
+                Err(e) => report.push_issue(io_issue(&p, &e)),
             }
         }
     }
@@ -382,23 +416,21 @@ impl StoreBuilder {
         if let (Some(t), Some(f)) = (self.tracker.as_mut(), file) {
             t.file_issues.push((f, issue.clone()));
         }
-        report.errors.push(issue);
+        report.push_issue(issue);
     }
 
     /// Read one file (PEM bundle or DER) and add its certificates.
     pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
         match fs::metadata(path) {
             Ok(md) => self.add_file_meta(path, md, report),
-            Err(e) => report.errors.push(io_issue(path, &e)),
+            Err(e) => report.push_issue(io_issue(path, &e)),
         }
     }
 
     /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
     fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
         if !md.is_file() {
-            report
-                .errors
-                .push(LoadIssue::new(path, IssueKind::NotRegular));
+            report.push_issue(LoadIssue::new(path, IssueKind::NotRegular));
             return;
         }
         let key = (md.dev(), md.ino());
@@ -411,7 +443,7 @@ impl StoreBuilder {
             return;
         }
         if md.len() > MAX_FILE_BYTES {
-            report.errors.push(LoadIssue::new(
+            report.push_issue(LoadIssue::new(
                 path,
                 IssueKind::TooLarge {
                     size: md.len(),
@@ -423,7 +455,7 @@ impl StoreBuilder {
         let file = match fs::File::open(path) {
             Ok(f) => f,
             Err(e) => {
-                report.errors.push(io_issue(path, &e));
+                report.push_issue(io_issue(path, &e));
                 return;
             }
         };
@@ -437,12 +469,12 @@ impl StoreBuilder {
         // Bound the read even if the file grew after the metadata call.
         let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
         if let Err(e) = read {
-            report.errors.push(io_issue(path, &e));
+            report.push_issue(io_issue(path, &e));
             self.read_buf = buf;
             return;
         }
         if buf.len() as u64 > MAX_FILE_BYTES {
-            report.errors.push(LoadIssue::new(
+            report.push_issue(LoadIssue::new(
                 path,
                 IssueKind::TooLarge {
                     size: buf.len() as u64,
@@ -459,8 +491,10 @@ impl StoreBuilder {
 
     fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
         self.files += 1;
-        self.snapshot_sources
-            .push(SourceRecord::from_meta(path, md, false));
+        if self.record_sources {
+            self.snapshot_sources
+                .push(SourceRecord::from_meta(path, md, false));
+        }
         self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
             t.inode_path.insert(key, path.to_path_buf());
@@ -510,7 +544,7 @@ impl StoreBuilder {
                             self.absorb(p, blocks, path, file_idx, report);
                         }
                         buf.truncate(old + got);
-                        report.errors.push(io_issue(path, &e));
+                        report.push_issue(io_issue(path, &e));
                         self.read_buf = buf;
                         return;
                     }
@@ -523,7 +557,7 @@ impl StoreBuilder {
                 if let Some(p) = pending.take() {
                     self.absorb(p, blocks, path, file_idx, report);
                 }
-                report.errors.push(LoadIssue::new(
+                report.push_issue(LoadIssue::new(
                     path,
                     IssueKind::TooLarge {
                         size: total,
@@ -541,9 +575,9 @@ impl StoreBuilder {
                         .take(MAX_FILE_BYTES + 1 - total)
                         .read_to_end(&mut buf);
                     match rest {
-                        Err(e) => report.errors.push(io_issue(path, &e)),
+                        Err(e) => report.push_issue(io_issue(path, &e)),
                         Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => {
-                            report.errors.push(LoadIssue::new(
+                            report.push_issue(LoadIssue::new(
                                 path,
                                 IssueKind::TooLarge {
                                     size: buf.len() as u64,
@@ -853,8 +887,10 @@ impl StoreBuilder {
 pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> {
     let started = Instant::now();
     if let [Source::Snapshot(p)] = sources {
-        let store = TrustStore::open_snapshot(p).map_err(|e| StoreError::NothingLoadable {
-            issues: vec![LoadIssue::new(p, IssueKind::Snapshot(e))],
+        let store = TrustStore::open_snapshot(p).map_err(|e| {
+            let mut r = LoadReport::default();
+            r.push_issue(LoadIssue::new(p, IssueKind::Snapshot(e)));
+            r.into_nothing_loadable()
         })?;
         let mut report = LoadReport {
             files: 1,
@@ -862,12 +898,12 @@ pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> 
             expired: store.count_expired(now_unix()),
             ..LoadReport::default()
         };
-        report.errors.extend(store.stale_sources());
+        for issue in store.stale_sources() {
+            report.push_issue(issue);
+        }
         report.load_ms = started.elapsed().as_secs_f64() * 1e3;
         if store.is_empty() {
-            return Err(StoreError::NothingLoadable {
-                issues: report.errors,
-            });
+            return Err(report.into_nothing_loadable());
         }
         return Ok((store, report));
     }
@@ -878,9 +914,7 @@ pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> 
     }
     b.finish_report(&mut report, started);
     if b.is_empty() {
-        return Err(StoreError::NothingLoadable {
-            issues: report.errors,
-        });
+        return Err(report.into_nothing_loadable());
     }
     let store = b.build();
     report.load_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -200,7 +200,9 @@ fn nothing_loadable_is_an_error_with_the_issues() {
     let p = d.path().join("key.pem");
     fs::write(&p, FAKE_KEY).unwrap();
     match load(&[Source::File(p)]) {
-        Err(tlskit_store::StoreError::NothingLoadable { issues }) => assert_eq!(issues.len(), 1),
+        Err(tlskit_store::StoreError::NothingLoadable { issues, .. }) => {
+            assert_eq!(issues.len(), 1)
+        }
         other => panic!("{:?}", other.map(|_| ())),
     }
 }

@@ -214,6 +214,13 @@ pub enum VerifyError {
     BadSignature,
     /// The end-entity position holds a CA certificate (a chain given in the wrong order).
     CaAsEndEntity,
+    /// Path building stopped at one of rustls-webpki's per-verification budgets before
+    /// a path was found: the chain offers too many candidate paths (for example many
+    /// certificates with one subject name). See the crate README, "Limits".
+    PathBuildingBudget {
+        /// Which budget ran out, e.g. "100 signature checks".
+        limit: &'static str,
+    },
     /// Any other refusal by rustls-webpki (debug form of its error).
     Other(String),
 }
@@ -273,6 +280,11 @@ impl fmt::Display for VerifyError {
             Self::CaAsEndEntity => f.write_str(
                 "the end-entity certificate is a CA certificate; the end-entity certificate \
                  must come first (is the chain in the wrong order?)",
+            ),
+            Self::PathBuildingBudget { limit } => write!(
+                f,
+                "path building stopped at its limit of {limit} per verification: the \
+                 chain offers too many candidate paths (many certificates with one name?)"
             ),
             Self::Other(w) => write!(f, "rejected by path validation: {w}"),
         }
@@ -542,11 +554,16 @@ impl ChainVerifier {
             }
             Ok(())
         };
+        // Only presented certificates that can lie on a path to a candidate anchor go to
+        // rustls-webpki: a hostile set of same-name certificates that leads to no anchor
+        // would otherwise cost it up to 200,000 path-building steps (seconds of CPU).
+        let names: Vec<&[u8]> = anchor_of.iter().map(|&i| usable[i].subject()).collect();
+        let explore = toward_anchors(&names, intermediates);
         let path = ee
             .verify_for_usage(
                 self.algs,
                 &anchors,
-                intermediates,
+                &explore,
                 now,
                 purpose.usage(),
                 revocation,
@@ -641,6 +658,48 @@ fn add_candidates<'s>(
     }
 }
 
+/// The presented certificates that can lie on a path ending at an anchor named in
+/// `anchor_names`: those whose issuer is such an anchor, or (transitively) the subject of
+/// a certificate already kept. rustls-webpki matches issuers by exact name bytes too, so
+/// every path it could build survives this filter; the rest could only end in
+/// `UnknownIssuer` after a search. Certificates we cannot parse are kept (rustls-webpki
+/// judges them). Cost: at most n² name comparisons per pass, n passes (n <= max_presented).
+fn toward_anchors<'c>(
+    anchor_names: &[&[u8]],
+    intermediates: &'c [CertificateDer<'c>],
+) -> Vec<CertificateDer<'c>> {
+    let fields: Vec<Option<der::CertFields<'_>>> =
+        intermediates.iter().map(|c| der::cert_fields(c)).collect();
+    let mut keep: Vec<bool> = fields.iter().map(Option::is_none).collect();
+    loop {
+        let mut changed = false;
+        for i in 0..fields.len() {
+            let Some(f) = &fields[i] else { continue };
+            if keep[i] {
+                continue;
+            }
+            let reaches = anchor_names.contains(&f.issuer)
+                || fields
+                    .iter()
+                    .zip(&keep)
+                    .any(|(g, &k)| k && g.as_ref().is_some_and(|g| g.subject == f.issuer));
+            if reaches {
+                keep[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    intermediates
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(c, _)| CertificateDer::from(c.as_ref()))
+        .collect()
+}
+
 pub(crate) fn unix_secs(t: UnixTime) -> i64 {
     i64::try_from(t.as_secs()).unwrap_or(i64::MAX)
 }
@@ -681,6 +740,15 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         E::RequiredEkuNotFound => VerifyError::WrongPurpose { purpose },
         E::MaximumPathDepthExceeded => VerifyError::ChainTooDeep {
             limit: MAX_SUPPORTED_DEPTH,
+        },
+        E::MaximumSignatureChecksExceeded => VerifyError::PathBuildingBudget {
+            limit: "100 signature checks",
+        },
+        E::MaximumPathBuildCallsExceeded => VerifyError::PathBuildingBudget {
+            limit: "200,000 path-building steps",
+        },
+        E::MaximumNameConstraintComparisonsExceeded => VerifyError::PathBuildingBudget {
+            limit: "250,000 name-constraint comparisons",
         },
         E::BadDer | E::BadDerTime | E::TrailingData(_) => {
             VerifyError::BadEncoding(format!("{e:?}"))

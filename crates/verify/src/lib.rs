@@ -24,7 +24,7 @@ pub use chain::{
     format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
     MAX_SUPPORTED_DEPTH,
 };
-pub use input::{load_certs, load_crl, InputError};
+pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
 pub use tls::{
     hint_names, HintOverflow, RootHints, StoreClientVerifier, StoreServerVerifier, MAX_HINT_BYTES,

@@ -138,7 +138,7 @@ fn load_section(srcs: &[tlskit_store::Source]) -> Section {
                     }
                 ),
                 format!("expired     {}", report.expired),
-                format!("problems    {}", report.errors.len()),
+                format!("problems    {}", report.errors_total()),
                 format!("load time   {median:.2} ms (median of {})", times.len()),
                 format!(
                     "CA names    {} subjects, {} bytes in a CertificateRequest{}",
@@ -166,6 +166,8 @@ fn load_section(srcs: &[tlskit_store::Source]) -> Section {
                     "duplicates": report.duplicates,
                     "expired": report.expired,
                     "errors": report.errors.iter().map(issue_json).collect::<Vec<_>>(),
+                    "error_counts": report.error_counts,
+                    "errors_total": report.errors_total(),
                     "load_ms": median,
                     "ca_names": names.len(),
                     "ca_names_encoded_len": names.encoded_len(),

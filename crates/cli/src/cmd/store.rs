@@ -3,6 +3,7 @@
 //! Parsing and output only: the work is in tlskit-store. Every command that takes SRC
 //! accepts files (PEM bundles, DER), directories, snapshot files and the word `system`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -139,6 +140,37 @@ pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
     }
 }
 
+/// Problems of one kind printed on stderr; the rest are summarised in one line with their
+/// count (`--json` lists up to `MAX_ISSUES_PER_KIND` of each kind).
+pub(crate) const STDERR_ISSUES_PER_KIND: usize = 20;
+
+/// Print problems on stderr, at most [`STDERR_ISSUES_PER_KIND`] of each kind, then one
+/// line per kind with more: how many were not shown and how many there were in all.
+pub(crate) fn warn_issues(issues: &[LoadIssue], counts: &BTreeMap<&'static str, usize>) {
+    let mut shown: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for i in issues {
+        let n = shown.entry(i.reason.tag()).or_insert(0);
+        *n += 1;
+        if *n <= STDERR_ISSUES_PER_KIND {
+            warn_issue(i);
+        }
+    }
+    for (kind, &total) in counts {
+        let n = shown
+            .get(kind)
+            .copied()
+            .unwrap_or(0)
+            .min(STDERR_ISSUES_PER_KIND);
+        if total > n {
+            eprintln!(
+                "tlskit: {} more {kind} problem(s) not shown ({total} in all; --json lists up to {} of each kind)",
+                total - n,
+                tlskit_store::MAX_ISSUES_PER_KIND
+            );
+        }
+    }
+}
+
 pub(crate) fn warn_issue(i: &LoadIssue) {
     match i.block {
         Some(b) => warn(&i.path, &format_args!("block {b}: {}", i.reason)),
@@ -159,7 +191,7 @@ pub(crate) fn load_or_explain(
                         .snapshot_info()
                         .map(|(p, _)| p.to_path_buf())
                         .unwrap_or_default();
-                    report.errors.push(LoadIssue {
+                    report.push_issue(LoadIssue {
                         path: p,
                         block: None,
                         reason: tlskit_store::IssueKind::Snapshot(e),
@@ -167,12 +199,12 @@ pub(crate) fn load_or_explain(
                 }
             }
             if !quiet {
-                report.errors.iter().for_each(warn_issue);
+                warn_issues(&report.errors, &report.error_counts);
             }
             Ok((store, report))
         }
-        Err(StoreError::NothingLoadable { issues }) => {
-            issues.iter().for_each(warn_issue);
+        Err(StoreError::NothingLoadable { issues, counts }) => {
+            warn_issues(&issues, &counts);
             anyhow::bail!(
                 "nothing loadable from {}: no trust anchor found",
                 describe(srcs)
@@ -220,6 +252,10 @@ struct ShowJson {
     expired: usize,
     aliases: usize,
     errors: Vec<IssueJson>,
+    /// Every problem, by kind (`errors` keeps at most MAX_ISSUES_PER_KIND of each).
+    error_counts: BTreeMap<&'static str, usize>,
+    errors_total: usize,
+    errors_omitted: usize,
     generation: u64,
     load_ms: f64,
     ca_names: usize,
@@ -258,6 +294,9 @@ fn show(a: ShowArgs) -> CmdResult {
         expired: report.expired,
         aliases: report.aliases,
         errors: report.errors.iter().map(issue_json).collect(),
+        error_counts: report.error_counts.clone(),
+        errors_total: report.errors_total(),
+        errors_omitted: report.errors_omitted,
         generation: store.generation(),
         load_ms: report.load_ms,
         ca_names: names.len(),
@@ -288,10 +327,10 @@ fn show(a: ShowArgs) -> CmdResult {
         "  expired      {}",
         if j.expired > 0 { st.warn(&exp) } else { exp }
     );
-    let errs = format!("{}", j.errors.len());
+    let errs = format!("{}", j.errors_total);
     println!(
         "  problems     {}{}",
-        if j.errors.is_empty() {
+        if j.errors_total == 0 {
             errs
         } else {
             st.bad(&errs)
@@ -340,8 +379,8 @@ fn build(a: BuildArgs) -> CmdResult {
     let srcs = sources(&a.sources);
     let report = match tlskit_store::build_snapshot(&srcs, &a.output) {
         Ok(r) => r,
-        Err(StoreError::NothingLoadable { issues }) => {
-            issues.iter().for_each(warn_issue);
+        Err(StoreError::NothingLoadable { issues, counts }) => {
+            warn_issues(&issues, &counts);
             anyhow::bail!(
                 "nothing loadable from {}: snapshot not written",
                 describe(&srcs)
@@ -349,7 +388,7 @@ fn build(a: BuildArgs) -> CmdResult {
         }
         Err(e) => return Err(e.into()),
     };
-    report.errors.iter().for_each(warn_issue);
+    warn_issues(&report.errors, &report.error_counts);
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
     if a.json {
         print_json(&serde_json::json!({
@@ -360,6 +399,9 @@ fn build(a: BuildArgs) -> CmdResult {
             "duplicates": report.duplicates,
             "expired": report.expired,
             "errors": report.errors.iter().map(issue_json).collect::<Vec<_>>(),
+            "error_counts": report.error_counts,
+            "errors_total": report.errors_total(),
+            "errors_omitted": report.errors_omitted,
             "load_ms": report.load_ms,
         }))?;
     } else {
@@ -369,7 +411,7 @@ fn build(a: BuildArgs) -> CmdResult {
             report.anchors,
             report.files,
             size,
-            report.errors.len(),
+            report.errors_total(),
             report.load_ms
         );
     }
@@ -380,7 +422,7 @@ fn lint(a: LintArgs) -> CmdResult {
     let srcs = sources(&a.sources);
     let r = tlskit_store::lint(&srcs);
     if r.store.is_empty() {
-        r.report.errors.iter().for_each(warn_issue);
+        warn_issues(&r.report.errors, &r.report.error_counts);
         anyhow::bail!(
             "nothing loadable from {}: no trust anchor found",
             describe(&srcs)

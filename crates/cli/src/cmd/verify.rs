@@ -13,7 +13,7 @@ use tlskit_verify::{
     VerifierConfig,
 };
 
-use crate::output::{print_json, warn, CmdResult, Outcome, Style};
+use crate::output::{print_json, CmdResult, Outcome, Style};
 
 const VERIFY_EXAMPLES: &str = "\
 Examples:
@@ -129,16 +129,12 @@ pub(crate) struct BenchVerifyArgs {
 fn load_store(roots: &[String]) -> anyhow::Result<TrustStore> {
     let sources: Vec<Source> = roots.iter().map(|r| Source::from_arg(r)).collect();
     let (store, report) = tlskit_store::load(&sources).map_err(|e| {
-        if let tlskit_store::StoreError::NothingLoadable { issues } = &e {
-            for i in issues {
-                warn(&i.path, &i.reason);
-            }
+        if let tlskit_store::StoreError::NothingLoadable { issues, counts } = &e {
+            super::store::warn_issues(issues, counts);
         }
         anyhow!("--roots {}: {e}", roots.join(" "))
     })?;
-    for i in &report.errors {
-        warn(&i.path, &i.reason);
-    }
+    super::store::warn_issues(&report.errors, &report.error_counts);
     if store.is_empty() {
         bail!("--roots {}: no trust anchor loaded", roots.join(" "));
     }

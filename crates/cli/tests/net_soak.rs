@@ -1,0 +1,389 @@
+//! Soak test of `tlskit serve` (issue #7): for a fixed time (TLSKIT_SOAK_SECS, default
+//! 20 s) the real server faces mixed load on 127.0.0.1 while it is reloaded by SIGHUP
+//! every 1.5 s (every other reload with a newly issued certificate):
+//!
+//! * full handshakes (resumption off) and resumptions (one shared client session store),
+//!   each sending an HTTP/1.0 request and checking the 200 answer;
+//! * garbage bytes, slow clients trickling a real ClientHello one byte per 200 ms (closed
+//!   by the 2 s handshake timeout), idle TCP connections that never speak and idle TLS
+//!   connections that never send a request (closed by the 3 s idle timeout).
+//!
+//! The server's RSS is sampled every second. Asserted: the server never exits, no valid
+//! handshake fails, resumptions happen, every reload succeeds, and RSS is flat after
+//! warm-up: the maximum over the last third of the run is at most the maximum over the
+//! first third after warm-up plus max(16 MiB, 25%). The table (t, RSS, handshakes) is
+//! printed; run with `--nocapture` to see it.
+
+mod net_support;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use net_support::*;
+use tlskit_verify::rustls;
+use tlskit_verify::rustls::pki_types::ServerName;
+
+fn s(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn client_config(ca: &std::path::Path, resume: bool) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in tlskit_verify::load_certs(ca).expect("ca.pem") {
+        roots.add(c).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    if !resume {
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
+    Arc::new(cfg)
+}
+
+fn name() -> ServerName<'static> {
+    ServerName::try_from("test.example").expect("name")
+}
+
+/// One valid exchange: handshake, `GET /`, the whole answer. Returns whether the
+/// handshake was a resumption.
+fn exchange(addr: SocketAddr, cfg: &Arc<rustls::ClientConfig>) -> Result<bool, String> {
+    let mut sock = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+        .map_err(|e| format!("connect: {e}"))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    sock.set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    let mut conn =
+        rustls::ClientConnection::new(cfg.clone(), name()).map_err(|e| format!("client: {e}"))?;
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    tls.write_all(b"GET / HTTP/1.0\r\nHost: test.example\r\n\r\n")
+        .map_err(|e| format!("handshake/write: {e}"))?;
+    let mut buf = Vec::new();
+    match tls.read_to_end(&mut buf) {
+        Ok(_) => {}
+        // A peer closing without close_notify after a complete answer is fine here.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !buf.is_empty() => {}
+        Err(e) => return Err(format!("read: {e} (after {} bytes)", buf.len())),
+    }
+    if !buf.starts_with(b"HTTP/1.1 200") {
+        return Err(format!(
+            "answer: {:?}",
+            String::from_utf8_lossy(&buf[..buf.len().min(80)])
+        ));
+    }
+    Ok(conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed))
+}
+
+/// The bytes of a real ClientHello.
+fn client_hello(cfg: &Arc<rustls::ClientConfig>) -> Vec<u8> {
+    let mut c = rustls::ClientConnection::new(cfg.clone(), name()).expect("client");
+    let mut out = Vec::new();
+    while c.wants_write() {
+        c.write_tls(&mut out).expect("write_tls");
+    }
+    out
+}
+
+#[derive(Default)]
+struct Counts {
+    full: AtomicU64,
+    resumed: AtomicU64,
+    garbage: AtomicU64,
+    slow: AtomicU64,
+    idle_tcp: AtomicU64,
+    idle_tls: AtomicU64,
+    reloads: AtomicU64,
+}
+
+impl Counts {
+    fn handshakes(&self) -> u64 {
+        self.full.load(Relaxed) + self.resumed.load(Relaxed)
+    }
+}
+
+#[test]
+fn net_soak_mixed_load_with_reloads() {
+    let secs: u64 = std::env::var("TLSKIT_SOAK_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+        .max(6);
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let mut srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--handshake-timeout",
+        "2",
+        "--idle-timeout",
+        "3",
+        "--max-connections",
+        "4000",
+    ]);
+    let pid = srv.child.id();
+    let addr = srv.addr();
+    let ca = pki.path("ca.pem");
+    let full_cfg = client_config(&ca, false);
+    let resume_cfg = client_config(&ca, true);
+    let hello = client_hello(&full_cfg);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(Counts::default());
+    let failures: Arc<Mutex<Vec<String>>> = Arc::default();
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_secs(secs);
+    let mut workers = Vec::new();
+
+    // Valid traffic: two threads of full handshakes, one of resumptions. A short pause
+    // between exchanges leaves CPU to the server and the other load on a 2-core VM.
+    for (cfg, resume) in [
+        (full_cfg.clone(), false),
+        (full_cfg.clone(), false),
+        (resume_cfg.clone(), true),
+    ] {
+        let (stop, counts, failures) = (stop.clone(), counts.clone(), failures.clone());
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                match exchange(addr, &cfg) {
+                    Ok(true) => counts.resumed.fetch_add(1, Relaxed),
+                    Ok(false) => counts.full.fetch_add(1, Relaxed),
+                    Err(e) => {
+                        failures.lock().expect("failures").push(format!(
+                            "{}resumption client: {e}",
+                            if resume { "" } else { "no-" }
+                        ));
+                        0
+                    }
+                };
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }));
+    }
+    // Garbage: random bytes (and an HTTP request in clear), then wait for the close.
+    {
+        let (stop, counts) = (stop.clone(), counts.clone());
+        workers.push(std::thread::spawn(move || {
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut i = 0u64;
+            while !stop.load(Relaxed) {
+                let Ok(mut g) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                let bytes: Vec<u8> = if i.is_multiple_of(2) {
+                    (0..300)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            x as u8
+                        })
+                        .collect()
+                } else {
+                    b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec()
+                };
+                i += 1;
+                let _ = g.write_all(&bytes);
+                let _ = g.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut sink = Vec::new();
+                let _ = g.read_to_end(&mut sink);
+                counts.garbage.fetch_add(1, Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
+    }
+    // Slow clients: four at a time, each trickling a ClientHello one byte per 200 ms
+    // until the server's 2 s handshake timeout closes it.
+    for _ in 0..4 {
+        let (stop, counts, hello) = (stop.clone(), counts.clone(), hello.clone());
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                let Ok(mut t) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                for b in &hello {
+                    if stop.load(Relaxed) || t.write_all(std::slice::from_ref(b)).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                counts.slow.fetch_add(1, Relaxed);
+            }
+        }));
+    }
+    // Idle connections: 100 TCP connections that never speak and 10 TLS connections
+    // that never send a request, held 4 s (past both timeouts), then replaced.
+    {
+        let (stop, counts, cfg) = (stop.clone(), counts.clone(), full_cfg.clone());
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                let raw: Vec<TcpStream> = (0..100)
+                    .filter_map(|_| TcpStream::connect(addr).ok())
+                    .collect();
+                let mut tls = Vec::new();
+                for _ in 0..10 {
+                    let Ok(mut sock) = TcpStream::connect(addr) else {
+                        continue;
+                    };
+                    let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
+                    let Ok(mut conn) = rustls::ClientConnection::new(cfg.clone(), name()) else {
+                        continue;
+                    };
+                    if conn.complete_io(&mut sock).is_ok() {
+                        tls.push((conn, sock));
+                    }
+                }
+                counts.idle_tcp.fetch_add(raw.len() as u64, Relaxed);
+                counts.idle_tls.fetch_add(tls.len() as u64, Relaxed);
+                let until = Instant::now() + Duration::from_secs(4);
+                while Instant::now() < until && !stop.load(Relaxed) {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                drop(raw);
+                drop(tls);
+            }
+        }));
+    }
+    // Reloads: SIGHUP every 1.5 s; every other time a new leaf is issued first (written
+    // to new names, then renamed over the served files, so a reload never sees half).
+    {
+        let (stop_r, counts_r) = (stop.clone(), counts.clone());
+        let pid_arg = pid.to_string();
+        let (want_leaf, leaf_rx) = std::sync::mpsc::channel::<()>();
+        let (leaf_done_tx, leaf_done) = std::sync::mpsc::channel::<()>();
+        workers.push(std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop_r.load(Relaxed) {
+                if n % 2 == 1 {
+                    // The PKI lives on the main thread: ask it for a new leaf.
+                    if want_leaf.send(()).is_err() || leaf_done.recv().is_err() {
+                        break;
+                    }
+                }
+                let st = std::process::Command::new("kill")
+                    .args(["-HUP", &pid_arg])
+                    .status();
+                if st.is_ok_and(|s| s.success()) {
+                    counts_r.reloads.fetch_add(1, Relaxed);
+                }
+                n += 1;
+                std::thread::sleep(Duration::from_millis(1500));
+            }
+        }));
+        // Main thread: issue leaves on request and sample RSS every second.
+        let mut samples: Vec<(f64, u64, u64)> = Vec::new();
+        let mut next_sample = t0;
+        while Instant::now() < deadline {
+            if leaf_rx.try_recv().is_ok() {
+                pki.server_leaf(
+                    "chain.next",
+                    "key.next",
+                    "test.example",
+                    &["test.example", "localhost", "127.0.0.1"],
+                );
+                std::fs::rename(pki.path("key.next"), pki.path("leaf.key")).expect("rename");
+                std::fs::rename(pki.path("chain.next"), pki.path("chain.pem")).expect("rename");
+                let _ = leaf_done_tx.send(());
+            }
+            if Instant::now() >= next_sample {
+                let rss = rss_kib(pid).unwrap_or(0);
+                samples.push((t0.elapsed().as_secs_f64(), rss, counts.handshakes()));
+                next_sample += Duration::from_secs(1);
+            }
+            assert!(
+                srv.child.try_wait().expect("try_wait").is_none(),
+                "the server exited during the soak: {}",
+                srv.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Relaxed);
+        drop(leaf_rx);
+        drop(leaf_done_tx);
+        for w in workers {
+            w.join().expect("worker");
+        }
+        let rss_end = rss_kib(pid).unwrap_or(0);
+        samples.push((t0.elapsed().as_secs_f64(), rss_end, counts.handshakes()));
+
+        eprintln!("soak {secs} s: t_s rss_kib handshakes");
+        for (t, rss, h) in &samples {
+            eprintln!("soak {t:7.1} {rss:8} {h:8}");
+        }
+        let c = &*counts;
+        eprintln!(
+            "soak totals: full {} resumed {} garbage {} slow {} idle_tcp {} idle_tls {} reloads {}",
+            c.full.load(Relaxed),
+            c.resumed.load(Relaxed),
+            c.garbage.load(Relaxed),
+            c.slow.load(Relaxed),
+            c.idle_tcp.load(Relaxed),
+            c.idle_tls.load(Relaxed),
+            c.reloads.load(Relaxed)
+        );
+
+        // Still serving after the soak, with the last certificate.
+        assert!(srv.child.try_wait().expect("try_wait").is_none());
+        exchange(addr, &full_cfg).expect("served after the soak");
+        let fails = failures.lock().expect("failures");
+        assert!(
+            fails.is_empty(),
+            "{} valid exchange(s) failed, first: {:?}",
+            fails.len(),
+            fails.first()
+        );
+        assert!(c.full.load(Relaxed) > 0 && c.resumed.load(Relaxed) > 0);
+        assert!(c.garbage.load(Relaxed) > 0 && c.slow.load(Relaxed) > 0);
+        let log = srv.stderr();
+        let reloaded = log.matches("event=reloaded").count() as u64;
+        assert!(reloaded >= c.reloads.load(Relaxed).saturating_sub(1) && reloaded > 0);
+        assert!(!log.contains("ok=false"), "a reload failed: {log}");
+        assert!(
+            log.contains("event=handshake_timeout"),
+            "slow clients timed out"
+        );
+
+        // Flat memory after warm-up.
+        let warm = (secs as f64 * 0.15).max(3.0);
+        let after: Vec<u64> = samples
+            .iter()
+            .filter(|(t, _, _)| *t >= warm)
+            .map(|(_, r, _)| *r)
+            .collect();
+        let third = (after.len() / 3).max(1);
+        let first_max = after[..third].iter().copied().max().unwrap_or(0);
+        let last_max = after[after.len() - third..]
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0);
+        let margin = (16 * 1024).max(first_max / 4);
+        eprintln!(
+            "soak RSS after {warm:.0} s warm-up: first-third max {first_max} KiB, last-third max {last_max} KiB (allowed {})",
+            first_max + margin
+        );
+        assert!(
+            last_max <= first_max + margin,
+            "RSS grew: first third max {first_max} KiB, last third max {last_max} KiB"
+        );
+    }
+}
