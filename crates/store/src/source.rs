@@ -12,9 +12,10 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::builder::{prepare, Added, StoreBuilder};
+use crate::builder::{prepare, Added, Prepared, StoreBuilder};
 use crate::der;
 use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES};
 use crate::pem::{self, Block, PemScanner};
@@ -169,10 +170,109 @@ pub struct LoadReport {
 /// Files larger than this are read and processed in rounds (see `add_stream`).
 const STREAM_MIN_BYTES: usize = 1 << 20;
 
-/// Bytes read per round: about 1/16 of the file (so the two-stage pipeline fills and
-/// drains quickly), between 64 KiB and 2 MiB (so a round stays in cache).
-fn round_bytes(file_len: u64) -> usize {
-    ((file_len / 16) as usize).clamp(64 << 10, 2 << 20)
+/// How a large file is cut into rounds: round `k` covers the text from the first BEGIN
+/// line at or after `k * size` (0 for the first round) to the first BEGIN line at or after
+/// `(k + 1) * size` (the end of the file for the last round). Each round is found and read
+/// on its own (`pread`), so rounds can be prepared in any order on any thread; a block
+/// larger than a round makes the rounds it covers empty. Every byte is scanned by one
+/// round only, plus at most one round's worth of look-ahead per round: linear.
+struct RoundPlan {
+    size: u64,
+    rounds: usize,
+}
+
+/// Length of "-----BEGIN " minus one: how far a marker can reach past a round's end.
+const MARK_TAIL: u64 = 10;
+
+impl RoundPlan {
+    /// About 1/32 of the file per round (so two threads balance well and the last round
+    /// is short), between 64 KiB and 2 MiB (so a round stays in cache).
+    fn new(file_len: u64) -> Self {
+        let size = (file_len / 32).clamp(64 << 10, 2 << 20);
+        RoundPlan {
+            size,
+            rounds: file_len.div_ceil(size).max(1) as usize,
+        }
+    }
+
+    /// Read and prepare round `k`, using `buf` as the read buffer (it is left holding the
+    /// bytes read from the round's nominal start).
+    fn prepare(
+        &self,
+        f: &fs::File,
+        k: usize,
+        buf: &mut Vec<u8>,
+        spare: Chunk,
+    ) -> Result<Chunk, IssueKind> {
+        let base = k as u64 * self.size;
+        let last = k + 1 >= self.rounds;
+        buf.clear();
+        let mut eof = read_at_most(f, buf, base, self.size + MARK_TAIL)?;
+        let start = if k == 0 {
+            0
+        } else {
+            // A marker must start inside this round's nominal range to begin it.
+            let window = &buf[..buf.len().min(self.size as usize + MARK_TAIL as usize)];
+            match memchr::memmem::find(window, b"-----BEGIN ") {
+                Some(i) if (i as u64) < self.size => i,
+                _ => return Ok(prepare_pem_into(&[], spare)),
+            }
+        };
+        // The end: the first marker at or after the next round's start, or EOF.
+        let size = self.size as usize;
+        let mut searched = size;
+        let end = loop {
+            if !last && buf.len() > searched {
+                if let Some(i) = memchr::memmem::find(&buf[searched..], b"-----BEGIN ") {
+                    break searched + i;
+                }
+                // Search only the new bytes (plus a marker's length) next time.
+                searched = buf.len().saturating_sub(MARK_TAIL as usize).max(size);
+            }
+            if eof {
+                break buf.len();
+            }
+            eof = read_at_most(f, buf, base + buf.len() as u64, self.size)?;
+        };
+        Ok(prepare_pem_into(&buf[start..end.max(start)], spare))
+    }
+}
+
+/// Append up to `want` bytes read at `off`; true at end of file. Reading past
+/// [`MAX_FILE_BYTES`] (the file grew while being read) is reported as too large.
+fn read_at_most(f: &fs::File, buf: &mut Vec<u8>, off: u64, want: u64) -> Result<bool, IssueKind> {
+    use std::os::unix::fs::FileExt;
+    let old = buf.len();
+    buf.resize(old + want as usize, 0);
+    let mut got = 0usize;
+    let mut eof = false;
+    while got < want as usize {
+        match f.read_at(&mut buf[old + got..], off + got as u64) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(old + got);
+                return Err(if e.raw_os_error() == Some(ELOOP) {
+                    IssueKind::SymlinkLoop
+                } else {
+                    IssueKind::Unreadable(e.to_string())
+                });
+            }
+        }
+    }
+    buf.truncate(old + got);
+    let reached = off + got as u64;
+    if reached > MAX_FILE_BYTES {
+        return Err(IssueKind::TooLarge {
+            size: reached,
+            limit: MAX_FILE_BYTES,
+        });
+    }
+    Ok(eof)
 }
 
 /// PEM text at least this large is decoded on several threads.
@@ -220,8 +320,7 @@ enum Item {
     Cert {
         off: usize,
         len: usize,
-        fields: der::CertFields,
-        sha: [u8; 32],
+        prep: Prepared,
         block: u32,
     },
     Issue {
@@ -231,10 +330,15 @@ enum Item {
 }
 
 fn prepare_pem(text: &[u8]) -> Chunk {
-    let mut c = Chunk {
-        arena: Vec::with_capacity(text.len() * 3 / 4),
-        ..Chunk::default()
-    };
+    prepare_pem_into(text, Chunk::default())
+}
+
+/// [`prepare_pem`] reusing the buffers of a chunk that was already absorbed.
+fn prepare_pem_into(text: &[u8], mut c: Chunk) -> Chunk {
+    c.arena.clear();
+    c.items.clear();
+    c.blocks = 0;
+    c.arena.reserve(text.len() * 3 / 4);
     for b in PemScanner::new(text) {
         c.blocks += 1;
         let block = c.blocks;
@@ -250,11 +354,10 @@ fn prepare_pem(text: &[u8]) -> Chunk {
                     continue;
                 }
                 match prepare(&c.arena[start..]) {
-                    Ok((fields, sha)) => c.items.push(Item::Cert {
+                    Ok(prep) => c.items.push(Item::Cert {
                         off: start,
                         len: c.arena.len() - start,
-                        fields,
-                        sha,
+                        prep,
                         block,
                     }),
                     Err(kind) => {
@@ -468,132 +571,131 @@ impl StoreBuilder {
         })
     }
 
-    /// Large files are read in chunks and processed as they arrive, so the working set
-    /// stays in cache and no file-sized buffer is allocated. Each round processes the
-    /// complete blocks before the last BEGIN line and carries the rest over; block
-    /// numbers continue across rounds. The result equals reading the file whole.
+    /// Large files are split into rounds of about 1/32 of the file, each cut at BEGIN
+    /// lines, and prepared (read with `pread`, PEM-scanned, decoded, parsed, hashed) by
+    /// this thread and one worker thread that take rounds from a shared counter, so both
+    /// cores stay busy whatever the balance between preparing and indexing. This thread
+    /// indexes the prepared rounds in file order whenever the next one is ready and
+    /// prepares a round otherwise. Block numbers continue across rounds; the result equals
+    /// reading the file whole (tested).
     fn add_stream(
         &mut self,
-        mut f: fs::File,
+        f: fs::File,
         md: &fs::Metadata,
         key: (u64, u64),
         path: &Path,
         report: &mut LoadReport,
     ) {
         let file_idx = self.register_file(path, md, key);
+        let plan = RoundPlan::new(md.len());
         let mut buf = std::mem::take(&mut self.read_buf);
-        buf.clear();
-        let mut total = 0u64;
-        let mut eof = false;
-        let mut blocks = 0u32;
-        let mut checked_pem = false;
-        let round = round_bytes(md.len());
-        let pipelined = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
-        let mut pending: Option<Vec<Chunk>> = None;
-        self.reserve_for_pem(md.len() as usize);
-        while !eof {
-            let old = buf.len();
-            buf.resize(old + round, 0);
-            let mut got = 0;
-            while got < round {
-                match f.read(&mut buf[old + got..]) {
-                    Ok(0) => {
-                        eof = true;
-                        break;
-                    }
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        // Keep what was read before the error (already reported rounds
-                        // stay loaded), and say why the rest is missing.
-                        if let Some(p) = pending.take() {
-                            self.absorb(p, blocks, path, file_idx, report);
-                        }
-                        buf.truncate(old + got);
-                        report.errors.push(io_issue(path, &e));
-                        self.read_buf = buf;
-                        return;
-                    }
-                }
-            }
-            buf.truncate(old + got);
-            total += got as u64;
-            if total > MAX_FILE_BYTES {
-                // The file grew past the limit while being read.
-                if let Some(p) = pending.take() {
-                    self.absorb(p, blocks, path, file_idx, report);
-                }
-                report.errors.push(LoadIssue::new(
-                    path,
-                    IssueKind::TooLarge {
-                        size: total,
-                        limit: MAX_FILE_BYTES,
-                    },
-                ));
+        // The first round decides PEM or not (as for a file read whole).
+        let first = match plan.prepare(&f, 0, &mut buf, Chunk::default()) {
+            Ok(c) => c,
+            Err(kind) => {
+                self.push_issue(report, file_idx, LoadIssue::new(path, kind));
                 self.read_buf = buf;
                 return;
             }
-            if !checked_pem {
-                checked_pem = true;
-                if !pem::looks_like_pem(&buf) {
-                    // Not PEM: read the rest and take the whole-buffer (DER) path.
-                    let rest = (&mut f)
-                        .take(MAX_FILE_BYTES + 1 - total)
-                        .read_to_end(&mut buf);
-                    match rest {
-                        Err(e) => report.errors.push(io_issue(path, &e)),
-                        Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => {
-                            report.errors.push(LoadIssue::new(
-                                path,
-                                IssueKind::TooLarge {
-                                    size: buf.len() as u64,
-                                    limit: MAX_FILE_BYTES,
-                                },
-                            ))
+        };
+        if first.blocks == 0 && !pem::looks_like_pem(&buf) {
+            // Not PEM: read it whole and take the whole-buffer (DER) path.
+            buf.clear();
+            let rest = (&f).take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
+            match rest {
+                Err(e) => report.errors.push(io_issue(path, &e)),
+                Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => report.errors.push(LoadIssue::new(
+                    path,
+                    IssueKind::TooLarge {
+                        size: buf.len() as u64,
+                        limit: MAX_FILE_BYTES,
+                    },
+                )),
+                Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+            }
+            self.read_buf = buf;
+            return;
+        }
+        self.reserve_for_pem(md.len() as usize);
+        let n = plan.rounds;
+        let next_round = AtomicUsize::new(1);
+        let stop = AtomicBool::new(false);
+        let parallel = std::thread::available_parallelism().map_or(1, |c| c.get()) > 1 && n > 1;
+        let mut blocks = 0u32;
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Chunk, IssueKind>)>();
+            // Absorbed chunks go back to the worker, so its buffers are reused rather than
+            // allocated (and page-faulted) round after round.
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Chunk>();
+            let mut spare: Option<Chunk> = None;
+            if parallel {
+                let (f, plan, next_round, stop) = (&f, &plan, &next_round, &stop);
+                // Without a worker (spawn failed) this thread prepares every round itself.
+                let _ = std::thread::Builder::new()
+                    .name("tlskit-store-load".into())
+                    .spawn_scoped(s, move || {
+                        let mut wbuf = Vec::new();
+                        while !stop.load(Ordering::Relaxed) {
+                            let k = next_round.fetch_add(1, Ordering::Relaxed);
+                            if k >= n {
+                                break;
+                            }
+                            let reuse = spare_rx.try_recv().unwrap_or_default();
+                            if tx.send((k, plan.prepare(f, k, &mut wbuf, reuse))).is_err() {
+                                break;
+                            }
                         }
-                        Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+                    });
+            } else {
+                drop(tx);
+            }
+            let mut ready: Vec<Option<Result<Chunk, IssueKind>>> = Vec::new();
+            ready.resize_with(n, || None);
+            ready[0] = Some(Ok(first));
+            let mut next = 0usize;
+            while next < n {
+                while let Ok((k, r)) = rx.try_recv() {
+                    ready[k] = Some(r);
+                }
+                if let Some(r) = ready[next].take() {
+                    next += 1;
+                    match r {
+                        Ok(c) => {
+                            blocks += self.absorb_chunk(&c, blocks, path, file_idx, report);
+                            if spare.is_none() {
+                                spare = Some(c);
+                            } else {
+                                // The worker may have stopped: then the chunk is dropped.
+                                let _ = spare_tx.send(c);
+                            }
+                        }
+                        Err(kind) => {
+                            // Rounds before this one stay loaded; say why the rest is missing.
+                            stop.store(true, Ordering::Relaxed);
+                            self.push_issue(report, file_idx, LoadIssue::new(path, kind));
+                            break;
+                        }
                     }
-                    self.read_buf = buf;
-                    return;
+                    continue;
+                }
+                let k = next_round.fetch_add(1, Ordering::Relaxed);
+                if k < n {
+                    let reuse = spare.take().unwrap_or_default();
+                    ready[k] = Some(plan.prepare(&f, k, &mut buf, reuse));
+                    continue;
+                }
+                // Every round is taken: wait for the worker's. If it is gone (it only
+                // stops early on a bug), prepare the missing round here.
+                match rx.recv() {
+                    Ok((k, r)) => ready[k] = Some(r),
+                    Err(_) => {
+                        let reuse = spare.take().unwrap_or_default();
+                        ready[next] = Some(plan.prepare(&f, next, &mut buf, reuse));
+                    }
                 }
             }
-            let cut = if eof {
-                buf.len()
-            } else {
-                // Search only the bytes read this round (plus a marker's length before
-                // them): an earlier BEGIN past offset 0 would already have been cut at,
-                // so this stays linear even for long stretches without any BEGIN.
-                let from = old.saturating_sub(10);
-                match memchr::memmem::rfind(&buf[from..], b"-----BEGIN ").map(|c| c + from) {
-                    Some(c) if c > 0 => c,
-                    _ => continue, // one block larger than a round: read more first
-                }
-            };
-            if pipelined {
-                // Two-stage pipeline: a worker prepares (decode, parse, hash) the first ~70%
-                // of this round while this thread indexes the previous round and then
-                // prepares the rest; indexing stays in file order.
-                let text = &buf[..cut];
-                let split = begin_at_or_after(text, text.len() * 7 / 10);
-                let (a, b) = text.split_at(split);
-                let prev = pending.take();
-                let (ca, cb) = std::thread::scope(|s| {
-                    let h = s.spawn(move || prepare_pem(a));
-                    if let Some(p) = prev {
-                        blocks += self.absorb(p, blocks, path, file_idx, report);
-                    }
-                    let cb = prepare_pem(b);
-                    (h.join().unwrap_or_else(|_| prepare_pem(a)), cb)
-                });
-                pending = Some(vec![ca, cb]);
-            } else {
-                blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
-            }
-            buf.drain(..cut);
-        }
-        if let Some(p) = pending.take() {
-            blocks += self.absorb(p, blocks, path, file_idx, report);
-        }
+            stop.store(true, Ordering::Relaxed);
+        });
         if blocks == 0 {
             self.push_issue(
                 report,
@@ -773,46 +875,59 @@ impl StoreBuilder {
         let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
         self.der.reserve(total_der);
         let mut block_base = base;
-        for c in chunks {
-            for item in c.items {
-                match item {
-                    Item::Cert {
-                        off,
-                        len,
-                        fields,
-                        sha,
-                        block,
-                    } => {
-                        let block = block_base + block;
-                        if let Some(i) = self.find_sha(&sha) {
-                            self.duplicates += 1;
-                            self.track_occurrence(file, i, block, false);
-                            continue;
-                        }
-                        let start = self.der.len();
-                        self.der.extend_from_slice(&c.arena[off..off + len]);
-                        match self.insert_prepared(start, &fields, &sha) {
-                            Ok((added, i)) => {
-                                self.track_occurrence(file, i, block, added == Added::New)
-                            }
-                            Err(kind) => {
-                                self.der.truncate(start);
-                                self.push_issue(report, file, LoadIssue::at(path, block, kind));
-                            }
-                        }
-                    }
-                    Item::Issue { block, kind } => {
-                        self.push_issue(
-                            report,
-                            file,
-                            LoadIssue::at(path, block_base + block, kind),
-                        );
-                    }
-                }
-            }
-            block_base += c.blocks;
+        for c in &chunks {
+            block_base += self.absorb_chunk(c, block_base, path, file, report);
         }
         block_base - base
+    }
+
+    /// Index one prepared chunk; block numbers continue from `base`. Returns its blocks.
+    fn absorb_chunk(
+        &mut self,
+        c: &Chunk,
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        self.touch_slots(c.items.iter().filter_map(|it| match it {
+            Item::Cert { prep, .. } => Some(prep),
+            Item::Issue { .. } => None,
+        }));
+        for item in &c.items {
+            match item {
+                Item::Cert {
+                    off,
+                    len,
+                    prep,
+                    block,
+                } => {
+                    let block = base + block;
+                    if let Some(i) = self.find_sha(&prep.sha) {
+                        self.duplicates += 1;
+                        self.track_occurrence(file, i, block, false);
+                        continue;
+                    }
+                    let start = self.der.len();
+                    self.der.extend_from_slice(&c.arena[*off..off + len]);
+                    match self.insert_new(start, prep) {
+                        Ok(i) => self.track_occurrence(file, i, block, true),
+                        Err(kind) => {
+                            self.der.truncate(start);
+                            self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                        }
+                    }
+                }
+                Item::Issue { block, kind } => {
+                    self.push_issue(
+                        report,
+                        file,
+                        LoadIssue::at(path, base + block, kind.clone()),
+                    );
+                }
+            }
+        }
+        c.blocks
     }
 
     fn track_occurrence(&mut self, file: Option<u32>, idx: u32, block: u32, new: bool) {
