@@ -203,10 +203,20 @@ pub(crate) fn decode_body(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static
         let mut i = 0usize;
         while i < body.len() {
             let (line, next) = next_line(body, i);
-            if line.len() % 4 != 0 || line.last() == Some(&b'=') {
+            if line.len() % 4 != 0 {
                 break;
             }
-            g.extend_from_slice(line);
+            if line.last() == Some(&b'=') {
+                // All but the padded last quad; that one goes to the per-character decoder.
+                let keep = line.len() - 4;
+                g.extend_from_slice(&line[..keep]);
+                i += keep;
+                break;
+            }
+            match <&[u8; 64]>::try_from(line) {
+                Ok(l) => g.extend_from_slice(l),
+                Err(_) => g.extend_from_slice(line),
+            }
             i = next;
         }
         out.resize(start + g.len() / 4 * 3, 0);

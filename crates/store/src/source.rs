@@ -195,24 +195,25 @@ impl RoundPlan {
         }
     }
 
-    /// Read and prepare round `k`, using `buf` as the read buffer (it is left holding the
+    /// Read and prepare round `k`, using `win` as the read buffer (it is left holding the
     /// bytes read from the round's nominal start).
     fn prepare(
         &self,
         f: &fs::File,
         k: usize,
-        buf: &mut Vec<u8>,
+        win: &mut Window,
         spare: Chunk,
     ) -> Result<Chunk, IssueKind> {
         let base = k as u64 * self.size;
         let last = k + 1 >= self.rounds;
-        buf.clear();
-        let mut eof = read_at_most(f, buf, base, self.size + MARK_TAIL)?;
+        win.filled = 0;
+        let mut eof = win.read_at_most(f, base, self.size + MARK_TAIL)?;
         let start = if k == 0 {
             0
         } else {
             // A marker must start inside this round's nominal range to begin it.
-            let window = &buf[..buf.len().min(self.size as usize + MARK_TAIL as usize)];
+            let b = win.bytes();
+            let window = &b[..b.len().min(self.size as usize + MARK_TAIL as usize)];
             match memchr::memmem::find(window, b"-----BEGIN ") {
                 Some(i) if (i as u64) < self.size => i,
                 _ => return Ok(prepare_pem_into(&[], spare)),
@@ -222,57 +223,79 @@ impl RoundPlan {
         let size = self.size as usize;
         let mut searched = size;
         let end = loop {
-            if !last && buf.len() > searched {
-                if let Some(i) = memchr::memmem::find(&buf[searched..], b"-----BEGIN ") {
+            let b = win.bytes();
+            if !last && b.len() > searched {
+                if let Some(i) = memchr::memmem::find(&b[searched..], b"-----BEGIN ") {
                     break searched + i;
                 }
                 // Search only the new bytes (plus a marker's length) next time.
-                searched = buf.len().saturating_sub(MARK_TAIL as usize).max(size);
+                searched = b.len().saturating_sub(MARK_TAIL as usize).max(size);
             }
             if eof {
-                break buf.len();
+                break b.len();
             }
-            eof = read_at_most(f, buf, base + buf.len() as u64, self.size)?;
+            eof = win.read_at_most(f, base + b.len() as u64, self.size)?;
         };
-        Ok(prepare_pem_into(&buf[start..end.max(start)], spare))
+        Ok(prepare_pem_into(&win.bytes()[start..end.max(start)], spare))
     }
 }
 
-/// Append up to `want` bytes read at `off`; true at end of file. Reading past
-/// [`MAX_FILE_BYTES`] (the file grew while being read) is reported as too large.
-fn read_at_most(f: &fs::File, buf: &mut Vec<u8>, off: u64, want: u64) -> Result<bool, IssueKind> {
-    use std::os::unix::fs::FileExt;
-    let old = buf.len();
-    buf.resize(old + want as usize, 0);
-    let mut got = 0usize;
-    let mut eof = false;
-    while got < want as usize {
-        match f.read_at(&mut buf[old + got..], off + got as u64) {
-            Ok(0) => {
-                eof = true;
-                break;
-            }
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                buf.truncate(old + got);
-                return Err(if e.raw_os_error() == Some(ELOOP) {
-                    IssueKind::SymlinkLoop
-                } else {
-                    IssueKind::Unreadable(e.to_string())
-                });
+/// A reusable read buffer: `data[..filled]` holds the bytes read. The buffer only grows,
+/// and is zeroed only when it grows (`pread` needs initialised memory), not per read.
+#[derive(Default)]
+struct Window {
+    data: Vec<u8>,
+    filled: usize,
+}
+
+impl Window {
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.filled]
+    }
+
+    /// Append up to `want` bytes read at `off`; true at end of file. Reading past
+    /// [`MAX_FILE_BYTES`] (the file grew while being read) is reported as too large.
+    fn read_at_most(&mut self, f: &fs::File, off: u64, want: u64) -> Result<bool, IssueKind> {
+        use std::os::unix::fs::FileExt;
+        let end = self.filled + want as usize;
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        let mut eof = false;
+        let first = self.filled;
+        while self.filled < end {
+            let at = off + (self.filled - first) as u64;
+            match f.read_at(&mut self.data[self.filled..end], at) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(k) => self.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(if e.raw_os_error() == Some(ELOOP) {
+                        IssueKind::SymlinkLoop
+                    } else {
+                        IssueKind::Unreadable(e.to_string())
+                    });
+                }
             }
         }
+        let reached = off + (self.filled - first) as u64;
+        if reached > MAX_FILE_BYTES {
+            return Err(IssueKind::TooLarge {
+                size: reached,
+                limit: MAX_FILE_BYTES,
+            });
+        }
+        Ok(eof)
     }
-    buf.truncate(old + got);
-    let reached = off + got as u64;
-    if reached > MAX_FILE_BYTES {
-        return Err(IssueKind::TooLarge {
-            size: reached,
-            limit: MAX_FILE_BYTES,
-        });
-    }
-    Ok(eof)
+}
+
+/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
+fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
+    let at = at.min(buf.len());
+    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
 }
 
 /// PEM text at least this large is decoded on several threads.
@@ -284,12 +307,6 @@ fn worker_threads(len: usize) -> usize {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
-}
-
-/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
-fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
-    let at = at.min(buf.len());
-    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
 }
 
 fn block_issue(b: Block<'_>) -> IssueKind {
@@ -588,17 +605,21 @@ impl StoreBuilder {
     ) {
         let file_idx = self.register_file(path, md, key);
         let plan = RoundPlan::new(md.len());
-        let mut buf = std::mem::take(&mut self.read_buf);
+        let mut win = Window {
+            data: std::mem::take(&mut self.read_buf),
+            filled: 0,
+        };
         // The first round decides PEM or not (as for a file read whole).
-        let first = match plan.prepare(&f, 0, &mut buf, Chunk::default()) {
+        let first = match plan.prepare(&f, 0, &mut win, Chunk::default()) {
             Ok(c) => c,
             Err(kind) => {
                 self.push_issue(report, file_idx, LoadIssue::new(path, kind));
-                self.read_buf = buf;
+                self.read_buf = win.data;
                 return;
             }
         };
-        if first.blocks == 0 && !pem::looks_like_pem(&buf) {
+        if first.blocks == 0 && !pem::looks_like_pem(win.bytes()) {
+            let mut buf = win.data;
             // Not PEM: read it whole and take the whole-buffer (DER) path.
             buf.clear();
             let rest = (&f).take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
@@ -634,7 +655,7 @@ impl StoreBuilder {
                 let _ = std::thread::Builder::new()
                     .name("tlskit-store-load".into())
                     .spawn_scoped(s, move || {
-                        let mut wbuf = Vec::new();
+                        let mut wbuf = Window::default();
                         while !stop.load(Ordering::Relaxed) {
                             let k = next_round.fetch_add(1, Ordering::Relaxed);
                             if k >= n {
@@ -681,7 +702,7 @@ impl StoreBuilder {
                 let k = next_round.fetch_add(1, Ordering::Relaxed);
                 if k < n {
                     let reuse = spare.take().unwrap_or_default();
-                    ready[k] = Some(plan.prepare(&f, k, &mut buf, reuse));
+                    ready[k] = Some(plan.prepare(&f, k, &mut win, reuse));
                     continue;
                 }
                 // Every round is taken: wait for the worker's. If it is gone (it only
@@ -690,7 +711,7 @@ impl StoreBuilder {
                     Ok((k, r)) => ready[k] = Some(r),
                     Err(_) => {
                         let reuse = spare.take().unwrap_or_default();
-                        ready[next] = Some(plan.prepare(&f, next, &mut buf, reuse));
+                        ready[next] = Some(plan.prepare(&f, next, &mut win, reuse));
                     }
                 }
             }
@@ -703,7 +724,7 @@ impl StoreBuilder {
                 LoadIssue::new(path, IssueKind::NoCertificates),
             );
         }
-        self.read_buf = buf;
+        self.read_buf = win.data;
     }
 
     /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and
