@@ -427,7 +427,14 @@ impl StoreBuilder {
         // offsets() only fails on overflow, which the u32 caps on counts rule out.
         let off = lay.offsets().unwrap_or_default();
         let mut der = self.der;
-        der.shrink_to_fit();
+        // A bulk PEM load reserves 3/4 of the text (base64's bound) and typically fills
+        // 85-90% of it. Keeping that slack (counted by `memory_bytes`) instead of shrinking
+        // lets the allocator hand the same block to the next load (a reload, a benchmark
+        // loop) without fresh page faults; a shrunk block is too small for the next
+        // reservation. Only a large slack is given back.
+        if der.capacity() - der.len() > der.len() / 4 {
+            der.shrink_to_fit();
+        }
         TrustStore {
             generation: 1,
             names: CaNames {

@@ -181,14 +181,18 @@ struct RoundPlan {
     rounds: usize,
 }
 
+/// Chunks the worker thread of `add_stream` may have in flight.
+const WORKER_CHUNKS: usize = 3;
+
 /// Length of "-----BEGIN " minus one: how far a marker can reach past a round's end.
 const MARK_TAIL: u64 = 10;
 
 impl RoundPlan {
     /// About 1/32 of the file per round (so two threads balance well and the last round
-    /// is short), between 64 KiB and 2 MiB (so a round stays in cache).
+    /// is short), between 64 KiB and 512 KiB (so a round's text and its decoded DER stay
+    /// in cache until indexed).
     fn new(file_len: u64) -> Self {
-        let size = (file_len / 32).clamp(64 << 10, 2 << 20);
+        let size = (file_len / 32).clamp(64 << 10, 512 << 10);
         RoundPlan {
             size,
             rounds: file_len.div_ceil(size).max(1) as usize,
@@ -656,12 +660,26 @@ impl StoreBuilder {
                     .name("tlskit-store-load".into())
                     .spawn_scoped(s, move || {
                         let mut wbuf = Window::default();
+                        // A small pool of chunks: the worker takes a round only with a
+                        // chunk in hand, and gets chunks back as they are indexed, so at
+                        // most WORKER_CHUNKS rounds wait for indexing (bounded memory, no
+                        // allocation per round). Taking the chunk before the round keeps
+                        // this deadlock-free: a round taken is always being prepared.
+                        let mut fresh = WORKER_CHUNKS;
                         while !stop.load(Ordering::Relaxed) {
+                            let reuse = if fresh > 0 {
+                                fresh -= 1;
+                                Chunk::default()
+                            } else {
+                                match spare_rx.recv() {
+                                    Ok(c) => c,
+                                    Err(_) => break,
+                                }
+                            };
                             let k = next_round.fetch_add(1, Ordering::Relaxed);
                             if k >= n {
                                 break;
                             }
-                            let reuse = spare_rx.try_recv().unwrap_or_default();
                             if tx.send((k, plan.prepare(f, k, &mut wbuf, reuse))).is_err() {
                                 break;
                             }
@@ -911,11 +929,16 @@ impl StoreBuilder {
         file: Option<u32>,
         report: &mut LoadReport,
     ) -> u32 {
-        self.touch_slots(c.items.iter().filter_map(|it| match it {
-            Item::Cert { prep, .. } => Some(prep),
-            Item::Issue { .. } => None,
-        }));
-        for item in &c.items {
+        const BATCH: usize = 64;
+        for (n, item) in c.items.iter().enumerate() {
+            if n % BATCH == 0 {
+                // Warm the table slots of the next batch (small enough to stay in cache).
+                let end = (n + BATCH).min(c.items.len());
+                self.touch_slots(c.items[n..end].iter().filter_map(|it| match it {
+                    Item::Cert { prep, .. } => Some(prep),
+                    Item::Issue { .. } => None,
+                }));
+            }
             match item {
                 Item::Cert {
                     off,
