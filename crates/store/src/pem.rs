@@ -26,13 +26,20 @@ pub(crate) struct PemScanner<'a> {
     /// The last END found; reused while it lies ahead, so a run of unclosed BEGIN lines
     /// does not rescan to the same END again and again (keeps the scan linear).
     last_end: Option<usize>,
-    begin: memmem::Finder<'static>,
-    end: memmem::Finder<'static>,
+    begin: &'static memmem::Finder<'static>,
+    end: &'static memmem::Finder<'static>,
 }
+
+/// The marker searchers, built once (building one per file showed in one-file-at-a-time
+/// loads).
+static BEGIN: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----BEGIN "));
+static END: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----END "));
 
 /// Does this buffer contain a PEM BEGIN line at all?
 pub(crate) fn looks_like_pem(buf: &[u8]) -> bool {
-    memmem::find(buf, b"-----BEGIN ").is_some()
+    BEGIN.find(buf).is_some()
 }
 
 fn sanitize(label: &[u8]) -> String {
@@ -56,8 +63,8 @@ impl<'a> PemScanner<'a> {
             pos: 0,
             next_begin: None,
             last_end: None,
-            begin: memmem::Finder::new(b"-----BEGIN "),
-            end: memmem::Finder::new(b"-----END "),
+            begin: &BEGIN,
+            end: &END,
         }
     }
 }

@@ -485,6 +485,9 @@ impl StoreBuilder {
             self.snapshot_sources
                 .push(SourceRecord::from_meta(dir, &md, true));
         }
+        // The directory's absolute path, once: each entry's source record joins its name
+        // to it instead of asking for the working directory again (one syscall per file).
+        let abs_dir = std::path::absolute(dir).ok();
         let mut entries: Vec<PathBuf> = Vec::new();
         for e in rd {
             match e {
@@ -496,7 +499,10 @@ impl StoreBuilder {
         for p in entries {
             match fs::metadata(&p) {
                 Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
-                Ok(md) => self.add_file_meta(&p, md, report),
+                Ok(md) => {
+                    let abs = abs_dir.as_ref().zip(p.file_name()).map(|(d, n)| d.join(n));
+                    self.add_file_meta(&p, abs, md, report)
+                }
                 Err(e) => report.errors.push(io_issue(&p, &e)),
             }
         }
@@ -512,13 +518,20 @@ impl StoreBuilder {
     /// Read one file (PEM bundle or DER) and add its certificates.
     pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
         match fs::metadata(path) {
-            Ok(md) => self.add_file_meta(path, md, report),
+            Ok(md) => self.add_file_meta(path, None, md, report),
             Err(e) => report.errors.push(io_issue(path, &e)),
         }
     }
 
-    /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
-    fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
+    /// [`Self::add_file`] with the file's (link-following) metadata already in hand, and
+    /// its absolute path if known.
+    fn add_file_meta(
+        &mut self,
+        path: &Path,
+        abs: Option<PathBuf>,
+        md: fs::Metadata,
+        report: &mut LoadReport,
+    ) {
         if !md.is_file() {
             report
                 .errors
@@ -552,7 +565,7 @@ impl StoreBuilder {
             }
         };
         if md.len() > STREAM_MIN_BYTES as u64 {
-            self.add_stream(file, &md, key, path, report);
+            self.add_stream(file, &md, key, path, abs, report);
             return;
         }
         let mut buf = std::mem::take(&mut self.read_buf);
@@ -576,15 +589,23 @@ impl StoreBuilder {
             self.read_buf = buf;
             return;
         }
-        let file_idx = self.register_file(path, &md, key);
+        let file_idx = self.register_file(path, abs, &md, key);
         self.add_bytes(&buf, path, file_idx, report);
         self.read_buf = buf;
     }
 
-    fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
+    fn register_file(
+        &mut self,
+        path: &Path,
+        abs: Option<PathBuf>,
+        md: &fs::Metadata,
+        key: (u64, u64),
+    ) -> Option<u32> {
         self.files += 1;
-        self.snapshot_sources
-            .push(SourceRecord::from_meta(path, md, false));
+        self.snapshot_sources.push(match abs {
+            Some(a) => SourceRecord::from_absolute(a, md, false),
+            None => SourceRecord::from_meta(path, md, false),
+        });
         self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
             t.inode_path.insert(key, path.to_path_buf());
@@ -605,9 +626,10 @@ impl StoreBuilder {
         md: &fs::Metadata,
         key: (u64, u64),
         path: &Path,
+        abs: Option<PathBuf>,
         report: &mut LoadReport,
     ) {
-        let file_idx = self.register_file(path, md, key);
+        let file_idx = self.register_file(path, abs, md, key);
         let plan = RoundPlan::new(md.len());
         let mut win = Window {
             data: std::mem::take(&mut self.read_buf),
