@@ -26,13 +26,20 @@ pub(crate) struct PemScanner<'a> {
     /// The last END found; reused while it lies ahead, so a run of unclosed BEGIN lines
     /// does not rescan to the same END again and again (keeps the scan linear).
     last_end: Option<usize>,
-    begin: memmem::Finder<'static>,
-    end: memmem::Finder<'static>,
+    begin: &'static memmem::Finder<'static>,
+    end: &'static memmem::Finder<'static>,
 }
+
+/// The marker searchers, built once (building one per file showed in one-file-at-a-time
+/// loads).
+static BEGIN: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----BEGIN "));
+static END: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----END "));
 
 /// Does this buffer contain a PEM BEGIN line at all?
 pub(crate) fn looks_like_pem(buf: &[u8]) -> bool {
-    memmem::find(buf, b"-----BEGIN ").is_some()
+    BEGIN.find(buf).is_some()
 }
 
 fn sanitize(label: &[u8]) -> String {
@@ -56,8 +63,8 @@ impl<'a> PemScanner<'a> {
             pos: 0,
             next_begin: None,
             last_end: None,
-            begin: memmem::Finder::new(b"-----BEGIN "),
-            end: memmem::Finder::new(b"-----END "),
+            begin: &BEGIN,
+            end: &END,
         }
     }
 }
@@ -147,15 +154,140 @@ const TABLE: [u8; 256] = {
     t
 };
 
+/// `TABLE` with each 6-bit value pre-shifted to its place in a quad's 24 bits, so a quad
+/// is four lookups OR-ed together; bytes outside the alphabet (whitespace and '=' too)
+/// set bit 31.
+const fn shifted(shift: u32) -> [u32; 256] {
+    let mut t = [1u32 << 31; 256];
+    let mut i = 0;
+    while i < 256 {
+        if TABLE[i] < 64 {
+            t[i] = (TABLE[i] as u32) << shift;
+        }
+        i += 1;
+    }
+    t
+}
+static Q0: [u32; 256] = shifted(18);
+static Q1: [u32; 256] = shifted(12);
+static Q2: [u32; 256] = shifted(6);
+static Q3: [u32; 256] = shifted(0);
+
+/// Decode complete quads of alphabet characters (no whitespace, no padding) into `dst`
+/// (3 bytes per quad). Branch-free per quad; false if any byte is outside the alphabet.
+#[inline]
+fn decode_quads(src: &[u8], dst: &mut [u8]) -> bool {
+    let mut bad = 0u32;
+    for (q, d) in src.chunks_exact(4).zip(dst.chunks_exact_mut(3)) {
+        let x = Q0[q[0] as usize] | Q1[q[1] as usize] | Q2[q[2] as usize] | Q3[q[3] as usize];
+        bad |= x;
+        d[0] = (x >> 16) as u8;
+        d[1] = (x >> 8) as u8;
+        d[2] = x as u8;
+    }
+    bad >> 31 == 0
+}
+
 /// Decode a base64 body (standard alphabet, canonical padding, any ASCII whitespace
-/// between characters) and append the bytes to `out`. One pass, no intermediate copy:
-/// whole quads of alphabet characters take a fast path; whitespace, padding and errors
-/// take a per-character path. Non-canonical trailing bits are rejected, as the base64
-/// crate does. On error `out` may hold partial output; the caller truncates.
+/// between characters) and append the bytes to `out`. The usual PEM layout takes a fast
+/// path: the lines that are whole quads (all but the last line, which may be padded) are
+/// gathered without their line breaks and decoded at once with SIMD (`base64-simd`,
+/// no padding accepted, so it succeeds only on alphabet characters); the rest goes to the
+/// per-character decoder. If the SIMD decoder refuses, the whole body is decoded again by
+/// [`decode_lines`], which yields the exact result or error. Non-canonical trailing bits
+/// are rejected, as the base64 crate does. On error `out` may hold partial output; the
+/// caller truncates.
 pub(crate) fn decode_body(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    thread_local! {
+        static GATHER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let start = out.len();
-    out.resize(start + body.len() / 4 * 3 + 3, 0);
-    let mut o = start;
+    let done = GATHER.with(|g| {
+        let Ok(mut g) = g.try_borrow_mut() else {
+            return None;
+        };
+        g.clear();
+        let mut i = 0usize;
+        while i < body.len() {
+            let (line, next) = next_line(body, i);
+            if line.len() % 4 != 0 {
+                break;
+            }
+            if line.last() == Some(&b'=') {
+                // All but the padded last quad; that one goes to the per-character decoder.
+                let keep = line.len() - 4;
+                g.extend_from_slice(&line[..keep]);
+                i += keep;
+                break;
+            }
+            match <&[u8; 64]>::try_from(line) {
+                Ok(l) => g.extend_from_slice(l),
+                Err(_) => g.extend_from_slice(line),
+            }
+            i = next;
+        }
+        out.resize(start + g.len() / 4 * 3, 0);
+        let simd = base64_simd::STANDARD_NO_PAD
+            .decode(&g, base64_simd::Out::from_slice(&mut out[start..]))
+            .map(|d| d.len());
+        match simd {
+            Ok(n) if n == g.len() / 4 * 3 => Some(i),
+            _ => {
+                out.truncate(start);
+                None
+            }
+        }
+    });
+    match done {
+        Some(i) => decode_rest(body.get(i..).unwrap_or(&[]), out, start),
+        None => decode_lines(body, out),
+    }
+}
+
+/// The line starting at `i` (without its line break and a '\r' before it) and where the
+/// next line starts.
+#[inline]
+fn next_line(body: &[u8], i: usize) -> (&[u8], usize) {
+    // The usual line: 64 characters and '\n'.
+    let nl = if body.get(i + 64) == Some(&b'\n') {
+        i + 64
+    } else {
+        memchr::memchr(b'\n', &body[i..]).map_or(body.len(), |k| i + k)
+    };
+    let mut line = &body[i..nl];
+    if let [head @ .., b'\r'] = line {
+        line = head;
+    }
+    (line, nl + 1)
+}
+
+/// [`decode_body`] without SIMD: whole-quad lines a line at a time (table lookups), the
+/// rest per character.
+pub(crate) fn decode_lines(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+    let start = out.len();
+    out.reserve(body.len() / 4 * 3 + 3);
+    let mut i = 0usize;
+    while i < body.len() {
+        let (line, next) = next_line(body, i);
+        if line.len() % 4 != 0 {
+            break;
+        }
+        let o = out.len();
+        out.resize(o + line.len() / 4 * 3, 0);
+        if !decode_quads(line, &mut out[o..]) {
+            out.truncate(o);
+            break;
+        }
+        i = next;
+    }
+    decode_rest(body.get(i..).unwrap_or(&[]), out, start)
+}
+
+/// The per-character decoder: continues at a quad boundary, appending to `out`; `start`
+/// is where this body's output began (for the empty check and truncation on error).
+fn decode_rest(body: &[u8], out: &mut Vec<u8>, start: usize) -> Result<(), &'static str> {
+    let mut o = out.len();
+    out.resize(o + body.len() / 4 * 3 + 3, 0);
     let mut quad = [0u8; 4];
     let mut q = 0usize;
     let mut i = 0usize;
@@ -272,16 +404,26 @@ mod tests {
     use super::*;
     use base64::Engine;
 
+    /// Both decoders, which must agree (the SIMD path and its fallback).
     fn ours(s: &[u8]) -> Option<Vec<u8>> {
         let mut v = vec![7u8];
-        decode_body(s, &mut v).ok().map(|_| v[1..].to_vec())
+        let a = decode_body(s, &mut v).ok().map(|_| v[1..].to_vec());
+        let mut w = vec![7u8];
+        let b = decode_lines(s, &mut w).ok().map(|_| w[1..].to_vec());
+        assert_eq!(
+            a,
+            b,
+            "decoders disagree on {:?}",
+            String::from_utf8_lossy(s)
+        );
+        a
     }
 
     #[test]
     fn matches_the_base64_crate() {
         let e = base64::engine::general_purpose::STANDARD;
         let mut x = 0x9e37_79b9u32;
-        for len in 1..200usize {
+        for len in 1..400usize {
             let data: Vec<u8> = (0..len)
                 .map(|_| {
                     x ^= x << 13;
@@ -307,6 +449,40 @@ mod tests {
                 Some(&data[..]),
                 "wrapped len {len}"
             );
+            // Plain 64-column lines, LF and CRLF (the line-at-a-time fast path), with and
+            // without a final line break, intact and with one byte corrupted (the crate
+            // decodes the text with the line breaks removed).
+            for eol in ["\n", "\r\n"] {
+                for tail in ["", eol] {
+                    let lines: Vec<&str> = enc
+                        .as_bytes()
+                        .chunks(64)
+                        .map(|c| std::str::from_utf8(c).unwrap_or(""))
+                        .collect();
+                    let text = format!("{}{tail}", lines.join(eol));
+                    assert_eq!(
+                        ours(text.as_bytes()).as_deref(),
+                        Some(&data[..]),
+                        "lines len {len}"
+                    );
+                    let mut bad = text.clone().into_bytes();
+                    let p = (x as usize >> 3) % bad.len();
+                    if bad[p] != b'\n' && bad[p] != b'\r' {
+                        bad[p] = b"!:=A-_ \t"[(x as usize >> 11) % 8];
+                        let stripped: Vec<u8> = bad
+                            .iter()
+                            .copied()
+                            .filter(|&b| b != b'\n' && b != b'\r' && b != b' ' && b != b'\t')
+                            .collect();
+                        assert_eq!(
+                            ours(&bad),
+                            e.decode(&stripped).ok(),
+                            "corrupt lines {:?}",
+                            String::from_utf8_lossy(&bad)
+                        );
+                    }
+                }
+            }
             // Any single corruption the crate rejects, we reject.
             let mut bad = enc.clone().into_bytes();
             let p = (x as usize) % bad.len();

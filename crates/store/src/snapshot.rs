@@ -71,8 +71,13 @@ pub struct SourceRecord {
 
 impl SourceRecord {
     pub(crate) fn from_meta(path: &Path, md: &fs::Metadata, is_dir: bool) -> Self {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        Self::from_absolute(path, md, is_dir)
+    }
+    /// [`Self::from_meta`] for a path already made absolute (saves a `getcwd` per file).
+    pub(crate) fn from_absolute(path: PathBuf, md: &fs::Metadata, is_dir: bool) -> Self {
         SourceRecord {
-            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            path,
             is_dir,
             size: if is_dir { 0 } else { md.len() },
             mtime_s: md.mtime(),

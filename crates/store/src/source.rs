@@ -13,9 +13,10 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use crate::builder::{prepare, Added, StoreBuilder};
+use crate::builder::{prepare, Added, Prepared, StoreBuilder};
 use crate::der;
 use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND};
 use crate::pem::{self, Block, PemScanner};
@@ -205,10 +206,136 @@ impl LoadReport {
 /// Files larger than this are read and processed in rounds (see `add_stream`).
 const STREAM_MIN_BYTES: usize = 1 << 20;
 
-/// Bytes read per round: about 1/16 of the file (so the two-stage pipeline fills and
-/// drains quickly), between 64 KiB and 2 MiB (so a round stays in cache).
-fn round_bytes(file_len: u64) -> usize {
-    ((file_len / 16) as usize).clamp(64 << 10, 2 << 20)
+/// How a large file is cut into rounds: round `k` covers the text from the first BEGIN
+/// line at or after `k * size` (0 for the first round) to the first BEGIN line at or after
+/// `(k + 1) * size` (the end of the file for the last round). Each round is found and read
+/// on its own (`pread`), so rounds can be prepared in any order on any thread; a block
+/// larger than a round makes the rounds it covers empty. Every byte is scanned by one
+/// round only, plus at most one round's worth of look-ahead per round: linear.
+struct RoundPlan {
+    size: u64,
+    rounds: usize,
+}
+
+/// Chunks the worker thread of `add_stream` may have in flight.
+const WORKER_CHUNKS: usize = 3;
+
+/// Length of "-----BEGIN " minus one: how far a marker can reach past a round's end.
+const MARK_TAIL: u64 = 10;
+
+impl RoundPlan {
+    /// About 1/32 of the file per round (so two threads balance well and the last round
+    /// is short), between 64 KiB and 512 KiB (so a round's text and its decoded DER stay
+    /// in cache until indexed).
+    fn new(file_len: u64) -> Self {
+        let size = (file_len / 32).clamp(64 << 10, 512 << 10);
+        RoundPlan {
+            size,
+            rounds: file_len.div_ceil(size).max(1) as usize,
+        }
+    }
+
+    /// Read and prepare round `k`, using `win` as the read buffer (it is left holding the
+    /// bytes read from the round's nominal start).
+    fn prepare(
+        &self,
+        f: &fs::File,
+        k: usize,
+        win: &mut Window,
+        spare: Chunk,
+    ) -> Result<Chunk, IssueKind> {
+        let base = k as u64 * self.size;
+        let last = k + 1 >= self.rounds;
+        win.filled = 0;
+        let mut eof = win.read_at_most(f, base, self.size + MARK_TAIL)?;
+        let start = if k == 0 {
+            0
+        } else {
+            // A marker must start inside this round's nominal range to begin it.
+            let b = win.bytes();
+            let window = &b[..b.len().min(self.size as usize + MARK_TAIL as usize)];
+            match memchr::memmem::find(window, b"-----BEGIN ") {
+                Some(i) if (i as u64) < self.size => i,
+                _ => return Ok(prepare_pem_into(&[], spare)),
+            }
+        };
+        // The end: the first marker at or after the next round's start, or EOF.
+        let size = self.size as usize;
+        let mut searched = size;
+        let end = loop {
+            let b = win.bytes();
+            if !last && b.len() > searched {
+                if let Some(i) = memchr::memmem::find(&b[searched..], b"-----BEGIN ") {
+                    break searched + i;
+                }
+                // Search only the new bytes (plus a marker's length) next time.
+                searched = b.len().saturating_sub(MARK_TAIL as usize).max(size);
+            }
+            if eof {
+                break b.len();
+            }
+            eof = win.read_at_most(f, base + b.len() as u64, self.size)?;
+        };
+        Ok(prepare_pem_into(&win.bytes()[start..end.max(start)], spare))
+    }
+}
+
+/// A reusable read buffer: `data[..filled]` holds the bytes read. The buffer only grows,
+/// and is zeroed only when it grows (`pread` needs initialised memory), not per read.
+#[derive(Default)]
+struct Window {
+    data: Vec<u8>,
+    filled: usize,
+}
+
+impl Window {
+    fn bytes(&self) -> &[u8] {
+        &self.data[..self.filled]
+    }
+
+    /// Append up to `want` bytes read at `off`; true at end of file. Reading past
+    /// [`MAX_FILE_BYTES`] (the file grew while being read) is reported as too large.
+    fn read_at_most(&mut self, f: &fs::File, off: u64, want: u64) -> Result<bool, IssueKind> {
+        use std::os::unix::fs::FileExt;
+        let end = self.filled + want as usize;
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        let mut eof = false;
+        let first = self.filled;
+        while self.filled < end {
+            let at = off + (self.filled - first) as u64;
+            match f.read_at(&mut self.data[self.filled..end], at) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(k) => self.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(if e.raw_os_error() == Some(ELOOP) {
+                        IssueKind::SymlinkLoop
+                    } else {
+                        IssueKind::Unreadable(e.to_string())
+                    });
+                }
+            }
+        }
+        let reached = off + (self.filled - first) as u64;
+        if reached > MAX_FILE_BYTES {
+            return Err(IssueKind::TooLarge {
+                size: reached,
+                limit: MAX_FILE_BYTES,
+            });
+        }
+        Ok(eof)
+    }
+}
+
+/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
+fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
+    let at = at.min(buf.len());
+    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
 }
 
 /// PEM text at least this large is decoded on several threads.
@@ -220,12 +347,6 @@ fn worker_threads(len: usize) -> usize {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
-}
-
-/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
-fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
-    let at = at.min(buf.len());
-    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
 }
 
 fn block_issue(b: Block<'_>) -> IssueKind {
@@ -256,8 +377,7 @@ enum Item {
     Cert {
         off: usize,
         len: usize,
-        fields: der::CertFields,
-        sha: [u8; 32],
+        prep: Prepared,
         block: u32,
     },
     Issue {
@@ -267,10 +387,15 @@ enum Item {
 }
 
 fn prepare_pem(text: &[u8]) -> Chunk {
-    let mut c = Chunk {
-        arena: Vec::with_capacity(text.len() * 3 / 4),
-        ..Chunk::default()
-    };
+    prepare_pem_into(text, Chunk::default())
+}
+
+/// [`prepare_pem`] reusing the buffers of a chunk that was already absorbed.
+fn prepare_pem_into(text: &[u8], mut c: Chunk) -> Chunk {
+    c.arena.clear();
+    c.items.clear();
+    c.blocks = 0;
+    c.arena.reserve(text.len() * 3 / 4);
     for b in PemScanner::new(text) {
         c.blocks += 1;
         let block = c.blocks;
@@ -286,11 +411,10 @@ fn prepare_pem(text: &[u8]) -> Chunk {
                     continue;
                 }
                 match prepare(&c.arena[start..]) {
-                    Ok((fields, sha)) => c.items.push(Item::Cert {
+                    Ok(prep) => c.items.push(Item::Cert {
                         off: start,
                         len: c.arena.len() - start,
-                        fields,
-                        sha,
+                        prep,
                         block,
                     }),
                     Err(kind) => {
@@ -395,6 +519,9 @@ impl StoreBuilder {
             self.snapshot_sources
                 .push(SourceRecord::from_meta(dir, &md, true));
         }
+        // The directory's absolute path, once: each entry's source record joins its name
+        // to it instead of asking for the working directory again (one syscall per file).
+        let abs_dir = std::path::absolute(dir).ok();
         let mut entries: Vec<PathBuf> = Vec::new();
         for e in rd {
             match e {
@@ -406,7 +533,10 @@ impl StoreBuilder {
         for p in entries {
             match fs::metadata(&p) {
                 Ok(md) if md.is_dir() => {} // flat, like OpenSSL's CApath
-                Ok(md) => self.add_file_meta(&p, md, report),
+                Ok(md) => {
+                    let abs = abs_dir.as_ref().zip(p.file_name()).map(|(d, n)| d.join(n));
+                    self.add_file_meta(&p, abs, md, report)
+                }
                 Err(e) => report.push_issue(io_issue(&p, &e)),
             }
         }
@@ -422,13 +552,20 @@ impl StoreBuilder {
     /// Read one file (PEM bundle or DER) and add its certificates.
     pub(crate) fn add_file(&mut self, path: &Path, report: &mut LoadReport) {
         match fs::metadata(path) {
-            Ok(md) => self.add_file_meta(path, md, report),
+            Ok(md) => self.add_file_meta(path, None, md, report),
             Err(e) => report.push_issue(io_issue(path, &e)),
         }
     }
 
-    /// [`Self::add_file`] with the file's (link-following) metadata already in hand.
-    fn add_file_meta(&mut self, path: &Path, md: fs::Metadata, report: &mut LoadReport) {
+    /// [`Self::add_file`] with the file's (link-following) metadata already in hand, and
+    /// its absolute path if known.
+    fn add_file_meta(
+        &mut self,
+        path: &Path,
+        abs: Option<PathBuf>,
+        md: fs::Metadata,
+        report: &mut LoadReport,
+    ) {
         if !md.is_file() {
             report.push_issue(LoadIssue::new(path, IssueKind::NotRegular));
             return;
@@ -460,7 +597,7 @@ impl StoreBuilder {
             }
         };
         if md.len() > STREAM_MIN_BYTES as u64 {
-            self.add_stream(file, &md, key, path, report);
+            self.add_stream(file, &md, key, path, abs, report);
             return;
         }
         let mut buf = std::mem::take(&mut self.read_buf);
@@ -484,16 +621,24 @@ impl StoreBuilder {
             self.read_buf = buf;
             return;
         }
-        let file_idx = self.register_file(path, &md, key);
+        let file_idx = self.register_file(path, abs, &md, key);
         self.add_bytes(&buf, path, file_idx, report);
         self.read_buf = buf;
     }
 
-    fn register_file(&mut self, path: &Path, md: &fs::Metadata, key: (u64, u64)) -> Option<u32> {
+    fn register_file(
+        &mut self,
+        path: &Path,
+        abs: Option<PathBuf>,
+        md: &fs::Metadata,
+        key: (u64, u64),
+    ) -> Option<u32> {
         self.files += 1;
         if self.record_sources {
-            self.snapshot_sources
-                .push(SourceRecord::from_meta(path, md, false));
+            self.snapshot_sources.push(match abs {
+                Some(a) => SourceRecord::from_absolute(a, md, false),
+                None => SourceRecord::from_meta(path, md, false),
+            });
         }
         self.tracker.as_mut().map(|t| {
             t.files.push(path.to_path_buf());
@@ -502,132 +647,150 @@ impl StoreBuilder {
         })
     }
 
-    /// Large files are read in chunks and processed as they arrive, so the working set
-    /// stays in cache and no file-sized buffer is allocated. Each round processes the
-    /// complete blocks before the last BEGIN line and carries the rest over; block
-    /// numbers continue across rounds. The result equals reading the file whole.
+    /// Large files are split into rounds of about 1/32 of the file, each cut at BEGIN
+    /// lines, and prepared (read with `pread`, PEM-scanned, decoded, parsed, hashed) by
+    /// this thread and one worker thread that take rounds from a shared counter, so both
+    /// cores stay busy whatever the balance between preparing and indexing. This thread
+    /// indexes the prepared rounds in file order whenever the next one is ready and
+    /// prepares a round otherwise. Block numbers continue across rounds; the result equals
+    /// reading the file whole (tested).
     fn add_stream(
         &mut self,
-        mut f: fs::File,
+        f: fs::File,
         md: &fs::Metadata,
         key: (u64, u64),
         path: &Path,
+        abs: Option<PathBuf>,
         report: &mut LoadReport,
     ) {
-        let file_idx = self.register_file(path, md, key);
-        let mut buf = std::mem::take(&mut self.read_buf);
-        buf.clear();
-        let mut total = 0u64;
-        let mut eof = false;
-        let mut blocks = 0u32;
-        let mut checked_pem = false;
-        let round = round_bytes(md.len());
-        let pipelined = std::thread::available_parallelism().map_or(1, |n| n.get()) > 1;
-        let mut pending: Option<Vec<Chunk>> = None;
-        self.reserve_for_pem(md.len() as usize);
-        while !eof {
-            let old = buf.len();
-            buf.resize(old + round, 0);
-            let mut got = 0;
-            while got < round {
-                match f.read(&mut buf[old + got..]) {
-                    Ok(0) => {
-                        eof = true;
-                        break;
-                    }
-                    Ok(k) => got += k,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        // Keep what was read before the error (already reported rounds
-                        // stay loaded), and say why the rest is missing.
-                        if let Some(p) = pending.take() {
-                            self.absorb(p, blocks, path, file_idx, report);
-                        }
-                        buf.truncate(old + got);
-                        report.push_issue(io_issue(path, &e));
-                        self.read_buf = buf;
-                        return;
-                    }
-                }
-            }
-            buf.truncate(old + got);
-            total += got as u64;
-            if total > MAX_FILE_BYTES {
-                // The file grew past the limit while being read.
-                if let Some(p) = pending.take() {
-                    self.absorb(p, blocks, path, file_idx, report);
-                }
-                report.push_issue(LoadIssue::new(
-                    path,
-                    IssueKind::TooLarge {
-                        size: total,
-                        limit: MAX_FILE_BYTES,
-                    },
-                ));
-                self.read_buf = buf;
+        let file_idx = self.register_file(path, abs, md, key);
+        let plan = RoundPlan::new(md.len());
+        let mut win = Window {
+            data: std::mem::take(&mut self.read_buf),
+            filled: 0,
+        };
+        // The first round decides PEM or not (as for a file read whole).
+        let first = match plan.prepare(&f, 0, &mut win, Chunk::default()) {
+            Ok(c) => c,
+            Err(kind) => {
+                self.push_issue(report, file_idx, LoadIssue::new(path, kind));
+                self.read_buf = win.data;
                 return;
             }
-            if !checked_pem {
-                checked_pem = true;
-                if !pem::looks_like_pem(&buf) {
-                    // Not PEM: read the rest and take the whole-buffer (DER) path.
-                    let rest = (&mut f)
-                        .take(MAX_FILE_BYTES + 1 - total)
-                        .read_to_end(&mut buf);
-                    match rest {
-                        Err(e) => report.push_issue(io_issue(path, &e)),
-                        Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => {
-                            report.push_issue(LoadIssue::new(
-                                path,
-                                IssueKind::TooLarge {
-                                    size: buf.len() as u64,
-                                    limit: MAX_FILE_BYTES,
-                                },
-                            ))
+        };
+        if first.blocks == 0 && !pem::looks_like_pem(win.bytes()) {
+            let mut buf = win.data;
+            // Not PEM: read it whole and take the whole-buffer (DER) path.
+            buf.clear();
+            let rest = (&f).take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
+            match rest {
+                Err(e) => report.push_issue(io_issue(path, &e)),
+                Ok(_) if buf.len() as u64 > MAX_FILE_BYTES => report.push_issue(LoadIssue::new(
+                    path,
+                    IssueKind::TooLarge {
+                        size: buf.len() as u64,
+                        limit: MAX_FILE_BYTES,
+                    },
+                )),
+                Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+            }
+            self.read_buf = buf;
+            return;
+        }
+        self.reserve_for_pem(md.len() as usize);
+        let n = plan.rounds;
+        let next_round = AtomicUsize::new(1);
+        let stop = AtomicBool::new(false);
+        let parallel = std::thread::available_parallelism().map_or(1, |c| c.get()) > 1 && n > 1;
+        let mut blocks = 0u32;
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Chunk, IssueKind>)>();
+            // Absorbed chunks go back to the worker, so its buffers are reused rather than
+            // allocated (and page-faulted) round after round.
+            let (spare_tx, spare_rx) = std::sync::mpsc::channel::<Chunk>();
+            let mut spare: Option<Chunk> = None;
+            if parallel {
+                let (f, plan, next_round, stop) = (&f, &plan, &next_round, &stop);
+                // Without a worker (spawn failed) this thread prepares every round itself.
+                let _ = std::thread::Builder::new()
+                    .name("tlskit-store-load".into())
+                    .spawn_scoped(s, move || {
+                        let mut wbuf = Window::default();
+                        // A small pool of chunks: the worker takes a round only with a
+                        // chunk in hand, and gets chunks back as they are indexed, so at
+                        // most WORKER_CHUNKS rounds wait for indexing (bounded memory, no
+                        // allocation per round). Taking the chunk before the round keeps
+                        // this deadlock-free: a round taken is always being prepared.
+                        let mut fresh = WORKER_CHUNKS;
+                        while !stop.load(Ordering::Relaxed) {
+                            let reuse = if fresh > 0 {
+                                fresh -= 1;
+                                Chunk::default()
+                            } else {
+                                match spare_rx.recv() {
+                                    Ok(c) => c,
+                                    Err(_) => break,
+                                }
+                            };
+                            let k = next_round.fetch_add(1, Ordering::Relaxed);
+                            if k >= n {
+                                break;
+                            }
+                            if tx.send((k, plan.prepare(f, k, &mut wbuf, reuse))).is_err() {
+                                break;
+                            }
                         }
-                        Ok(_) => self.add_bytes(&buf, path, file_idx, report),
+                    });
+            } else {
+                drop(tx);
+            }
+            let mut ready: Vec<Option<Result<Chunk, IssueKind>>> = Vec::new();
+            ready.resize_with(n, || None);
+            ready[0] = Some(Ok(first));
+            let mut next = 0usize;
+            while next < n {
+                while let Ok((k, r)) = rx.try_recv() {
+                    ready[k] = Some(r);
+                }
+                if let Some(r) = ready[next].take() {
+                    next += 1;
+                    match r {
+                        Ok(c) => {
+                            blocks += self.absorb_chunk(&c, blocks, path, file_idx, report);
+                            if spare.is_none() {
+                                spare = Some(c);
+                            } else {
+                                // The worker may have stopped: then the chunk is dropped.
+                                let _ = spare_tx.send(c);
+                            }
+                        }
+                        Err(kind) => {
+                            // Rounds before this one stay loaded; say why the rest is missing.
+                            stop.store(true, Ordering::Relaxed);
+                            self.push_issue(report, file_idx, LoadIssue::new(path, kind));
+                            break;
+                        }
                     }
-                    self.read_buf = buf;
-                    return;
+                    continue;
+                }
+                let k = next_round.fetch_add(1, Ordering::Relaxed);
+                if k < n {
+                    let reuse = spare.take().unwrap_or_default();
+                    ready[k] = Some(plan.prepare(&f, k, &mut win, reuse));
+                    continue;
+                }
+                // Every round is taken: wait for the worker's. If it is gone (it only
+                // stops early on a bug), prepare the missing round here.
+                match rx.recv() {
+                    Ok((k, r)) => ready[k] = Some(r),
+                    Err(_) => {
+                        let reuse = spare.take().unwrap_or_default();
+                        ready[next] = Some(plan.prepare(&f, next, &mut win, reuse));
+                    }
                 }
             }
-            let cut = if eof {
-                buf.len()
-            } else {
-                // Search only the bytes read this round (plus a marker's length before
-                // them): an earlier BEGIN past offset 0 would already have been cut at,
-                // so this stays linear even for long stretches without any BEGIN.
-                let from = old.saturating_sub(10);
-                match memchr::memmem::rfind(&buf[from..], b"-----BEGIN ").map(|c| c + from) {
-                    Some(c) if c > 0 => c,
-                    _ => continue, // one block larger than a round: read more first
-                }
-            };
-            if pipelined {
-                // Two-stage pipeline: a worker prepares (decode, parse, hash) the first ~70%
-                // of this round while this thread indexes the previous round and then
-                // prepares the rest; indexing stays in file order.
-                let text = &buf[..cut];
-                let split = begin_at_or_after(text, text.len() * 7 / 10);
-                let (a, b) = text.split_at(split);
-                let prev = pending.take();
-                let (ca, cb) = std::thread::scope(|s| {
-                    let h = s.spawn(move || prepare_pem(a));
-                    if let Some(p) = prev {
-                        blocks += self.absorb(p, blocks, path, file_idx, report);
-                    }
-                    let cb = prepare_pem(b);
-                    (h.join().unwrap_or_else(|_| prepare_pem(a)), cb)
-                });
-                pending = Some(vec![ca, cb]);
-            } else {
-                blocks += self.add_pem_any(&buf[..cut], blocks, path, file_idx, report);
-            }
-            buf.drain(..cut);
-        }
-        if let Some(p) = pending.take() {
-            blocks += self.absorb(p, blocks, path, file_idx, report);
-        }
+            stop.store(true, Ordering::Relaxed);
+        });
         if blocks == 0 {
             self.push_issue(
                 report,
@@ -635,7 +798,7 @@ impl StoreBuilder {
                 LoadIssue::new(path, IssueKind::NoCertificates),
             );
         }
-        self.read_buf = buf;
+        self.read_buf = win.data;
     }
 
     /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and
@@ -807,46 +970,64 @@ impl StoreBuilder {
         let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
         self.der.reserve(total_der);
         let mut block_base = base;
-        for c in chunks {
-            for item in c.items {
-                match item {
-                    Item::Cert {
-                        off,
-                        len,
-                        fields,
-                        sha,
-                        block,
-                    } => {
-                        let block = block_base + block;
-                        if let Some(i) = self.find_sha(&sha) {
-                            self.duplicates += 1;
-                            self.track_occurrence(file, i, block, false);
-                            continue;
-                        }
-                        let start = self.der.len();
-                        self.der.extend_from_slice(&c.arena[off..off + len]);
-                        match self.insert_prepared(start, &fields, &sha) {
-                            Ok((added, i)) => {
-                                self.track_occurrence(file, i, block, added == Added::New)
-                            }
-                            Err(kind) => {
-                                self.der.truncate(start);
-                                self.push_issue(report, file, LoadIssue::at(path, block, kind));
-                            }
-                        }
-                    }
-                    Item::Issue { block, kind } => {
-                        self.push_issue(
-                            report,
-                            file,
-                            LoadIssue::at(path, block_base + block, kind),
-                        );
-                    }
-                }
-            }
-            block_base += c.blocks;
+        for c in &chunks {
+            block_base += self.absorb_chunk(c, block_base, path, file, report);
         }
         block_base - base
+    }
+
+    /// Index one prepared chunk; block numbers continue from `base`. Returns its blocks.
+    fn absorb_chunk(
+        &mut self,
+        c: &Chunk,
+        base: u32,
+        path: &Path,
+        file: Option<u32>,
+        report: &mut LoadReport,
+    ) -> u32 {
+        const BATCH: usize = 64;
+        for (n, item) in c.items.iter().enumerate() {
+            if n % BATCH == 0 {
+                // Warm the table slots of the next batch (small enough to stay in cache).
+                let end = (n + BATCH).min(c.items.len());
+                self.touch_slots(c.items[n..end].iter().filter_map(|it| match it {
+                    Item::Cert { prep, .. } => Some(prep),
+                    Item::Issue { .. } => None,
+                }));
+            }
+            match item {
+                Item::Cert {
+                    off,
+                    len,
+                    prep,
+                    block,
+                } => {
+                    let block = base + block;
+                    if let Some(i) = self.find_sha(&prep.sha) {
+                        self.duplicates += 1;
+                        self.track_occurrence(file, i, block, false);
+                        continue;
+                    }
+                    let start = self.der.len();
+                    self.der.extend_from_slice(&c.arena[*off..off + len]);
+                    match self.insert_new(start, prep) {
+                        Ok(i) => self.track_occurrence(file, i, block, true),
+                        Err(kind) => {
+                            self.der.truncate(start);
+                            self.push_issue(report, file, LoadIssue::at(path, block, kind));
+                        }
+                    }
+                }
+                Item::Issue { block, kind } => {
+                    self.push_issue(
+                        report,
+                        file,
+                        LoadIssue::at(path, base + block, kind.clone()),
+                    );
+                }
+            }
+        }
+        c.blocks
     }
 
     fn track_occurrence(&mut self, file: Option<u32>, idx: u32, block: u32, new: bool) {

@@ -154,6 +154,13 @@ pub(crate) enum Bytes {
 }
 
 impl Bytes {
+    /// Bytes of memory held: the capacity of an owned buffer, the length of a mapping.
+    pub(crate) fn allocated(&self) -> usize {
+        match self {
+            Bytes::Owned(v) => v.capacity(),
+            Bytes::Mapped { len, .. } => *len,
+        }
+    }
     #[inline]
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
@@ -559,13 +566,14 @@ impl TrustStore {
     pub fn der_bytes(&self) -> usize {
         self.core().der.as_slice().len()
     }
-    /// Bytes this store occupies: DER arena, records, fingerprints, indexes, integrity bits
-    /// (for a mapped store: the mapped sections it uses).
+    /// Bytes this store occupies: DER arena (its allocated capacity, which may exceed the
+    /// DER it holds), records, fingerprints, indexes, integrity bits (for a mapped store:
+    /// the mapped sections it uses).
     pub fn memory_bytes(&self) -> usize {
         let c = self.core();
         std::mem::size_of::<Self>()
-            + c.tables.as_slice().len()
-            + c.der.as_slice().len()
+            + c.tables.allocated()
+            + c.der.allocated()
             + c.check.as_ref().map_or(0, Checker::memory)
     }
     /// Whether this store is mapped from a snapshot file.

@@ -331,3 +331,84 @@ fn large_file_streaming_and_parallel_paths_match_small_file() {
         vec![(Some(3), "bad-pem"), (Some(5), "private-key")]
     );
 }
+
+/// Many rounds (a file of 1-2 MiB is cut into 32 rounds of 64 KiB that two threads
+/// prepare in any order): blocks start at and around every round boundary (BEGIN lines
+/// from 11 bytes before to 11 after), with CRLF blocks, unclosed BEGIN lines, marker-like
+/// text, a block spanning several rounds, bad blocks and duplicates. Anchors (in order),
+/// duplicates and every issue with its block number must equal the whole-buffer path on
+/// the same blocks without the filler.
+#[test]
+fn many_rounds_match_the_whole_buffer_path() {
+    const ROUND: usize = 64 << 10;
+    let d = tempfile::tempdir().unwrap();
+    let cas = many(12, "Rounds");
+    let huge_body: String = "QUJD\n".repeat(150_000 / 5);
+    let huge = format!("-----BEGIN CERTIFICATE-----\n{huge_body}-----END CERTIFICATE-----\n");
+    let mut x = 0x2545_f491u64;
+    let mut rnd = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    for seed in 0..3usize {
+        let mut parts: Vec<String> = Vec::new();
+        let push = |parts: &mut Vec<String>, p: String| parts.push(p);
+        for i in 0..29usize {
+            let p = match (i + seed) % 10 {
+                0..=5 => cas[rnd(cas.len() as u64) as usize].0.clone(),
+                6 => cas[i % cas.len()].0.replace('\n', "\r\n"),
+                7 => "-----BEGIN CERTIFICATE-----\nQUJD\n".to_string(), // never closed
+                8 => "text -----BEGIN\n-----BEGIN-----\n--- END ---\n".to_string(),
+                _ => "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n".to_string(),
+            };
+            // Start this block `off` bytes from the next round boundary (if still ahead).
+            let len: usize = parts.iter().map(String::len).sum();
+            let off = (i * 7 + seed * 5) % 23;
+            let target = ((len / ROUND) + 1) * ROUND + off - 11;
+            if i > 0 && target > len + 2 {
+                let pad = format!("#{}\n", "f".repeat(target - len - 2));
+                push(&mut parts, pad);
+            }
+            push(&mut parts, p);
+            if i == 12 {
+                push(&mut parts, huge.clone());
+            }
+            if rnd(2) == 0 {
+                push(&mut parts, cas[rnd(cas.len() as u64) as usize].0.clone());
+            }
+        }
+        let big: String = parts.concat();
+        assert!(big.len() > 1 << 20 && big.len() <= 2 << 20, "{}", big.len());
+        let small: String = parts
+            .iter()
+            .filter(|p| !p.starts_with('#'))
+            .cloned()
+            .collect();
+        assert!(small.len() < 1 << 20);
+        let bp = d.path().join(format!("big{seed}.pem"));
+        let sp = d.path().join(format!("small{seed}.pem"));
+        fs::write(&bp, &big).unwrap();
+        fs::write(&sp, &small).unwrap();
+        let (b, br) = load(&[Source::File(bp)]).unwrap();
+        let (s, sr) = load(&[Source::File(sp)]).unwrap();
+        // Fingerprints in order (short failure messages; equal SHA-256 means equal DER).
+        let shas = |x: &tlskit_store::TrustStore| {
+            x.anchors()
+                .map(|a| u64::from_be_bytes(a.sha256()[..8].try_into().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(shas(&b), shas(&s), "seed {seed}");
+        assert_eq!(br.duplicates, sr.duplicates, "seed {seed}");
+        assert!(br.duplicates > 0);
+        let issues = |r: &LoadReport| {
+            r.errors
+                .iter()
+                .map(|e| (e.block, e.reason.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(issues(&br), issues(&sr), "seed {seed}");
+        assert!(issues(&br).len() > 5);
+    }
+}
