@@ -188,6 +188,26 @@ impl CertIndex {
         self.pairs
     }
 
+    /// Every distinct chain: the default first, then the SNI pairs (one entry per pair,
+    /// whatever the number of names it serves), at most `max`.
+    pub fn chains(&self) -> Vec<Arc<CertifiedKey>> {
+        let max = crate::compress::MAX_WARM_CHAINS;
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        let all = std::iter::once(&self.default)
+            .chain(self.exact.values())
+            .chain(self.wildcard.values());
+        for ck in all {
+            if out.len() >= max {
+                break;
+            }
+            if seen.insert(Arc::as_ptr(ck)) {
+                out.push(ck.clone());
+            }
+        }
+        out
+    }
+
     /// How many names are indexed.
     pub fn names(&self) -> usize {
         self.exact.len() + self.wildcard.len()

@@ -8,6 +8,7 @@
 
 mod certs;
 mod client;
+pub mod compress;
 mod config;
 mod error;
 pub mod log;

@@ -232,14 +232,14 @@ fn build_tls(
             tls.session_storage = sessions;
         }
     }
+    // Compressed certificate messages come from tlskit's own cache, filled ahead of time
+    // (crate::compress); rustls's 4-entry cache would only hold copies.
     tls.cert_compressors = cfg
         .compress
         .iter()
-        .map(|c| match c {
-            Compression::Brotli => rustls::compress::BROTLI_COMPRESSOR,
-            Compression::Zlib => rustls::compress::ZLIB_COMPRESSOR,
-        })
+        .map(|&c| crate::compress::compressor(c) as &'static dyn rustls::compress::CertCompressor)
         .collect();
+    tls.cert_compression_cache = Arc::new(rustls::compress::CompressionCache::Disabled);
     let alpn: Vec<Vec<u8>> = if cfg.alpn.is_empty() && cfg.mode == Mode::Http {
         vec![b"http/1.1".to_vec()]
     } else {
@@ -285,6 +285,9 @@ impl Server {
         }
         let names = index.names();
         let pairs = index.pairs();
+        // Compress the chains now, off the handshake path (the first clients then get a
+        // ready compressed certificate message).
+        crate::compress::warm(index.chains(), &cfg.compress);
         let resolver = Arc::new(SniResolver::new(index));
         let store = if cfg.client_ca.is_empty() {
             None
@@ -556,6 +559,7 @@ fn reload(s: &Shared, cause: &str) {
                 "certificates_loaded",
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
+            crate::compress::warm(index.chains(), &s.cfg.compress);
             s.resolver.replace(index);
         }
         Err(e) => {

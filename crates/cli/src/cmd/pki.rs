@@ -408,7 +408,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                     "issued serial {} for {} [{}] until {} -> {}",
                     entry.serial,
                     entry.subject,
-                    entry.sans.join(", "),
+                    summarize_names(&entry.sans),
                     entry.not_after,
                     out.display()
                 );
@@ -427,7 +427,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                         e.not_after,
                         e.profile,
                         e.subject,
-                        e.sans.join(", ")
+                        summarize_names(&e.sans)
                     );
                 }
             }
@@ -799,4 +799,18 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
     } else {
         Outcome::Success
     })
+}
+
+/// Names for one line of human output: all of them up to 8, else the first 6 and a count
+/// (`--json` always lists every name).
+fn summarize_names(names: &[String]) -> String {
+    const SHOW: usize = 6;
+    if names.len() <= SHOW + 2 {
+        return names.join(", ");
+    }
+    format!(
+        "{}, ... ({} names in all; --json lists them)",
+        names[..SHOW].join(", "),
+        names.len()
+    )
 }
