@@ -154,8 +154,20 @@ fn human(r: &ProbeReport) {
         ),
     };
     println!(
-        "  chain:        {} certificates, {} bytes, {comp}",
-        r.chain_certs, r.chain_bytes
+        "  chain sent:   {} certificate{}, {} bytes, {comp}",
+        r.chain_certs,
+        if r.chain_certs == 1 { "" } else { "s" },
+        r.chain_bytes
+    );
+    // The verified path ends at the trust anchor (which servers need not send); without
+    // verification it is what the server sent.
+    println!(
+        "  {}",
+        if r.verified {
+            "verified path:"
+        } else {
+            "as sent:"
+        }
     );
     for (i, s) in r.chain.iter().enumerate() {
         println!("    {i}: {s}");
