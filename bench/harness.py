@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve  # noqa: E402  (bench/serve.py: the terminator benchmark)
+import rtt  # noqa: E402  (bench/rtt.py: round trips on a 50 ms link)
 
 IMPLS = ["openssl", "gnutls", "go", "rustls", "tlskit"]
 PEER_LABEL = {
@@ -356,6 +357,11 @@ class Bench:
             if self.a.quick:
                 opts.rounds, opts.count, opts.starts = 3, 1000, 5
             self.results["serve"] = serve.Bench(opts).run()
+        if self.a.tlskit and os.path.exists(self.a.tlskit):
+            log("round trips on a 50 ms link (bench/rtt.py)")
+            self.results["rtt"] = rtt.Bench(rtt.options(
+                tlskit=self.a.tlskit, nginx=self.a.serve_nginx,
+                reps=3 if self.a.quick else 5)).run()
         meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         meta["total_s"] = round(time.monotonic() - t0, 1)
         out = {"meta": meta, **self.results}
@@ -365,7 +371,8 @@ class Bench:
                 json.dump(self.results.get("serve", {}), f, indent=1)
             with open(os.path.join(self.a.out, "serve.md"), "w") as f:
                 f.write("# tlskit terminator benchmark\n\nCommand: `" + self.a.command + "`\n" +
-                        "\n".join(serve.render(self.results.get("serve", {}))) + "\n")
+                        "\n".join(serve.render(self.results.get("serve", {}))
+                                  + rtt.render(self.results.get("rtt", {}))) + "\n")
             log(f"done in {meta['total_s']} s: {self.a.out}/serve.md, serve.json")
             return
         with open(os.path.join(self.a.out, "results.json"), "w") as f:
@@ -598,6 +605,8 @@ def render_md(out):
 
     if out.get("serve"):
         L.extend(serve.render(out["serve"]))
+    if out.get("rtt"):
+        L.extend(rtt.render(out["rtt"]))
 
     # targets
     L.append("\n## Issue targets (computed from this run)\n")
@@ -666,6 +675,8 @@ def targets(out):
                          f"{fmt_us(best[0])}): {res(ok)} (tlskit {fmt_us(tk)})")
     if out.get("serve"):
         lines.extend(serve.targets(out["serve"]))
+    if out.get("rtt"):
+        lines.extend(rtt.targets(out["rtt"]))
     c = [verify_value(vt.get(str(n), {}).get("tlskit"), "tlskit", "cached") for n in ns]
     c = [x for x in c if x is not None]
     lines.append(f"- cached verification ≤ 2 µs: {res(None if not c else max(c) <= 2)}"
