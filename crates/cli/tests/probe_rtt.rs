@@ -497,7 +497,8 @@ fn probe_rtt_counts_on_a_50ms_link() {
     if have("nginx") {
         let dir = pki.dir.path();
         let conf = format!(
-            "user root; worker_processes 1; daemon off; pid {d}/nginx.pid; error_log {d}/nginx.err;\n\
+            // One process (no master): killing it leaves no orphaned worker behind.
+            "user root; daemon off; master_process off; pid {d}/nginx.pid; error_log {d}/nginx.err;\n\
              events {{ worker_connections 64; }}\n\
              http {{ access_log off; client_body_temp_path {d}/cb; proxy_temp_path {d}/px;\n\
                fastcgi_temp_path {d}/fc; uwsgi_temp_path {d}/uw; scgi_temp_path {d}/sc;\n\
