@@ -450,3 +450,76 @@ pub fn names(data: &[u8]) -> bool {
         }
     }
 }
+
+/// The `tlskit serve` configuration file: the bytes as a TOML file read by
+/// `tlskit_net::FileConfig::load` (from a scratch file, as `serve --config` does). A
+/// loaded file's values are then taken the way `serve` takes them, as far as that is
+/// library code or needs no network: addresses parsed as `SocketAddr` (never resolved),
+/// seconds converted to durations, the log level, the comma lists split. Relative paths
+/// in the file must come back resolved against the file's directory. Returns whether it
+/// loaded.
+pub fn config(data: &[u8]) -> bool {
+    let Some(file) = Scratch::new("conf", data) else {
+        return false;
+    };
+    let c = match tlskit_net::FileConfig::load(&file.0) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty(), "a config error without a message");
+            return false;
+        }
+    };
+    // The scratch file's path is absolute, so every path must come back absolute
+    // (relative ones joined to its directory).
+    for p in [&c.cert, &c.key, &c.sni_dir].into_iter().flatten() {
+        assert!(
+            p.is_absolute(),
+            "path {p:?} not resolved against the file's directory"
+        );
+    }
+    for a in c
+        .listen
+        .iter()
+        .flatten()
+        .chain(c.backend.iter())
+        .chain(c.metrics.iter())
+    {
+        let _ = a.parse::<std::net::SocketAddr>();
+    }
+    for v in [c.handshake_timeout, c.idle_timeout, c.shutdown_grace]
+        .into_iter()
+        .flatten()
+    {
+        let _ = Duration::try_from_secs_f64(v);
+    }
+    if let Some(s) = c.ticket_rotation {
+        let _ = Duration::from_secs(s);
+    }
+    if let Some(l) = &c.log_level {
+        let _ = tlskit_net::log::Level::parse(l);
+    }
+    if let Some(list) = &c.compress {
+        let _ = list.split(',').map(str::trim).count();
+    }
+    for v in c.tls_version.iter().flatten() {
+        let _ = v.split(',').map(str::trim).count();
+    }
+    let _ = (
+        &c.respond,
+        &c.client_ca,
+        &c.client_auth,
+        &c.ca_hints,
+        &c.alpn,
+        c.max_connections,
+        c.proxy_protocol,
+        c.no_watch,
+    );
+    let _ = format!("{c:?}");
+    // Loading is a pure function of the bytes.
+    match tlskit_net::FileConfig::load(&file.0) {
+        Ok(again) => assert_eq!(format!("{again:?}"), format!("{c:?}"), "reload differs"),
+        Err(e) => panic!("the same file loaded once and failed the second time: {e}"),
+    }
+    true
+}

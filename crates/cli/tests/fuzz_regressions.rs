@@ -72,6 +72,11 @@ fn names_regressions() {
     replay("names", harness::names);
 }
 
+#[test]
+fn config_regressions() {
+    replay("config", harness::config);
+}
+
 /// Arbitrary bytes behind a valid-looking header are never trusted: garbage, a bare
 /// magic, a header with a wrong checksum, and a truncated header are all refused.
 #[test]
@@ -185,6 +190,11 @@ fn harnesses_accept_valid_inputs() {
     assert_eq!(harness::pki_inspect(crl.der()), 1);
     assert!(harness::names("räksmörgås.example".as_bytes()));
     assert!(!harness::names(b"a\xe2\x80\xa4b.example"));
+    assert!(harness::config(
+        b"listen = [\"127.0.0.1:0\"]\ncert = \"c.pem\"\nsni_dir = \"\"\nhandshake_timeout = inf\n"
+    ));
+    assert!(!harness::config(b"lissen = 1\n"));
+    assert!(!harness::config(b"cert = \"\xff\"\n"));
 
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("roots.pem");
