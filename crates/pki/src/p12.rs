@@ -472,6 +472,10 @@ mod tests {
     /// A key and self-signed certificate in `dir`, exported with the given iteration
     /// counts (written with p12-keystore directly: `export` uses its defaults).
     fn p12_with(dir: &Path, mac_iter: u32, enc_iter: u32) -> Vec<u8> {
+        p12_with_secret(dir, mac_iter, enc_iter, false)
+    }
+
+    fn p12_with_secret(dir: &Path, mac_iter: u32, enc_iter: u32, secret: bool) -> Vec<u8> {
         let kp = dir.join("k.pem");
         key::generate_to_file(key::KeyType::P256, &kp, true).unwrap();
         let (k, pkcs8) = key::load_with_pkcs8(&kp).unwrap();
@@ -489,6 +493,13 @@ mod tests {
                 vec![Certificate::from_der(&der).unwrap()],
             )),
         );
+        if secret {
+            let s = p12_keystore::secret::Secret::builder(p12_keystore::secret::SecretKeyType::Aes)
+                .with_length(32)
+                .build()
+                .unwrap();
+            ks.add_entry("secret", KeyStoreEntry::Secret(s));
+        }
         ks.writer("pw")
             .mac_iterations(mac_iter)
             .encryption_iterations(enc_iter)
@@ -530,6 +541,22 @@ mod tests {
         // Checked before the password: a wrong one still gets the limit error.
         let why = limit_reason(import_with_limits(&p, "nope", &tight(200, 16)));
         assert!(why.contains("exceeds the limit 200"), "{why}");
+    }
+
+    /// A secret bag (which `import` ignores, but p12-keystore decrypts) counts too.
+    #[test]
+    fn secret_bags_are_counted() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("s.p12");
+        std::fs::write(&p, p12_with_secret(t.path(), 100, 300, true)).unwrap();
+        let limits = |max_iterations, max_derivations| P12Limits {
+            max_iterations,
+            max_derivations,
+            ..P12Limits::default()
+        };
+        assert!(import_with_limits(&p, "pw", &limits(300, 4)).is_ok());
+        let why = limit_reason(import_with_limits(&p, "pw", &limits(300, 3)));
+        assert!(why.contains("more than 3 key derivations"), "{why}");
     }
 
     /// A hostile file asking for p12-keystore's maximum (1,000,000 MAC iterations, seconds
