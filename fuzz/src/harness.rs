@@ -399,8 +399,12 @@ pub fn pki_inspect(data: &[u8]) -> usize {
     items
 }
 
-/// PKCS#12 import (`tlskit pki p12 import`): the bytes as a .p12 file, password "fuzz".
-pub fn pki_p12(data: &[u8]) -> bool {
+/// Removes a PKCS#12 file's MAC (re-encoded without it), or `None` when the bytes are not
+/// a PFX with a MAC. Passed in like [`Hasher`]: the regression test's crate has no DER
+/// encoder, and replays inputs saved already stripped.
+pub type MacStripper = fn(&[u8]) -> Option<Vec<u8>>;
+
+fn p12_import(data: &[u8]) -> bool {
     let Some(file) = Scratch::new("p12", data) else {
         return false;
     };
@@ -414,6 +418,19 @@ pub fn pki_p12(data: &[u8]) -> bool {
             false
         }
     }
+}
+
+/// PKCS#12 import (`tlskit pki p12 import`): the bytes as a .p12 file, password "fuzz";
+/// then (when `strip_mac` is given) the same file without its MAC. The MAC covers every
+/// safe, so nearly every mutation fails it and stops there; a hostile file need not carry
+/// a MAC at all, so the stripped copy is what reaches the safes, the bags, the
+/// key-derivation limits and the decryption. Returns whether either imported.
+pub fn pki_p12(data: &[u8], strip_mac: Option<MacStripper>) -> bool {
+    let mut ok = p12_import(data);
+    if let Some(stripped) = strip_mac.and_then(|f| f(data)) {
+        ok |= p12_import(&stripped);
+    }
+    ok
 }
 
 /// Names: arbitrary UTF-8 as a typed reference name (`DnsName::parse`,
