@@ -219,7 +219,34 @@ fn harnesses_accept_valid_inputs() {
     std::fs::write(&kp, leaf_key.serialize_pem()).unwrap();
     let cp = dir.path().join("leaf.pem");
     std::fs::write(&cp, format!("{}{}", leaf.pem(), int.pem())).unwrap();
+    // tlskit writes 10,000 iterations: over the harness's limit.
     let p12 = tlskit_pki::p12::export(&kp, &cp, "fuzz").unwrap();
+    assert!(!harness::pki_p12(&p12, None));
+    // OpenSSL with one iteration per derivation (as the fuzz seed has) imports.
+    let one = dir.path().join("one.p12");
+    let out = std::process::Command::new("openssl")
+        .args([
+            "pkcs12",
+            "-export",
+            "-noiter",
+            "-nomaciter",
+            "-passout",
+            "pass:fuzz",
+        ])
+        .arg("-inkey")
+        .arg(&kp)
+        .arg("-in")
+        .arg(&cp)
+        .arg("-out")
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let p12 = std::fs::read(&one).unwrap();
     assert!(harness::pki_p12(&p12, None));
     let mut damaged = p12.clone();
     let mid = damaged.len() / 2;
