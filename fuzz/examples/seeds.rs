@@ -224,6 +224,32 @@ fn main() {
         Ok(p12) => out.put("pki_p12", "leaf.p12", &p12),
         Err(e) => eprintln!("seeds: p12 export failed: {e}"),
     }
+    // The same with one iteration per key derivation: with the MAC stripped, the harness
+    // decrypts every input, and at 10,000 iterations that is most of the time it spends.
+    {
+        use p12_keystore::{
+            Certificate, KeyStore, KeyStoreEntry, LocalKeyId, PrivateKey, PrivateKeyChain,
+        };
+        let mut ks = KeyStore::new();
+        ks.add_entry(
+            "fuzz",
+            KeyStoreEntry::PrivateKeyChain(PrivateKeyChain::new(
+                LocalKeyId(vec![7; 20]),
+                PrivateKey::from_der(&leaf_key.serialize_der()).unwrap(),
+                vec![
+                    Certificate::from_der(l).unwrap(),
+                    Certificate::from_der(i).unwrap(),
+                ],
+            )),
+        );
+        let p12 = ks
+            .writer("fuzz")
+            .mac_iterations(1)
+            .encryption_iterations(1)
+            .write()
+            .unwrap();
+        out.put("pki_p12", "leaf-iter1.p12", &p12);
+    }
 
     // names: reference and presented names.
     let names = [
@@ -270,6 +296,90 @@ fn main() {
         let mut v = vec![mode];
         v.extend_from_slice(bytes);
         out.put("probe_wire", name, &v);
+    }
+    // config: `tlskit serve` configuration files (every key, the documented example,
+    // the test suite's file, and TOML forms the parser must handle or refuse).
+    let configs: [(&str, &str); 8] = [
+        (
+            "doc.toml",
+            r#"listen = ["0.0.0.0:443", "[::]:443"]
+cert = "/etc/tlskit/chain.pem"
+key = "/etc/tlskit/key.pem"
+sni_dir = "/etc/tlskit/sni"
+backend = "127.0.0.1:8080"
+client_ca = ["/etc/tlskit/clients.pem"]
+compress = "brotli,zlib"
+metrics = "127.0.0.1:9100"
+handshake_timeout = 10
+max_connections = 10000
+"#,
+        ),
+        (
+            "test.toml",
+            r#"listen = ["127.0.0.1:0"]
+cert = "chain.pem"
+key = "leaf.key"
+respond = "http"
+compress = "zlib"
+alpn = ["http/1.1"]
+log_level = "debug"
+"#,
+        ),
+        (
+            "all.toml",
+            r#"# every key
+listen = [":8443", "localhost:9"]
+cert = 'c.pem'
+key = '''k.pem'''
+sni_dir = "sni/"
+respond = "echo"
+client_ca = ["system", "ca.pem"]
+client_auth = "optional"
+ca_hints = "off"
+compress = "none"
+alpn = ["h2", "http/1.1"]
+tls_version = ["1.2", "1.3"]
+metrics = "[::1]:9100"
+handshake_timeout = 2.5
+idle_timeout = 1e3
+max_connections = 0x10
+shutdown_grace = 0.001
+ticket_rotation = 3_600
+proxy_protocol = true
+no_watch = false
+log_level = "warn"
+"#,
+        ),
+        (
+            "odd-floats.toml",
+            "handshake_timeout = inf\nidle_timeout = nan\nshutdown_grace = -0.0\n",
+        ),
+        (
+            "escapes.toml",
+            r#"cert = "\u00e9t\u00e9/\U0001F512.pem"
+key = """
+multi\
+  line"""
+alpn = [
+  "a", # c
+  "b",
+]
+"#,
+        ),
+        ("unknown.toml", "lissen = 1\n"),
+        (
+            "tables.toml",
+            r#"listen = [["a"], {x = 1}]
+[table]
+key = 1
+[[arr]]
+a.b.c = 1979-05-27T07:32:00Z
+"#,
+        ),
+        ("empty.toml", ""),
+    ];
+    for (name, text) in configs {
+        out.put("config", name, text.as_bytes());
     }
     let _ = fs::remove_dir_all(&tmp);
     eprintln!("seeds: wrote corpora under {}", out.0.display());

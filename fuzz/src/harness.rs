@@ -399,12 +399,24 @@ pub fn pki_inspect(data: &[u8]) -> usize {
     items
 }
 
-/// PKCS#12 import (`tlskit pki p12 import`): the bytes as a .p12 file, password "fuzz".
-pub fn pki_p12(data: &[u8]) -> bool {
+/// Removes a PKCS#12 file's MAC (re-encoded without it), or `None` when the bytes are not
+/// a PFX with a MAC. Passed in like [`Hasher`]: the regression test's crate has no DER
+/// encoder, and replays inputs saved already stripped.
+pub type MacStripper = fn(&[u8]) -> Option<Vec<u8>>;
+
+/// The harness's key-derivation limit: lower than the default (100,000) so the fuzzer
+/// spends its time parsing rather than in PBKDF2 (the check is the same code either way).
+pub const FUZZ_P12_MAX_ITERATIONS: u32 = 1_000;
+
+fn p12_import(data: &[u8]) -> bool {
     let Some(file) = Scratch::new("p12", data) else {
         return false;
     };
-    match tlskit_pki::p12::import(&file.0, "fuzz") {
+    let limits = tlskit_pki::p12::P12Limits {
+        max_iterations: FUZZ_P12_MAX_ITERATIONS,
+        ..Default::default()
+    };
+    match tlskit_pki::p12::import_with_limits(&file.0, "fuzz", &limits) {
         Ok(imp) => {
             assert!(!imp.key_pkcs8.is_empty());
             true
@@ -414,6 +426,20 @@ pub fn pki_p12(data: &[u8]) -> bool {
             false
         }
     }
+}
+
+/// PKCS#12 import (`tlskit pki p12 import`): the bytes as a .p12 file, password "fuzz",
+/// at most [`FUZZ_P12_MAX_ITERATIONS`] iterations per key derivation;
+/// then (when `strip_mac` is given) the same file without its MAC. The MAC covers every
+/// safe, so nearly every mutation fails it and stops there; a hostile file need not carry
+/// a MAC at all, so the stripped copy is what reaches the safes, the bags, the
+/// key-derivation limits and the decryption. Returns whether either imported.
+pub fn pki_p12(data: &[u8], strip_mac: Option<MacStripper>) -> bool {
+    let mut ok = p12_import(data);
+    if let Some(stripped) = strip_mac.and_then(|f| f(data)) {
+        ok |= p12_import(&stripped);
+    }
+    ok
 }
 
 /// Names: arbitrary UTF-8 as a typed reference name (`DnsName::parse`,
@@ -630,4 +656,77 @@ pub fn probe_wire(data: &[u8]) -> WireOutcome {
             WireOutcome::Bursts(flights.len())
         }
     }
+}
+
+/// The `tlskit serve` configuration file: the bytes as a TOML file read by
+/// `tlskit_net::FileConfig::load` (from a scratch file, as `serve --config` does). A
+/// loaded file's values are then taken the way `serve` takes them, as far as that is
+/// library code or needs no network: addresses parsed as `SocketAddr` (never resolved),
+/// seconds converted to durations, the log level, the comma lists split. Relative paths
+/// in the file must come back resolved against the file's directory. Returns whether it
+/// loaded.
+pub fn config(data: &[u8]) -> bool {
+    let Some(file) = Scratch::new("conf", data) else {
+        return false;
+    };
+    let c = match tlskit_net::FileConfig::load(&file.0) {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty(), "a config error without a message");
+            return false;
+        }
+    };
+    // The scratch file's path is absolute, so every path must come back absolute
+    // (relative ones joined to its directory).
+    for p in [&c.cert, &c.key, &c.sni_dir].into_iter().flatten() {
+        assert!(
+            p.is_absolute(),
+            "path {p:?} not resolved against the file's directory"
+        );
+    }
+    for a in c
+        .listen
+        .iter()
+        .flatten()
+        .chain(c.backend.iter())
+        .chain(c.metrics.iter())
+    {
+        let _ = a.parse::<std::net::SocketAddr>();
+    }
+    for v in [c.handshake_timeout, c.idle_timeout, c.shutdown_grace]
+        .into_iter()
+        .flatten()
+    {
+        let _ = Duration::try_from_secs_f64(v);
+    }
+    if let Some(s) = c.ticket_rotation {
+        let _ = Duration::from_secs(s);
+    }
+    if let Some(l) = &c.log_level {
+        let _ = tlskit_net::log::Level::parse(l);
+    }
+    if let Some(list) = &c.compress {
+        let _ = list.split(',').map(str::trim).count();
+    }
+    for v in c.tls_version.iter().flatten() {
+        let _ = v.split(',').map(str::trim).count();
+    }
+    let _ = (
+        &c.respond,
+        &c.client_ca,
+        &c.client_auth,
+        &c.ca_hints,
+        &c.alpn,
+        c.max_connections,
+        c.proxy_protocol,
+        c.no_watch,
+    );
+    let _ = format!("{c:?}");
+    // Loading is a pure function of the bytes.
+    match tlskit_net::FileConfig::load(&file.0) {
+        Ok(again) => assert_eq!(format!("{again:?}"), format!("{c:?}"), "reload differs"),
+        Err(e) => panic!("the same file loaded once and failed the second time: {e}"),
+    }
+    true
 }

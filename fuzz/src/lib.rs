@@ -8,3 +8,11 @@ pub use harness::*;
 pub fn xxh3(data: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(data)
 }
+
+/// A PKCS#12 file without its MAC, for [`pki_p12`].
+pub fn strip_p12_mac(data: &[u8]) -> Option<Vec<u8>> {
+    use der::{Decode, Encode};
+    let mut pfx = pkcs12::pfx::Pfx::from_der(data).ok()?;
+    pfx.mac_data.take()?;
+    pfx.to_der().ok()
+}

@@ -1144,6 +1144,26 @@ fn p12_round_trip_and_bad_inputs() {
     );
     assert!(err.contains("wrong password"), "{err}");
     assert_eq!(listing(d), before, "partial output after a wrong password");
+    // The file's key-derivation cost is capped (tlskit writes 10,000 iterations).
+    let err = fails(
+        d,
+        &[
+            "p12",
+            "import",
+            "x.p12",
+            "--password-file",
+            "pw.txt",
+            "--max-iterations",
+            "5000",
+            "--key-out",
+            "k2.pem",
+            "--cert-out",
+            "c2.pem",
+        ],
+    );
+    assert!(err.contains("exceeds the limit 5000"), "{err}");
+    assert!(err.contains("--max-iterations 10000"), "{err}");
+    assert_eq!(listing(d), before, "partial output after a refused file");
 
     // Password from an environment variable (named, or the default one).
     let o = Command::new(env!("CARGO_BIN_EXE_tlskit"))

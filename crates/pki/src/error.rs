@@ -57,6 +57,14 @@ pub enum PkiError {
         /// The PKCS#12 file.
         path: PathBuf,
     },
+    /// A file asks for more work than allowed (a PKCS#12 file's key-derivation cost).
+    #[error("{}: {reason}", path.display())]
+    Limit {
+        /// The file.
+        path: PathBuf,
+        /// Which limit, and how to raise it.
+        reason: String,
+    },
     /// rcgen could not build or sign something.
     #[error("{context}: {source}")]
     Rcgen {

@@ -239,6 +239,10 @@ pub(crate) enum P12Cmd {
         /// Replace existing files.
         #[arg(long)]
         force: bool,
+        /// Refuse a file that asks for more than N iterations in one key derivation
+        /// (PBKDF2 or MAC), before doing any: the file sets its own cost.
+        #[arg(long, value_name = "N", default_value_t = p12::DEFAULT_MAX_ITERATIONS)]
+        max_iterations: u32,
     },
 }
 
@@ -459,9 +463,15 @@ pub(crate) fn p12(c: P12Cmd) -> CmdResult {
             cert_out,
             password,
             force,
+            max_iterations,
         } => {
             let pw = password.get()?;
-            let imp = p12::import_to_files(&file, &pw, &key_out, &cert_out, force)?;
+            let limits = p12::P12Limits {
+                max_iterations,
+                ..Default::default()
+            };
+            let imp =
+                p12::import_to_files_with_limits(&file, &pw, &key_out, &cert_out, force, &limits)?;
             println!(
                 "wrote the private key to {} (mode 0600) and {} certificate(s) to {}",
                 key_out.display(),
