@@ -138,7 +138,7 @@ fn many_empty_files(dir: &Path, n: usize) {
 /// every empty file is counted as `no-certificates`, stderr holds a bounded number of
 /// lines (20 per kind plus a count), the JSON keeps at most 1,000 issues per kind and the
 /// counts of all, and peak memory stays under `max_mib`.
-fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration) {
+fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration, text_too: bool) {
     let d = many_files_tempdir();
     let t = Instant::now();
     many_empty_files(d.path(), n);
@@ -184,6 +184,9 @@ fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration) {
         "peak RSS {} KiB over {max_mib} MiB",
         r.peak_kib
     );
+    if !text_too {
+        return;
+    }
     // Text mode: the total, and the same summary.
     let r = run_measured(&["store", "show", s(d.path())], limit);
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
@@ -197,15 +200,15 @@ fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration) {
 
 #[test]
 fn bounds_store_dir_100k_files() {
-    dir_of_many_files(100_000, 256, Duration::from_secs(300));
+    dir_of_many_files(100_000, 256, Duration::from_secs(300), true);
 }
 
-/// The issue's full size. Creating a million files takes from 30 s (tmpfs) to several
-/// minutes (a busy disk), so not in the normal suite: `cargo test -p tlskit --test bounds_cli -- --ignored`.
+/// The issue's full size, in the normal suite: creating a million files took 6-17 s on
+/// tmpfs (/dev/shm, used when present) and the load 7.5-19 s in a debug build (160 MiB
+/// peak); the text-mode pass is left to the 100,000-file test.
 #[test]
-#[ignore]
 fn bounds_store_dir_1m_files() {
-    dir_of_many_files(1_000_000, 1024, Duration::from_secs(900));
+    dir_of_many_files(1_000_000, 1024, Duration::from_secs(900), false);
 }
 
 /// All-junk directory: nothing loadable (exit 2), the summary and counts still given.
