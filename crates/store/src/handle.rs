@@ -269,6 +269,10 @@ impl StoreHandle {
 /// unique within a store, so equal counts and inclusion mean equal sets). O(N) hash
 /// lookups, on the reloading thread only.
 fn same_anchors(old: &TrustStore, new: &TrustStore) -> bool {
+    if old.len() != new.len() {
+        // Different sizes: changed, without touching (or integrity-checking) any anchor.
+        return false;
+    }
     let mut n = 0usize;
     for a in new.anchors() {
         if old.by_fingerprint(a.sha256()).is_none() {

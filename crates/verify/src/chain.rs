@@ -492,11 +492,12 @@ impl ChainVerifier {
         // 1. Candidate anchors from the index: issuer name, then key identifier.
         let mut candidates: Vec<Anchor<'_>> = Vec::with_capacity(4);
         add_candidates(store, &leaf, &mut candidates);
-        for i in intermediates {
-            // A presented certificate we cannot read is left to rustls-webpki to judge.
-            if let Some(f) = der::cert_fields(i) {
-                add_candidates(store, &f, &mut candidates);
-            }
+        // Read once, used here and for the path filter below. A presented certificate we
+        // cannot read (None) is left to rustls-webpki to judge.
+        let presented: Vec<Option<der::CertFields<'_>>> =
+            intermediates.iter().map(|c| der::cert_fields(c)).collect();
+        for f in presented.iter().flatten() {
+            add_candidates(store, f, &mut candidates);
         }
 
         // 2. Skip anchors outside their own validity period (see the module docs).
@@ -558,7 +559,7 @@ impl ChainVerifier {
         // rustls-webpki: a hostile set of same-name certificates that leads to no anchor
         // would otherwise cost it up to 200,000 path-building steps (seconds of CPU).
         let names: Vec<&[u8]> = anchor_of.iter().map(|&i| usable[i].subject()).collect();
-        let explore = toward_anchors(&names, intermediates);
+        let explore = toward_anchors(&names, intermediates, &presented);
         let path = ee
             .verify_for_usage(
                 self.algs,
@@ -663,13 +664,13 @@ fn add_candidates<'s>(
 /// a certificate already kept. rustls-webpki matches issuers by exact name bytes too, so
 /// every path it could build survives this filter; the rest could only end in
 /// `UnknownIssuer` after a search. Certificates we cannot parse are kept (rustls-webpki
-/// judges them). Cost: at most n² name comparisons per pass, n passes (n <= max_presented).
+/// judges them). `fields[i]` is `intermediates[i]` read by `der::cert_fields`. Cost: at
+/// most n² name comparisons per pass, n passes (n <= max_presented).
 fn toward_anchors<'c>(
     anchor_names: &[&[u8]],
     intermediates: &'c [CertificateDer<'c>],
+    fields: &[Option<der::CertFields<'_>>],
 ) -> Vec<CertificateDer<'c>> {
-    let fields: Vec<Option<der::CertFields<'_>>> =
-        intermediates.iter().map(|c| der::cert_fields(c)).collect();
     let mut keep: Vec<bool> = fields.iter().map(Option::is_none).collect();
     loop {
         let mut changed = false;
