@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
+use crate::arena::{Arena, Buf, MAP_MIN};
 use crate::der;
 use crate::error::{IssueKind, LoadIssue};
-use crate::store::{hash_bytes, hash_sha, Bytes, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI, REC_LEN};
 
 /// Result of adding one certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +31,7 @@ pub enum Added {
 /// keys only on a tag match and growing never recomputes a hash. The built store keeps
 /// just the low 32 bits (index + 1) and recomputes the hash of the key it looks up.
 pub(crate) struct Table {
-    slots: Vec<u64>,
+    slots: Buf<u64>,
     count: u32,
 }
 
@@ -43,7 +44,7 @@ pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
 impl Table {
     fn new() -> Self {
         Table {
-            slots: vec![0; 16],
+            slots: Buf::zeroed(16, false),
             count: 0,
         }
     }
@@ -51,11 +52,12 @@ impl Table {
         self.slots.len()
     }
     fn find(&self, h: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
-        let mask = self.slots.len() - 1;
+        let slots: &[u64] = &self.slots;
+        let mask = slots.len() - 1;
         let tag = h >> 32;
-        let mut s = slot_of(h, self.slots.len());
+        let mut s = slot_of(h, slots.len());
         loop {
-            let v = self.slots[s];
+            let v = slots[s];
             if v == 0 {
                 return None;
             }
@@ -84,8 +86,8 @@ impl Table {
     /// Insert an index known to be absent; doubles at load 3/4.
     fn insert(&mut self, h: u64, idx: u32) {
         if (self.count as usize + 1) * 4 > self.slots.len() * 3 {
-            let mut bigger = vec![0u64; self.slots.len() * 2];
-            for &v in &self.slots {
+            let mut bigger = Buf::zeroed(self.slots.len() * 2, false);
+            for &v in self.slots.iter() {
                 if v != 0 {
                     Self::put(&mut bigger, v);
                 }
@@ -95,12 +97,13 @@ impl Table {
         Self::put(&mut self.slots, (h >> 32) << 32 | u64::from(idx + 1));
         self.count += 1;
     }
-    /// Grow (once) so that `n` entries fit under the 3/4 load limit.
-    fn reserve(&mut self, n: usize) {
+    /// Grow (once) so that `n` entries fit under the 3/4 load limit (`large`: see
+    /// [`Buf::reserve_large`]).
+    fn reserve(&mut self, n: usize, large: bool) {
         let want = (n * 4 / 3 + 1).next_power_of_two();
         if want > self.slots.len() {
-            let mut bigger = vec![0u64; want];
-            for &v in &self.slots {
+            let mut bigger = Buf::zeroed(want, large);
+            for &v in self.slots.iter() {
                 if v != 0 {
                     Self::put(&mut bigger, v);
                 }
@@ -109,25 +112,25 @@ impl Table {
         }
     }
     /// The slots as the built store keeps them: index + 1, 0 = empty.
-    fn low_words(&self) -> impl Iterator<Item = u32> + '_ {
+    fn low_words(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.slots.iter().map(|&v| v as u32)
     }
 }
 
 /// Incremental builder: linear in bytes, amortised O(1) per added certificate.
 pub struct StoreBuilder {
-    pub(crate) der: Vec<u8>,
-    pub(crate) recs: Vec<Rec>,
-    pub(crate) sha: Vec<[u8; 32]>,
-    subj_next: Vec<u32>,
-    ski_next: Vec<u32>,
+    pub(crate) der: Arena,
+    pub(crate) recs: Buf<Rec>,
+    pub(crate) sha: Buf<[u8; 32]>,
+    subj_next: Buf<u32>,
+    ski_next: Buf<u32>,
     /// Last anchor of the group each head starts (valid at heads only).
-    subj_tail: Vec<u32>,
-    ski_tail: Vec<u32>,
+    subj_tail: Buf<u32>,
+    ski_tail: Buf<u32>,
     subj_tab: Table,
     ski_tab: Table,
     sha_tab: Table,
-    names: Vec<u32>,
+    names: Buf<u32>,
     encoded_len: u64,
     // Bookkeeping for reports (not part of the built store).
     pub(crate) seen_inodes: HashSet<(u64, u64)>,
@@ -202,17 +205,17 @@ impl Default for StoreBuilder {
 impl StoreBuilder {
     pub fn new() -> Self {
         StoreBuilder {
-            der: Vec::new(),
-            recs: Vec::new(),
-            sha: Vec::new(),
-            subj_next: Vec::new(),
-            ski_next: Vec::new(),
-            subj_tail: Vec::new(),
-            ski_tail: Vec::new(),
+            der: Arena::default(),
+            recs: Buf::new(),
+            sha: Buf::new(),
+            subj_next: Buf::new(),
+            ski_next: Buf::new(),
+            subj_tail: Buf::new(),
+            ski_tail: Buf::new(),
             subj_tab: Table::new(),
             ski_tab: Table::new(),
             sha_tab: Table::new(),
-            names: Vec::new(),
+            names: Buf::new(),
             encoded_len: 0,
             seen_inodes: HashSet::new(),
             files: 0,
@@ -225,19 +228,29 @@ impl StoreBuilder {
         }
     }
 
-    /// Pre-size for about `anchors` certificates of `der_bytes` total.
+    /// Pre-size for about `anchors` certificates of `der_bytes` total. A large store
+    /// (`der_bytes` of at least 8 MiB) gets its arrays in huge pages (see crate::arena).
     pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
         let total = self.recs.len() + anchors;
-        self.sha_tab.reserve(total);
-        self.subj_tab.reserve(self.names.len() + anchors);
-        self.ski_tab.reserve(total);
-        self.der.reserve(der_bytes);
-        self.recs.reserve(anchors);
-        self.sha.reserve(anchors);
-        self.subj_next.reserve(anchors);
-        self.ski_next.reserve(anchors);
-        self.subj_tail.reserve(anchors);
-        self.ski_tail.reserve(anchors);
+        let large = der_bytes >= MAP_MIN;
+        self.sha_tab.reserve(total, large);
+        self.subj_tab.reserve(self.names.len() + anchors, large);
+        self.ski_tab.reserve(total, large);
+        fn more<T: bytemuck::Pod>(b: &mut Buf<T>, n: usize, large: bool) {
+            if large {
+                b.reserve_large(n);
+            } else {
+                b.reserve(n);
+            }
+        }
+        more(&mut self.der, der_bytes, large);
+        more(&mut self.recs, anchors, large);
+        more(&mut self.sha, anchors, large);
+        more(&mut self.subj_next, anchors, large);
+        more(&mut self.ski_next, anchors, large);
+        more(&mut self.subj_tail, anchors, large);
+        more(&mut self.ski_tail, anchors, large);
+        more(&mut self.names, anchors, large);
     }
 
     pub(crate) fn track(&mut self) {
@@ -396,31 +409,37 @@ impl StoreBuilder {
     }
 
     /// Serialise the tables buffer (see the layout in store.rs).
-    pub(crate) fn tables_bytes(&self) -> Vec<u8> {
+    pub(crate) fn tables_bytes(&self) -> Arena {
         let lay = self.layout();
         let Some(off) = lay.offsets() else {
-            return Vec::new();
+            return Arena::default();
         };
-        let mut out = Vec::with_capacity(off.total);
-        fn put(out: &mut Vec<u8>, v: impl Iterator<Item = u32>) {
-            for x in v {
-                out.extend_from_slice(&x.to_le_bytes());
+        let mut out = Arena::with_capacity(off.total);
+        out.resize(off.total, 0);
+        // Filled in place, in layout order (the padding before the records stays zero).
+        fn words(buf: &mut [u8], at: &mut usize, v: impl ExactSizeIterator<Item = u32>) {
+            let end = *at + v.len() * 4;
+            for (dst, x) in buf[*at..end].chunks_exact_mut(4).zip(v) {
+                dst.copy_from_slice(&x.to_le_bytes());
             }
+            *at = end;
         }
-        put(&mut out, self.subj_tab.low_words());
-        put(&mut out, self.ski_tab.low_words());
-        put(&mut out, self.sha_tab.low_words());
-        put(&mut out, self.subj_next.iter().copied());
-        put(&mut out, self.ski_next.iter().copied());
-        put(&mut out, self.names.iter().copied());
-        out.resize(off.index_len, 0);
-        for r in &self.recs {
-            r.write(&mut out);
+        let buf: &mut [u8] = &mut out;
+        let mut at = 0usize;
+        words(buf, &mut at, self.subj_tab.low_words());
+        words(buf, &mut at, self.ski_tab.low_words());
+        words(buf, &mut at, self.sha_tab.low_words());
+        words(buf, &mut at, self.subj_next.iter().copied());
+        words(buf, &mut at, self.ski_next.iter().copied());
+        words(buf, &mut at, self.names.iter().copied());
+        let recs = &mut buf[off.index_len..off.index_len + self.recs.len() * REC_LEN];
+        for (dst, r) in recs.chunks_exact_mut(REC_LEN).zip(self.recs.iter()) {
+            dst.copy_from_slice(&r.to_bytes());
         }
-        for s in &self.sha {
-            out.extend_from_slice(s);
-        }
-        debug_assert_eq!(out.len(), off.total);
+        at = off.index_len + self.recs.len() * REC_LEN;
+        let sha: &[u8] = bytemuck::cast_slice(&self.sha);
+        buf[at..at + sha.len()].copy_from_slice(sha);
+        debug_assert_eq!(at + sha.len(), off.total);
         out
     }
 
@@ -436,16 +455,14 @@ impl StoreBuilder {
         // lets the allocator hand the same block to the next load (a reload, a benchmark
         // loop) without fresh page faults; a shrunk block is too small for the next
         // reservation. Only a large slack is given back.
-        if der.capacity() - der.len() > der.len() / 4 {
-            der.shrink_to_fit();
-        }
+        der.trim();
         TrustStore {
             generation: 1,
             names: CaNames {
                 checked: std::sync::OnceLock::new(),
                 core: Core {
-                    tables: Bytes::Owned(tables),
-                    der: Bytes::Owned(der),
+                    tables: tables.into_bytes(),
+                    der: der.into_bytes(),
                     lay,
                     off,
                     check: None,

@@ -15,6 +15,7 @@
 //! `snapshot::map_file`.
 #![deny(unsafe_code)]
 
+mod arena;
 mod builder;
 mod der;
 mod error;

@@ -7,6 +7,8 @@
 
 use memchr::memmem;
 
+use crate::arena::ByteBuf;
+
 /// One block found in a PEM text.
 pub(crate) enum Block<'a> {
     /// A `CERTIFICATE` block: its base64 body (with line breaks).
@@ -197,7 +199,10 @@ fn decode_quads(src: &[u8], dst: &mut [u8]) -> bool {
 /// [`decode_lines`], which yields the exact result or error. Non-canonical trailing bits
 /// are rejected, as the base64 crate does. On error `out` may hold partial output; the
 /// caller truncates.
-pub(crate) fn decode_body(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+pub(crate) fn decode_body<B: ByteBuf + ?Sized>(
+    body: &[u8],
+    out: &mut B,
+) -> Result<(), &'static str> {
     thread_local! {
         static GATHER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -226,7 +231,7 @@ pub(crate) fn decode_body(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static
             }
             i = next;
         }
-        out.resize(start + g.len() / 4 * 3, 0);
+        out.resize_zeroed(start + g.len() / 4 * 3);
         let simd = base64_simd::STANDARD_NO_PAD
             .decode(&g, base64_simd::Out::from_slice(&mut out[start..]))
             .map(|d| d.len());
@@ -263,7 +268,10 @@ fn next_line(body: &[u8], i: usize) -> (&[u8], usize) {
 
 /// [`decode_body`] without SIMD: whole-quad lines a line at a time (table lookups), the
 /// rest per character.
-pub(crate) fn decode_lines(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'static str> {
+pub(crate) fn decode_lines<B: ByteBuf + ?Sized>(
+    body: &[u8],
+    out: &mut B,
+) -> Result<(), &'static str> {
     let start = out.len();
     out.reserve(body.len() / 4 * 3 + 3);
     let mut i = 0usize;
@@ -273,7 +281,7 @@ pub(crate) fn decode_lines(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'stati
             break;
         }
         let o = out.len();
-        out.resize(o + line.len() / 4 * 3, 0);
+        out.resize_zeroed(o + line.len() / 4 * 3);
         if !decode_quads(line, &mut out[o..]) {
             out.truncate(o);
             break;
@@ -285,9 +293,13 @@ pub(crate) fn decode_lines(body: &[u8], out: &mut Vec<u8>) -> Result<(), &'stati
 
 /// The per-character decoder: continues at a quad boundary, appending to `out`; `start`
 /// is where this body's output began (for the empty check and truncation on error).
-fn decode_rest(body: &[u8], out: &mut Vec<u8>, start: usize) -> Result<(), &'static str> {
+fn decode_rest<B: ByteBuf + ?Sized>(
+    body: &[u8],
+    out: &mut B,
+    start: usize,
+) -> Result<(), &'static str> {
     let mut o = out.len();
-    out.resize(o + body.len() / 4 * 3 + 3, 0);
+    out.resize_zeroed(o + body.len() / 4 * 3 + 3);
     let mut quad = [0u8; 4];
     let mut q = 0usize;
     let mut i = 0usize;

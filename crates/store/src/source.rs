@@ -228,7 +228,7 @@ impl RoundPlan {
     /// is short), between 64 KiB and 512 KiB (so a round's text and its decoded DER stay
     /// in cache until indexed).
     fn new(file_len: u64) -> Self {
-        let size = (file_len / 32).clamp(64 << 10, 512 << 10);
+        let size = (file_len / 32).clamp(64 << 10, 256 << 10);
         RoundPlan {
             size,
             rounds: file_len.div_ceil(size).max(1) as usize,
@@ -386,6 +386,62 @@ enum Item {
     },
 }
 
+/// Scratch buffers of finished bulk loads (read windows and prepared chunks), kept for the
+/// next one. They are dead once a load ends, so unlike a store's own memory they are free
+/// when the next load (a reload) starts; reusing them spares that load faulting in fresh
+/// pages for every round buffer. Bounded: [`SCRATCH_KEEP`] of each kind, none over
+/// [`SCRATCH_MAX_BYTES`].
+mod scratch {
+    use super::Chunk;
+    use std::sync::Mutex;
+
+    pub(super) const SCRATCH_KEEP: usize = 6;
+    pub(super) const SCRATCH_MAX_BYTES: usize = 4 << 20;
+
+    static WINDOWS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    static CHUNKS: Mutex<Vec<Chunk>> = Mutex::new(Vec::new());
+
+    pub(super) fn window() -> Vec<u8> {
+        WINDOWS
+            .lock()
+            .ok()
+            .and_then(|mut w| w.pop())
+            .unwrap_or_default()
+    }
+    pub(super) fn chunk() -> Chunk {
+        CHUNKS
+            .lock()
+            .ok()
+            .and_then(|mut c| c.pop())
+            .unwrap_or_default()
+    }
+    pub(super) fn give_window(w: Vec<u8>) {
+        if w.capacity() == 0 || w.capacity() > SCRATCH_MAX_BYTES {
+            return;
+        }
+        if let Ok(mut pool) = WINDOWS.lock() {
+            if pool.len() < SCRATCH_KEEP {
+                pool.push(w);
+            }
+        }
+    }
+    pub(super) fn give_chunk(mut c: Chunk) {
+        let bytes = c.arena.capacity() + c.items.capacity() * size_of::<super::Item>();
+        if bytes == 0 || bytes > SCRATCH_MAX_BYTES {
+            return;
+        }
+        // Drop the contents (issue texts) now; keep the allocations.
+        c.arena.clear();
+        c.items.clear();
+        c.blocks = 0;
+        if let Ok(mut pool) = CHUNKS.lock() {
+            if pool.len() < SCRATCH_KEEP {
+                pool.push(c);
+            }
+        }
+    }
+}
+
 fn prepare_pem(text: &[u8]) -> Chunk {
     prepare_pem_into(text, Chunk::default())
 }
@@ -396,6 +452,9 @@ fn prepare_pem_into(text: &[u8], mut c: Chunk) -> Chunk {
     c.items.clear();
     c.blocks = 0;
     c.arena.reserve(text.len() * 3 / 4);
+    // A CA certificate takes at least ~600 PEM bytes (P-256; RSA roots ~2 KB): one
+    // allocation instead of doubling (and copying) the items as they come.
+    c.items.reserve(text.len() / 600 + 1);
     for b in PemScanner::new(text) {
         c.blocks += 1;
         let block = c.blocks;
@@ -666,19 +725,20 @@ impl StoreBuilder {
         let file_idx = self.register_file(path, abs, md, key);
         let plan = RoundPlan::new(md.len());
         let mut win = Window {
-            data: std::mem::take(&mut self.read_buf),
+            data: scratch::window(),
             filled: 0,
         };
         // The first round decides PEM or not (as for a file read whole).
-        let first = match plan.prepare(&f, 0, &mut win, Chunk::default()) {
+        let first = match plan.prepare(&f, 0, &mut win, scratch::chunk()) {
             Ok(c) => c,
             Err(kind) => {
                 self.push_issue(report, file_idx, LoadIssue::new(path, kind));
-                self.read_buf = win.data;
+                scratch::give_window(win.data);
                 return;
             }
         };
         if first.blocks == 0 && !pem::looks_like_pem(win.bytes()) {
+            scratch::give_chunk(first);
             let mut buf = win.data;
             // Not PEM: read it whole and take the whole-buffer (DER) path.
             buf.clear();
@@ -694,7 +754,7 @@ impl StoreBuilder {
                 )),
                 Ok(_) => self.add_bytes(&buf, path, file_idx, report),
             }
-            self.read_buf = buf;
+            scratch::give_window(buf);
             return;
         }
         self.reserve_for_pem(md.len() as usize);
@@ -715,7 +775,10 @@ impl StoreBuilder {
                 let _ = std::thread::Builder::new()
                     .name("tlskit-store-load".into())
                     .spawn_scoped(s, move || {
-                        let mut wbuf = Window::default();
+                        let mut wbuf = Window {
+                            data: scratch::window(),
+                            filled: 0,
+                        };
                         // A small pool of chunks: the worker takes a round only with a
                         // chunk in hand, and gets chunks back as they are indexed, so at
                         // most WORKER_CHUNKS rounds wait for indexing (bounded memory, no
@@ -725,7 +788,7 @@ impl StoreBuilder {
                         while !stop.load(Ordering::Relaxed) {
                             let reuse = if fresh > 0 {
                                 fresh -= 1;
-                                Chunk::default()
+                                scratch::chunk()
                             } else {
                                 match spare_rx.recv() {
                                     Ok(c) => c,
@@ -734,12 +797,18 @@ impl StoreBuilder {
                             };
                             let k = next_round.fetch_add(1, Ordering::Relaxed);
                             if k >= n {
+                                scratch::give_chunk(reuse);
                                 break;
                             }
                             if tx.send((k, plan.prepare(f, k, &mut wbuf, reuse))).is_err() {
                                 break;
                             }
                         }
+                        // Chunks sent back but not taken, and the window, serve the next load.
+                        while let Ok(c) = spare_rx.try_recv() {
+                            scratch::give_chunk(c);
+                        }
+                        scratch::give_window(wbuf.data);
                     });
             } else {
                 drop(tx);
@@ -775,7 +844,7 @@ impl StoreBuilder {
                 }
                 let k = next_round.fetch_add(1, Ordering::Relaxed);
                 if k < n {
-                    let reuse = spare.take().unwrap_or_default();
+                    let reuse = spare.take().unwrap_or_else(scratch::chunk);
                     ready[k] = Some(plan.prepare(&f, k, &mut win, reuse));
                     continue;
                 }
@@ -784,12 +853,15 @@ impl StoreBuilder {
                 match rx.recv() {
                     Ok((k, r)) => ready[k] = Some(r),
                     Err(_) => {
-                        let reuse = spare.take().unwrap_or_default();
+                        let reuse = spare.take().unwrap_or_else(scratch::chunk);
                         ready[next] = Some(plan.prepare(&f, next, &mut win, reuse));
                     }
                 }
             }
             stop.store(true, Ordering::Relaxed);
+            if let Some(c) = spare.take() {
+                scratch::give_chunk(c);
+            }
         });
         if blocks == 0 {
             self.push_issue(
@@ -798,7 +870,7 @@ impl StoreBuilder {
                 LoadIssue::new(path, IssueKind::NoCertificates),
             );
         }
-        self.read_buf = win.data;
+        scratch::give_window(win.data);
     }
 
     /// Pre-size for a large PEM text: its base64 holds at most 3/4 as many DER bytes, and

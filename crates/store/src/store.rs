@@ -30,7 +30,8 @@ pub(crate) const REC_LEN: usize = 40;
 pub(crate) const NO_SKI: u32 = u32::MAX;
 
 /// One anchor's record: offsets into the arena and validity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
 pub(crate) struct Rec {
     pub(crate) der_off: u32,
     pub(crate) der_len: u32,
@@ -43,19 +44,25 @@ pub(crate) struct Rec {
 }
 
 impl Rec {
-    pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        for v in [
+    /// The record as stored in the tables buffer (little-endian fields in order).
+    pub(crate) fn to_bytes(self) -> [u8; REC_LEN] {
+        let mut b = [0u8; REC_LEN];
+        for (i, v) in [
             self.der_off,
             self.der_len,
             self.subj_off,
             self.subj_len,
             self.ski_off,
             self.ski_len,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
         }
-        out.extend_from_slice(&self.not_before.to_le_bytes());
-        out.extend_from_slice(&self.not_after.to_le_bytes());
+        b[24..32].copy_from_slice(&self.not_before.to_le_bytes());
+        b[32..40].copy_from_slice(&self.not_after.to_le_bytes());
+        b
     }
     fn read(b: &[u8]) -> Option<Rec> {
         let u = |i: usize| {
@@ -143,9 +150,15 @@ impl Layout {
     }
 }
 
-/// Bytes owned in memory or borrowed from a shared read-only mapping.
+/// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
+/// [`crate::arena`]) or borrowed from a shared read-only mapping of a snapshot file.
 pub(crate) enum Bytes {
     Owned(Vec<u8>),
+    /// `map[..len]`; no longer written once the store is built.
+    Anon {
+        map: memmap2::MmapMut,
+        len: usize,
+    },
     Mapped {
         map: Arc<memmap2::Mmap>,
         start: usize,
@@ -154,10 +167,12 @@ pub(crate) enum Bytes {
 }
 
 impl Bytes {
-    /// Bytes of memory held: the capacity of an owned buffer, the length of a mapping.
+    /// Bytes of memory held: the capacity of an owned buffer or anonymous mapping, the
+    /// length of a file mapping.
     pub(crate) fn allocated(&self) -> usize {
         match self {
             Bytes::Owned(v) => v.capacity(),
+            Bytes::Anon { map, .. } => map.len(),
             Bytes::Mapped { len, .. } => *len,
         }
     }
@@ -165,6 +180,8 @@ impl Bytes {
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Bytes::Owned(v) => v,
+            // The arena keeps len <= map.len().
+            Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
             // start..start+len was bounds-checked against the mapping when the snapshot was
             // opened; `get` keeps this panic-free even so.
             Bytes::Mapped { map, start, len } => map.get(*start..start + len).unwrap_or(&[]),
