@@ -20,6 +20,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(11);
     let src = [tlskit_store::Source::File(path.into())];
+    // KEEP=1: keep a first store alive during the timed loads (as `tlskit bench store` does).
+    let _kept = std::env::var_os("KEEP").map(|_| tlskit_store::load(&src).unwrap());
     let (mut ts, mut fs) = (Vec::new(), Vec::new());
     let mut c0 = 0;
     let mut n = 0;

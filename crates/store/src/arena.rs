@@ -39,9 +39,12 @@ pub(crate) type Arena = Buf<u8>;
 enum Repr<T> {
     Heap(Vec<T>),
     /// The first `len` elements of the mapping are the content; the rest is capacity.
+    /// Elements from `zero_from` on were never written: still the zeros of a fresh
+    /// anonymous mapping, so zero-filling them is skipped.
     Map {
         map: memmap2::MmapMut,
         len: usize,
+        zero_from: usize,
     },
 }
 
@@ -130,7 +133,11 @@ impl<T: Pod> Buf<T> {
             if bytes >= map_min {
                 if let Some(mut map) = map_huge(bytes) {
                     view_mut::<T>(&mut map, len).copy_from_slice(self);
-                    self.repr = Repr::Map { map, len };
+                    self.repr = Repr::Map {
+                        map,
+                        len,
+                        zero_from: len,
+                    };
                     return;
                 }
             }
@@ -154,10 +161,15 @@ impl<T: Pod> Buf<T> {
     pub(crate) fn extend_from_slice(&mut self, items: &[T]) {
         match &mut self.repr {
             Repr::Heap(v) if v.capacity() - v.len() >= items.len() => v.extend_from_slice(items),
-            Repr::Map { map, len } if map.len() / size_of::<T>() - *len >= items.len() => {
+            Repr::Map {
+                map,
+                len,
+                zero_from,
+            } if map.len() / size_of::<T>() - *len >= items.len() => {
                 let end = *len + items.len();
                 view_mut::<T>(map, end)[*len..].copy_from_slice(items);
                 *len = end;
+                *zero_from = (*zero_from).max(end);
             }
             _ => {
                 self.reserve(items.len());
@@ -169,11 +181,16 @@ impl<T: Pod> Buf<T> {
     fn extend_within_capacity(&mut self, items: &[T]) {
         match &mut self.repr {
             Repr::Heap(v) => v.extend_from_slice(items),
-            Repr::Map { map, len } => {
+            Repr::Map {
+                map,
+                len,
+                zero_from,
+            } => {
                 // `reserve` made room: the range is within the mapping.
                 let end = *len + items.len();
                 view_mut::<T>(map, end)[*len..].copy_from_slice(items);
                 *len = end;
+                *zero_from = (*zero_from).max(end);
             }
         }
     }
@@ -188,10 +205,22 @@ impl<T: Pod> Buf<T> {
         self.reserve(new_len - len);
         match &mut self.repr {
             Repr::Heap(v) => v.resize(new_len, x),
-            Repr::Map { map, len } => {
-                // Elements past `len` may hold truncated content: overwrite them.
-                view_mut::<T>(map, new_len)[*len..].fill(x);
+            Repr::Map {
+                map,
+                len,
+                zero_from,
+            } => {
+                // Elements past `len` may hold truncated content: overwrite them, except
+                // never-written ones that already hold the zero asked for.
+                let is_zero = bytemuck::bytes_of(&x).iter().all(|&b| b == 0);
+                let end = if is_zero {
+                    new_len.min(*zero_from).max(*len)
+                } else {
+                    new_len
+                };
+                view_mut::<T>(map, end)[*len..].fill(x);
                 *len = new_len;
+                *zero_from = (*zero_from).max(new_len);
             }
         }
     }
@@ -221,12 +250,37 @@ impl<T: Pod> Buf<T> {
     }
 }
 
+impl<T: Pod> Buf<T> {
+    /// The finished array in its stored form, read-only from now on. `raw`: the
+    /// elements' memory is their stored form (then a mapping is handed over as it is,
+    /// without copying); otherwise, and for a small array, each element is written with
+    /// `put` into a buffer of `size_of::<T>()` bytes per element.
+    pub(crate) fn into_stored(mut self, raw: bool, put: impl Fn(&T, &mut [u8])) -> Bytes {
+        self.trim();
+        let size = size_of::<T>();
+        match self.repr {
+            Repr::Map { map, len, .. } if raw => Bytes::Anon {
+                map,
+                len: len * size,
+            },
+            _ => {
+                let mut out = Arena::with_capacity(self.len() * size);
+                out.resize(self.len() * size, 0);
+                for (dst, x) in out.chunks_exact_mut(size).zip(self.iter()) {
+                    put(x, dst);
+                }
+                out.into_bytes()
+            }
+        }
+    }
+}
+
 impl Arena {
     /// The finished buffer, read-only from now on.
     pub(crate) fn into_bytes(self) -> Bytes {
         match self.repr {
             Repr::Heap(v) => Bytes::Owned(v),
-            Repr::Map { map, len } => Bytes::Anon { map, len },
+            Repr::Map { map, len, .. } => Bytes::Anon { map, len },
         }
     }
 }
@@ -237,7 +291,7 @@ impl<T: Pod> Deref for Buf<T> {
     fn deref(&self) -> &[T] {
         match &self.repr {
             Repr::Heap(v) => v,
-            Repr::Map { map, len } => view(map, *len),
+            Repr::Map { map, len, .. } => view(map, *len),
         }
     }
 }
@@ -247,7 +301,7 @@ impl<T: Pod> DerefMut for Buf<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         match &mut self.repr {
             Repr::Heap(v) => v,
-            Repr::Map { map, len } => view_mut(map, *len),
+            Repr::Map { map, len, .. } => view_mut(map, *len),
         }
     }
 }
@@ -352,6 +406,23 @@ mod tests {
         w[5] = [9; 32];
         x[5] = [9; 32];
         assert!(w[..] == x[..]);
+    }
+
+    /// Growing with zeros after shrinking must clear what was written before, while
+    /// never-written room is left to the mapping's own zeros.
+    #[test]
+    fn resize_clears_written_bytes_only() {
+        let mut a = Arena::with_capacity(MAP_MIN);
+        assert!(is_mapped(&a));
+        a.resize(1000, 7);
+        a.truncate(10);
+        a.resize(5000, 0);
+        assert!(a[..10].iter().all(|&b| b == 7));
+        assert!(a[10..].iter().all(|&b| b == 0));
+        a.truncate(0);
+        a.resize(3000, 9);
+        a.resize(6000, 0);
+        assert!(a[..3000].iter().all(|&b| b == 9) && a[3000..].iter().all(|&b| b == 0));
     }
 
     #[test]

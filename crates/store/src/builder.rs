@@ -13,7 +13,7 @@ use sha2::Digest;
 use crate::arena::{Arena, Buf, MAP_MIN};
 use crate::der;
 use crate::error::{IssueKind, LoadIssue};
-use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI, REC_LEN};
+use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
 
 /// Result of adding one certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -408,14 +408,14 @@ impl StoreBuilder {
         }
     }
 
-    /// Serialise the tables buffer (see the layout in store.rs).
-    pub(crate) fn tables_bytes(&self) -> Arena {
+    /// Serialise the index part (see the layout in store.rs).
+    pub(crate) fn index_bytes(&self) -> Arena {
         let lay = self.layout();
         let Some(off) = lay.offsets() else {
             return Arena::default();
         };
-        let mut out = Arena::with_capacity(off.total);
-        out.resize(off.total, 0);
+        let mut out = Arena::with_capacity(off.index_len);
+        out.resize(off.index_len, 0);
         // Filled in place, in layout order (the padding before the records stays zero).
         fn words(buf: &mut [u8], at: &mut usize, v: impl ExactSizeIterator<Item = u32>) {
             let end = *at + v.len() * 4;
@@ -432,21 +432,14 @@ impl StoreBuilder {
         words(buf, &mut at, self.subj_next.iter().copied());
         words(buf, &mut at, self.ski_next.iter().copied());
         words(buf, &mut at, self.names.iter().copied());
-        let recs = &mut buf[off.index_len..off.index_len + self.recs.len() * REC_LEN];
-        for (dst, r) in recs.chunks_exact_mut(REC_LEN).zip(self.recs.iter()) {
-            dst.copy_from_slice(&r.to_bytes());
-        }
-        at = off.index_len + self.recs.len() * REC_LEN;
-        let sha: &[u8] = bytemuck::cast_slice(&self.sha);
-        buf[at..at + sha.len()].copy_from_slice(sha);
-        debug_assert_eq!(at + sha.len(), off.total);
+        debug_assert!(at <= off.index_len && off.index_len - at < 8);
         out
     }
 
     /// Finish: an immutable store of generation 1 (a [`crate::StoreHandle`] renumbers it).
     pub fn build(self) -> TrustStore {
         let lay = self.layout();
-        let tables = self.tables_bytes();
+        let tables = self.index_bytes();
         // offsets() only fails on overflow, which the u32 caps on counts rule out.
         let off = lay.offsets().unwrap_or_default();
         let mut der = self.der;
@@ -462,6 +455,13 @@ impl StoreBuilder {
                 checked: std::sync::OnceLock::new(),
                 core: Core {
                     tables: tables.into_bytes(),
+                    // Records are stored little-endian: on such hosts, their memory.
+                    recs: self
+                        .recs
+                        .into_stored(cfg!(target_endian = "little"), |r, out| {
+                            out.copy_from_slice(&r.to_bytes())
+                        }),
+                    sha: self.sha.into_stored(true, |s, out| out.copy_from_slice(s)),
                     der: der.into_bytes(),
                     lay,
                     off,

@@ -263,7 +263,18 @@ impl TrustStore {
                     tables: Bytes::Mapped {
                         map: Arc::clone(&map),
                         start: t_off as usize,
-                        len: t_len as usize,
+                        len: off.index_len,
+                    },
+                    // Within the tables section (its length, off.total, was checked).
+                    recs: Bytes::Mapped {
+                        map: Arc::clone(&map),
+                        start: t_off as usize + off.recs,
+                        len: off.sha - off.recs,
+                    },
+                    sha: Bytes::Mapped {
+                        map: Arc::clone(&map),
+                        start: t_off as usize + off.sha,
+                        len: off.total - off.sha,
                     },
                     der: Bytes::Mapped {
                         map,
@@ -367,7 +378,8 @@ impl TrustStore {
     /// `sources` for staleness checks.
     pub fn write_snapshot(&self, out: &Path, sources: &[SourceRecord]) -> Result<(), StoreError> {
         let c = self.core();
-        let tables = c.tables.as_slice();
+        let (index, recs, sha) = (c.tables.as_slice(), c.recs.as_slice(), c.sha.as_slice());
+        let tables_len = (index.len() + recs.len() + sha.len()) as u64;
         let der = c.der.as_slice();
         let mut src = Vec::new();
         src.extend_from_slice(&(sources.len() as u32).to_le_bytes());
@@ -375,7 +387,7 @@ impl TrustStore {
             s.write(&mut src);
         }
         let t_off = HEADER_LEN as u64;
-        let s_off = t_off + tables.len() as u64;
+        let s_off = t_off + tables_len;
         let d_off = s_off + src.len() as u64;
         let mut h = Vec::with_capacity(HEADER_LEN);
         h.extend_from_slice(MAGIC);
@@ -394,11 +406,10 @@ impl TrustStore {
         let created = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let index = tables.get(..c.off.index_len).unwrap_or(&[]);
         for v in [
             c.lay.encoded_len,
             t_off,
-            tables.len() as u64,
+            tables_len,
             s_off,
             src.len() as u64,
             d_off,
@@ -412,7 +423,7 @@ impl TrustStore {
         let hx = xxh3_64(&h);
         h.extend_from_slice(&hx.to_le_bytes());
         debug_assert_eq!(h.len(), HEADER_LEN);
-        atomic_write(out, &[&h, tables, &src, der])
+        atomic_write(out, &[&h, index, recs, sha, &src, der])
     }
 }
 

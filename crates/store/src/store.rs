@@ -1,7 +1,9 @@
 //! The trust store: one byte layout shared by stores built in memory and stores mapped
 //! from a snapshot file, so there is a single lookup path.
 //!
-//! Layout (all integers little-endian), in one "tables" buffer plus one DER arena:
+//! Layout (all integers little-endian): an index buffer, the records, the fingerprints and
+//! the DER arena (four buffers in memory; one "tables" section of a snapshot file holds the
+//! first three back to back, at the offsets [`Layout::offsets`] gives):
 //!
 //! ```text
 //! index part (checksummed when a snapshot is opened)
@@ -108,8 +110,8 @@ pub(crate) struct Offsets {
     names: usize,
     /// End of the index part (= start of the record part, 8-aligned).
     pub(crate) index_len: usize,
-    recs: usize,
-    sha: usize,
+    pub(crate) recs: usize,
+    pub(crate) sha: usize,
     pub(crate) total: usize,
 }
 
@@ -239,7 +241,12 @@ pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
 /// The data of a store. Lives inside [`CaNames`] so that `ca_names()` can hand out a
 /// reference without a second copy; [`TrustStore`] reaches it through there.
 pub(crate) struct Core {
+    /// The index part: hash tables, subject/SKI chains, CA names (`off.index_len` bytes).
     pub(crate) tables: Bytes,
+    /// `recs[n]`, REC_LEN bytes each.
+    pub(crate) recs: Bytes,
+    /// `sha[n]`, 32 bytes each.
+    pub(crate) sha: Bytes,
     pub(crate) der: Bytes,
     pub(crate) lay: Layout,
     pub(crate) off: Offsets,
@@ -263,8 +270,8 @@ impl Core {
         if i >= self.lay.n {
             return None;
         }
-        let o = self.off.recs + i as usize * REC_LEN;
-        Rec::read(self.tab().get(o..o + REC_LEN)?)
+        let o = i as usize * REC_LEN;
+        Rec::read(self.recs.as_slice().get(o..o + REC_LEN)?)
     }
 
     /// The anchor's fields without the integrity check (used to compare keys while probing).
@@ -283,8 +290,8 @@ impl Core {
                 der.get(r.ski_off as usize..(r.ski_off as usize).checked_add(r.ski_len as usize)?)?,
             )
         };
-        let so = self.off.sha + i as usize * 32;
-        let sha256: &[u8; 32] = self.tab().get(so..so + 32)?.try_into().ok()?;
+        let so = i as usize * 32;
+        let sha256: &[u8; 32] = self.sha.as_slice().get(so..so + 32)?.try_into().ok()?;
         Some((
             Anchor {
                 der,
@@ -590,6 +597,8 @@ impl TrustStore {
         let c = self.core();
         std::mem::size_of::<Self>()
             + c.tables.allocated()
+            + c.recs.allocated()
+            + c.sha.allocated()
             + c.der.allocated()
             + c.check.as_ref().map_or(0, Checker::memory)
     }
@@ -611,4 +620,30 @@ pub(crate) fn now_unix() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A built store hands its records over without copying on little-endian hosts
+    /// (builder.rs `build`): their memory must be exactly the stored form.
+    #[test]
+    fn rec_memory_is_its_stored_form_on_little_endian() {
+        let r = Rec {
+            der_off: 0x0102_0304,
+            der_len: 0x1112_1314,
+            subj_off: 0x2122_2324,
+            subj_len: 0x3132_3334,
+            ski_off: NO_SKI,
+            ski_len: 0x5152_5354,
+            not_before: -0x0102_0304_0506_0708,
+            not_after: 0x7172_7374_7576_7778,
+        };
+        assert_eq!(size_of::<Rec>(), REC_LEN);
+        if cfg!(target_endian = "little") {
+            assert_eq!(bytemuck::bytes_of(&r), &r.to_bytes()[..]);
+        }
+        assert_eq!(Rec::read(&r.to_bytes()), Some(r));
+    }
 }
