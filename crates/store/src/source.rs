@@ -228,7 +228,7 @@ impl RoundPlan {
     /// is short), between 64 KiB and 512 KiB (so a round's text and its decoded DER stay
     /// in cache until indexed).
     fn new(file_len: u64) -> Self {
-        let size = (file_len / 32).clamp(64 << 10, 256 << 10);
+        let size = (file_len / 32).clamp(64 << 10, 512 << 10);
         RoundPlan {
             size,
             rounds: file_len.div_ceil(size).max(1) as usize,
