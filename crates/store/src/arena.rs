@@ -7,7 +7,10 @@
 //! what was freed before and how the heap was trimmed), and faulting it in 4 KiB pages cost
 //! more than copying the bytes into it: a 45 MB arena took 11,520 faults and 19 ms, against
 //! 2.8 ms in 2 MiB pages on the benchmark machine. Where huge pages are off or unavailable
-//! the kernel falls back to small pages: the cost of a `Vec`, never more.
+//! the kernel falls back to small pages: the cost of a `Vec`, never more. With the kernel's
+//! THP `defrag` setting at `madvise` (the usual default) a fault in an advised mapping may
+//! first compact memory when no huge page is free: on a fragmented machine a large load
+//! can then take longer, never fail (it runs off the handshake path: start-up, reloads).
 //!
 //! When is an array large? One that grows past [`MAP_MIN`] is mapped. A builder that
 //! knows it is loading a large store ([`Buf::reserve_large`], used when its DER estimate
