@@ -332,23 +332,6 @@ impl Window {
     }
 }
 
-/// Offset of the first BEGIN line at or after `at`, or `buf.len()`.
-fn begin_at_or_after(buf: &[u8], at: usize) -> usize {
-    let at = at.min(buf.len());
-    memchr::memmem::find(&buf[at..], b"-----BEGIN ").map_or(buf.len(), |i| i + at)
-}
-
-/// PEM text at least this large is decoded on several threads.
-const PARALLEL_MIN_BYTES: usize = 1 << 20;
-
-fn worker_threads(len: usize) -> usize {
-    if len < PARALLEL_MIN_BYTES {
-        return 1;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    cores.min(8).min(len / (PARALLEL_MIN_BYTES / 2)).max(1)
-}
-
 fn block_issue(b: Block<'_>) -> IssueKind {
     match b {
         Block::Other {
@@ -442,11 +425,8 @@ mod scratch {
     }
 }
 
-fn prepare_pem(text: &[u8]) -> Chunk {
-    prepare_pem_into(text, Chunk::default())
-}
-
-/// [`prepare_pem`] reusing the buffers of a chunk that was already absorbed.
+/// Scan, decode, parse and hash one round's PEM text into `c` (a chunk whose buffers are
+/// reused).
 fn prepare_pem_into(text: &[u8], mut c: Chunk) -> Chunk {
     c.arena.clear();
     c.items.clear();
@@ -883,28 +863,6 @@ impl StoreBuilder {
         }
     }
 
-    /// PEM text, on worker threads when it is large. Returns the number of blocks.
-    fn add_pem_any(
-        &mut self,
-        text: &[u8],
-        base: u32,
-        path: &Path,
-        file: Option<u32>,
-        report: &mut LoadReport,
-    ) -> u32 {
-        if base == 0 {
-            self.reserve_for_pem(text.len());
-        }
-        let threads = worker_threads(text.len());
-        if threads > 1 {
-            self.add_pem_parallel(text, base, threads, path, file, report)
-        } else {
-            // Base64 is 4/3 of the DER; reserving avoids regrowing the arena.
-            self.der.reserve(text.len() * 3 / 4);
-            self.add_pem(text, base, path, file, report)
-        }
-    }
-
     /// Add the certificates in one file's bytes (PEM or DER).
     pub(crate) fn add_bytes(
         &mut self,
@@ -914,7 +872,11 @@ impl StoreBuilder {
         report: &mut LoadReport,
     ) {
         if pem::looks_like_pem(buf) {
-            let blocks = self.add_pem_any(buf, 0, path, file, report);
+            // Files over 1 MiB take the two-core rounds of `add_stream`; this is the
+            // whole-buffer path. Base64 is 4/3 of the DER: reserving avoids regrowing.
+            self.reserve_for_pem(buf.len());
+            self.der.reserve(buf.len() * 3 / 4);
+            let blocks = self.add_pem(buf, path, file, report);
             if blocks == 0 {
                 self.push_issue(
                     report,
@@ -957,12 +919,11 @@ impl StoreBuilder {
     fn add_pem(
         &mut self,
         buf: &[u8],
-        base: u32,
         path: &Path,
         file: Option<u32>,
         report: &mut LoadReport,
     ) -> u32 {
-        let mut block = base;
+        let mut block = 0;
         for b in PemScanner::new(buf) {
             block += 1;
             match b {
@@ -985,67 +946,7 @@ impl StoreBuilder {
                 }
             }
         }
-        block - base
-    }
-
-    /// Parallel PEM path for large files: split at BEGIN lines, decode + parse + hash on
-    /// worker threads, then index the results here in file order (same result as the
-    /// sequential path, including block numbers).
-    fn add_pem_parallel(
-        &mut self,
-        buf: &[u8],
-        base: u32,
-        threads: usize,
-        path: &Path,
-        file: Option<u32>,
-        report: &mut LoadReport,
-    ) -> u32 {
-        let mut cuts = vec![0usize];
-        for k in 1..threads {
-            let prev = *cuts.last().unwrap_or(&0);
-            let n = begin_at_or_after(buf, (buf.len() * k / threads).max(prev));
-            if n > prev && n < buf.len() {
-                cuts.push(n);
-            }
-        }
-        cuts.push(buf.len());
-        let chunks: Vec<Chunk> = std::thread::scope(|s| {
-            let handles: Vec<_> = cuts
-                .windows(2)
-                .skip(1)
-                .map(|w| {
-                    let part = &buf[w[0]..w[1]];
-                    (part, s.spawn(move || prepare_pem(part)))
-                })
-                .collect();
-            let mut out = vec![prepare_pem(&buf[cuts[0]..cuts[1]])];
-            for (part, h) in handles {
-                // A worker only panics on a bug; redo its part here rather than lose it
-                // (a deterministic bug then panics here, visibly).
-                out.push(h.join().unwrap_or_else(|_| prepare_pem(part)));
-            }
-            out
-        });
-        self.absorb(chunks, base, path, file, report)
-    }
-
-    /// Index prepared chunks in order (dedupe, copy DER into the arena, insert), with block
-    /// numbers continuing from `base`. Returns the number of blocks absorbed.
-    fn absorb(
-        &mut self,
-        chunks: Vec<Chunk>,
-        base: u32,
-        path: &Path,
-        file: Option<u32>,
-        report: &mut LoadReport,
-    ) -> u32 {
-        let total_der: usize = chunks.iter().map(|c| c.arena.len()).sum();
-        self.der.reserve(total_der);
-        let mut block_base = base;
-        for c in &chunks {
-            block_base += self.absorb_chunk(c, block_base, path, file, report);
-        }
-        block_base - base
+        block
     }
 
     /// Index one prepared chunk; block numbers continue from `base`. Returns its blocks.

@@ -277,11 +277,11 @@ fn add_der_reports_duplicates() {
     assert!(s.by_fingerprint(&[0u8; 32]).is_none());
 }
 
-/// A file over the streaming threshold (1 MiB, read in rounds of 1/16) with blocks around
+/// A file over the streaming threshold (1 MiB, read in two-core rounds) with blocks around
 /// round boundaries, bad blocks and a private key: same anchors and the same block numbers as
 /// the same blocks in a small file (which takes the whole-buffer path).
 #[test]
-fn large_file_streaming_and_parallel_paths_match_small_file() {
+fn large_file_streaming_path_matches_small_file() {
     let d = tempfile::tempdir().unwrap();
     let cas = many(6, "Stream");
     let bad = "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
