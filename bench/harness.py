@@ -222,41 +222,51 @@ class Bench:
         return None
 
     # ---------- tables ----------
+    def load_cmd(self, impl, path, n):
+        """The command that times bundle loads (the table's and the growth rounds')."""
+        if impl == "tlskit":
+            return [self.a.tlskit, "bench", "store", path, "--json"]
+        return self.peer_cmd(impl, "load", path, self.reps_for(n), self.limit / 3)
+
     def run_store_load(self):
         """The bundle table, in `--table-rounds` rounds (every N and implementation once per
-        round); each cell keeps the round with the median time, and all rounds' times. A
-        measurement that timed out is not repeated."""
+        round); each cell keeps the round with the median time, and all rounds' times
+        (`rounds_ms`, null for a failed round). A measurement that timed out or failed is
+        not repeated in later rounds."""
         sources = [(n, os.path.join(self.a.data, "ca", f"bundle-{n}.pem")) for n in self.ns]
         if os.path.exists(self.a.system_bundle):
             sources.append(("system", self.a.system_bundle))
         rounds = 1 if self.a.quick else self.a.table_rounds
-        kept = {}
+        slow = ["openssl", "gnutls"]
+        fast = [i for i in IMPLS if i not in slow]
+        kept = {}  # (key, impl) -> one record per round measured
         for r in range(rounds):
             self.results["store_load"] = {}
-            # Each round starts two implementations further along the list, so no
-            # implementation is always measured right after the minute of single-threaded
-            # OpenSSL and GnuTLS loads at the same N (seen to slow the next measurement of
-            # a two-thread load on this VM: tlskit's 10,000 cell 6.2 ms after them, 3.4 ms
-            # elsewhere in the same run).
-            k = (2 * r) % len(IMPLS)
-            self.run_store_load_once(sources, kept if r else None, IMPLS[k:] + IMPLS[:k])
+            # At each N the fast implementations take turns at going first and the
+            # minute-long OpenSSL and GnuTLS loads come last, so no implementation is
+            # always measured right after them (seen on this VM to slow the next
+            # measurement of a two-thread load: tlskit's 10,000 cell 6.2 ms after them,
+            # 3.4 ms elsewhere in the same run).
+            k = r % len(fast)
+            self.run_store_load_once(sources, kept, fast[k:] + fast[:k] + slow)
             for key, recs in self.results["store_load"].items():
                 for impl, rec in recs.items():
-                    kept.setdefault((key, impl), []).append(rec)
+                    runs = kept.setdefault((key, impl), [])
+                    if not any(x is rec for x in runs):  # a failure carried over
+                        runs.append(rec)
         table = {}
         for (key, impl), recs in kept.items():
-            ok = [x for x in recs if x.get("status") == "ok" and load_value(x, impl) is not None]
+            vals = [load_value(x, impl) if x.get("status") == "ok" else None for x in recs]
+            ok = sorted((v, x) for v, x in zip(vals, recs) if v is not None)
             if ok:
-                ok.sort(key=lambda x: load_value(x, impl))
-                rec = dict(ok[len(ok) // 2])
-                rec["rounds_ms"] = [round(load_value(x, impl), 4) for x in recs
-                                    if x.get("status") == "ok" and load_value(x, impl) is not None]
+                rec = dict(ok[len(ok) // 2][1])
+                rec["rounds_ms"] = [None if v is None else round(v, 4) for v in vals]
             else:
                 rec = recs[0]
             table.setdefault(key, {})[impl] = rec
         self.results["store_load"] = table
 
-    def run_store_load_once(self, sources, before, order):
+    def run_store_load_once(self, sources, kept, order):
         for key, path in sources:
             n = key if isinstance(key, int) else 0
             for impl in order:
@@ -268,16 +278,12 @@ class Bench:
                 if pr:
                     self.skip("store_load", key, impl, *pr)
                     continue
-                last = (before or {}).get((str(key), impl))
-                if last and last[0].get("status") != "ok":
-                    # A timeout or failure is not repeated in later rounds.
-                    self.results["store_load"].setdefault(str(key), {})[impl] = last[0]
+                failed = [x for x in kept.get((str(key), impl), []) if x.get("status") != "ok"]
+                if failed:
+                    # Not repeated; carried into this round for `prior` at larger N.
+                    self.results["store_load"].setdefault(str(key), {})[impl] = failed[0]
                     continue
-                if impl == "tlskit":
-                    cmd = [self.a.tlskit, "bench", "store", path, "--json"]
-                else:
-                    cmd = self.peer_cmd(impl, "load", path, self.reps_for(n), self.limit / 3)
-                self.measure("store_load", key, impl, cmd)
+                self.measure("store_load", key, impl, self.load_cmd(impl, path, n))
 
     def run_growth(self):
         """The growth exponent compares two sizes, so it is measured back to back: in each
@@ -285,25 +291,23 @@ class Bench:
         in the table above) loads N = 10,000 and then N = 100,000, the same commands as the
         table; the exponent of each round is computed and the median over rounds reported.
         Drift of the machine's speed between the table's two columns (seen: +-15 % within
-        minutes on this VM) then cancels instead of landing in the exponent."""
+        minutes on this VM) then cancels instead of landing in the exponent. An
+        implementation whose load fails in a round is not measured again."""
         if not (10000 in self.ns and 100000 in self.ns):
-            return
-        rounds = 2 if self.a.quick else self.a.growth_rounds
+            return  # (--quick stops at 10,000)
+        rounds = self.a.growth_rounds
         impls = [i for i in IMPLS
                  if self.results["store_load"].get("100000", {}).get(i, {}).get("status") == "ok"]
         g = {i: {"t10k": [], "t100k": [], "exponents": [],
                  "cold_10k": [], "cold_100k": [], "cold_exponents": []} for i in impls}
         cold_ok = bool(self.a.tlskit_peer) and os.access(self.a.tlskit_peer, os.X_OK)
+        active = list(impls)
         for r in range(rounds):
-            for impl in impls:
+            for impl in list(active):
                 ts, cold = [], []
                 for n in (10000, 100000):
                     path = os.path.join(self.a.data, "ca", f"bundle-{n}.pem")
-                    if impl == "tlskit":
-                        cmd = [self.a.tlskit, "bench", "store", path, "--json"]
-                    else:
-                        cmd = self.peer_cmd(impl, "load", path, self.reps_for(n), self.limit / 3)
-                    ts.append(load_value(run_json(cmd, self.limit), impl))
+                    ts.append(load_value(run_json(self.load_cmd(impl, path, n), self.limit), impl))
                     # The first load of a fresh process (a server starting): one load, no
                     # warm-up; tlskit through its library peer (the CLI warms up first).
                     if impl != "tlskit" or cold_ok:
@@ -313,6 +317,9 @@ class Bench:
                         cold.append(rec.get("median_ms") if rec.get("status") == "ok" else None)
                 log(f"growth round {r + 1}/{rounds} {impl}: {ts[0]} ms, {ts[1]} ms; "
                     f"first loads {cold}")
+                if None in ts or None in cold:
+                    active.remove(impl)
+                    log(f"growth: {impl} failed a load; not measured again")
                 if ts[0] and ts[1]:
                     g[impl]["t10k"].append(ts[0])
                     g[impl]["t100k"].append(ts[1])
