@@ -210,6 +210,9 @@ fn net_serve_bad_configuration_exits_2_before_listening() {
         err.contains("missing.key") && err.contains("No such file"),
         "{err}"
     );
+    let k = s(&pki.path("leaf.key"));
+    let err = run(&["--cert", &c, "--key", &k, "--ticket-rotation", "21601"]);
+    assert!(err.contains("ticket_rotation must be 1 to 21600"), "{err}");
     // A key that belongs to another certificate.
     let err = run(&["--cert", &c, "--key", &s(&pki.path("client.key"))]);
     assert!(err.contains("does not match"), "{err}");

@@ -189,18 +189,14 @@ impl CertIndex {
     }
 
     /// Every distinct chain: the default first, then the SNI pairs (one entry per pair,
-    /// whatever the number of names it serves), at most `max`.
+    /// whatever the number of names it serves).
     pub fn chains(&self) -> Vec<Arc<CertifiedKey>> {
-        let max = crate::compress::MAX_WARM_CHAINS;
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         let all = std::iter::once(&self.default)
             .chain(self.exact.values())
             .chain(self.wildcard.values());
         for ck in all {
-            if out.len() >= max {
-                break;
-            }
             if seen.insert(Arc::as_ptr(ck)) {
                 out.push(ck.clone());
             }

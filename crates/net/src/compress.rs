@@ -89,8 +89,8 @@ impl CachedCompressor {
         let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
         let size = original.len() + compressed.len();
         if cache.bytes + size > MAX_CACHE_BYTES {
-            // Start over rather than track recency: reloads that replace every chain
-            // are the usual way to get here, and the old entries are then dead anyway.
+            // Only when the live chains alone exceed the bound (a reload drops the dead
+            // ones, see `retain`): start over rather than track recency.
             cache.entries.clear();
             cache.bytes = 0;
         }
@@ -103,6 +103,27 @@ impl CachedCompressor {
             compressed,
         });
         cache.bytes += size;
+    }
+
+    /// Drop every entry whose message is not in `live` (keyed as by [`Self::get_or_compress`]):
+    /// the chains a reload replaced.
+    fn retain(&self, live: &[(u64, Vec<u8>)]) {
+        let mut by_key: HashMap<u64, Vec<&[u8]>> = HashMap::new();
+        for (k, m) in live {
+            by_key.entry(*k).or_default().push(m);
+        }
+        let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
+        let mut bytes = 0;
+        cache.entries.retain(|key, bucket| {
+            let msgs = by_key.get(key).map_or(&[][..], Vec::as_slice);
+            bucket.retain(|e| msgs.contains(&e.original.as_slice()));
+            bytes += bucket
+                .iter()
+                .map(|e| e.original.len() + e.compressed.len())
+                .sum::<usize>();
+            !bucket.is_empty()
+        });
+        cache.bytes = bytes;
     }
 
     fn get_or_compress(&self, input: Vec<u8>) -> Result<Arc<[u8]>, CompressionFailed> {
@@ -181,30 +202,34 @@ fn push_u24(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&n.to_be_bytes()[1..]);
 }
 
-/// Compress up to [`MAX_WARM_CHAINS`] of `chains` with every algorithm in `algs`, on a
-/// background thread; returns at once. Failures are ignored (a handshake then compresses).
+/// On a background thread (returns at once): drop cached messages of chains no longer
+/// served (`chains` is every chain the server now serves: the caches are process-wide, so a
+/// second server in the same process loses its entries to this one's reload and compresses
+/// them again on first use), then compress the first [`MAX_WARM_CHAINS`] with every
+/// algorithm in `algs`. Failures are ignored: a handshake then compresses.
 pub(crate) fn warm(chains: Vec<Arc<CertifiedKey>>, algs: &[Compression]) {
     if chains.is_empty() || algs.is_empty() {
         return;
     }
-    let algs = algs.to_vec();
-    let spawned = std::thread::Builder::new()
+    let compressors: Vec<&'static CachedCompressor> = algs.iter().map(|&a| compressor(a)).collect();
+    // No thread: handshakes compress on first use, as rustls would.
+    let _ = std::thread::Builder::new()
         .name("tlskit-compress".into())
-        .spawn(move || warm_now(&chains, &algs));
-    if spawned.is_err() {
-        // No thread: handshakes compress on first use, as rustls would.
-    }
-}
-
-/// [`warm`] on the calling thread.
-pub(crate) fn warm_now(chains: &[Arc<CertifiedKey>], algs: &[Compression]) {
-    let compressors: Vec<&CachedCompressor> = algs.iter().map(|&a| compressor(a)).collect();
-    warm_into(chains, &compressors);
+        .spawn(move || warm_into(&chains, &compressors));
 }
 
 fn warm_into(chains: &[Arc<CertifiedKey>], compressors: &[&CachedCompressor]) {
-    for ck in chains.iter().take(MAX_WARM_CHAINS) {
-        let msg = certificate_message(ck);
+    let live: Vec<(u64, Vec<u8>)> = chains
+        .iter()
+        .map(|ck| {
+            let msg = certificate_message(ck);
+            (xxhash_rust::xxh3::xxh3_64(&msg), msg)
+        })
+        .collect();
+    for c in compressors {
+        c.retain(&live);
+    }
+    for (_, msg) in live.iter().take(MAX_WARM_CHAINS) {
         for c in compressors {
             let _ = c.get_or_compress(msg.clone());
         }
@@ -343,5 +368,24 @@ mod tests {
             .decompress(&a, &mut out)
             .expect("decompresses");
         assert_eq!(out, msg);
+    }
+
+    /// A reload's warm-up drops the messages of chains no longer served and keeps (does
+    /// not recompress) the ones still served.
+    #[test]
+    fn warming_after_a_reload_drops_replaced_chains() {
+        let (_, old) = pki(20);
+        let (_, kept) = pki(30);
+        let c = own(Compression::Zlib);
+        warm_into(&[old.clone(), kept.clone()], &[c]);
+        assert_eq!((c.hits(), c.misses()), (0, 2));
+        let before = c.cache.read().expect("lock").bytes;
+        warm_into(std::slice::from_ref(&kept), &[c]);
+        assert_eq!((c.hits(), c.misses()), (1, 2), "the kept chain was a hit");
+        let cache = c.cache.read().expect("lock");
+        assert_eq!(cache.entries.values().map(Vec::len).sum::<usize>(), 1);
+        assert!(cache.bytes < before && cache.bytes > 0);
+        let msg = certificate_message(&old);
+        assert!(c.lookup(xxhash_rust::xxh3::xxh3_64(&msg), &msg).is_none());
     }
 }

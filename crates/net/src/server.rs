@@ -215,7 +215,7 @@ fn build_tls(
         None => builder.with_no_client_auth(),
     };
     let mut tls = builder.with_cert_resolver(resolver);
-    // Keys rotate every `ticket_rotation` (at least 1 s); a ticket older than two
+    // Keys rotate every `ticket_rotation` (1 s to 6 h, checked in bind); a ticket older than two
     // periods never resumes (crate::tickets).
     let ticketer = crate::tickets::ticketer(cfg.ticket_rotation)?;
     let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
@@ -272,6 +272,14 @@ impl Server {
             return Err(NetError::Config(
                 "max_connections must be at least 1".into(),
             ));
+        }
+        let rotation = cfg.ticket_rotation.as_secs();
+        if !(1..=crate::tickets::MAX_ROTATION_SECS).contains(&rotation) {
+            return Err(NetError::Config(format!(
+                "ticket_rotation must be 1 to {} seconds (each key is rustls's ticketer, which \
+                 replaces its own key every 6 hours), not {rotation}",
+                crate::tickets::MAX_ROTATION_SECS
+            )));
         }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let (index, issues) =

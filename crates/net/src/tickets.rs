@@ -36,21 +36,26 @@ impl ProducesTickets for BoxedTicketer {
     }
 }
 
+/// The longest rotation period: each key is rustls's aws-lc-rs `Ticketer`, itself a
+/// rotator that replaces its key every 6 hours and keeps one previous key, so with a
+/// longer period tickets issued early in a key's life would stop decrypting before the
+/// two periods announced to clients.
+pub(crate) const MAX_ROTATION_SECS: u64 = 6 * 3600;
+
 fn make_ticketer() -> Result<Box<dyn ProducesTickets>, rustls::crypto::GetRandomFailed> {
-    // Called twice when the rotator is made (current and next key), then once per
-    // rotation (the next key, made when the previous next becomes current).
+    // Called when the rotator is made, then once per rotation.
     log::event(Level::Debug, "ticket_key_generated", &[]);
     rustls::crypto::aws_lc_rs::Ticketer::new()
         .map(|t| Box::new(BoxedTicketer(t)) as Box<dyn ProducesTickets>)
         .map_err(|_| rustls::crypto::GetRandomFailed)
 }
 
-/// The server's ticketer: keys rotated every `period` (at least 1 s), tickets from the
-/// previous key accepted, no ticket older than two periods accepted.
+/// The server's ticketer: keys rotated every `period` (1 s to [`MAX_ROTATION_SECS`];
+/// `Server::bind` refuses other values), tickets from the previous key accepted, no ticket
+/// older than two periods accepted.
 pub(crate) fn ticketer(period: Duration) -> Result<Arc<dyn ProducesTickets>, rustls::Error> {
-    let secs = u32::try_from(period.as_secs())
-        .unwrap_or(u32::MAX / 2)
-        .clamp(1, u32::MAX / 2);
+    // In range after bind's check (MAX_ROTATION_SECS fits a u32).
+    let secs = period.as_secs().clamp(1, MAX_ROTATION_SECS) as u32;
     let rotator = rustls::ticketer::TicketRotator::new(secs, make_ticketer)?;
     Ok(Arc::new(ExpiringTickets::new(
         Arc::new(rotator),

@@ -107,7 +107,7 @@ struct ServeFlags {
     /// Seconds SIGTERM waits for open connections [default: 10].
     #[arg(long, value_name = "SECS")]
     shutdown_grace: Option<f64>,
-    /// Session ticket key rotation period in seconds (at least 1): tickets from the
+    /// Session ticket key rotation period in seconds (1 to 21600): tickets from the
     /// previous key still resume, tickets older than two periods never [default: 21600].
     #[arg(long, value_name = "SECS")]
     ticket_rotation: Option<u64>,
