@@ -153,8 +153,8 @@ pub(crate) struct ConnectArgs {
     #[arg(long)]
     reconnect: bool,
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
-    #[arg(long, value_name = "PROTO")]
-    starttls: Option<String>,
+    #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
+    starttls: Option<Starttls>,
     /// Print one JSON object and do not relay.
     #[arg(long)]
     json: bool,
@@ -313,13 +313,7 @@ pub(crate) fn serve(args: ServeArgs) -> CmdResult {
 }
 
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
-    let starttls = match &a.starttls {
-        Some(p) => Some(
-            Starttls::parse(p)
-                .with_context(|| format!("--starttls {p}: use smtp, imap or pop3"))?,
-        ),
-        None => None,
-    };
+    let starttls = a.starttls;
     let opts = ConnectOptions {
         starttls,
         target: a.target,

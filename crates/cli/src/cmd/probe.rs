@@ -46,8 +46,8 @@ pub(crate) struct ProbeArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
-    #[arg(long, value_name = "PROTO")]
-    starttls: Option<String>,
+    #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
+    starttls: Option<Starttls>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -70,13 +70,7 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     } else {
         Vec::new()
     };
-    let starttls = match &a.starttls {
-        Some(p) => Some(
-            Starttls::parse(p)
-                .ok_or_else(|| anyhow::anyhow!("--starttls {p}: use smtp, imap or pop3"))?,
-        ),
-        None => None,
-    };
+    let starttls = a.starttls;
     let opts = ProbeOptions {
         starttls,
         target: a.target,
