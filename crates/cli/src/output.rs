@@ -3,6 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
+pub(crate) use tlskit_store::text::{escape, Escaped};
+
 /// What a command concluded. Errors (exit 2) travel as `anyhow::Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
@@ -27,10 +29,45 @@ pub(crate) fn finish(result: CmdResult) -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("tlskit: error: {e:#}");
+            eprintln!("tlskit: error: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// Longest error or warning line printed, in bytes. Every message is built to be short;
+/// this bound is the last line of defence against one that quotes its input.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 4096;
+
+/// An error and its sources as one line: a source whose text the message already holds
+/// (an error that prints its source, as `io::Error` wrappers and `time`'s parse errors
+/// do) is not repeated; controls escaped; at most [`MAX_MESSAGE_BYTES`].
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if s.is_empty() || msg.contains(&s) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&s);
+    }
+    bounded(&msg)
+}
+
+/// Text for a message line: controls escaped, cut at [`MAX_MESSAGE_BYTES`].
+pub(crate) fn bounded(s: &str) -> String {
+    let s = escape(s);
+    if s.len() <= MAX_MESSAGE_BYTES {
+        return s.into_owned();
+    }
+    let mut cut = MAX_MESSAGE_BYTES;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}... ({} bytes cut)", &s[..cut], s.len() - cut)
 }
 
 /// Print a value as pretty JSON on stdout, followed by a newline.
@@ -46,7 +83,10 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 
 /// Report one problem with one input (a file in a batch) on stderr; the batch goes on.
 pub(crate) fn warn(path: &std::path::Path, reason: &dyn std::fmt::Display) {
-    eprintln!("tlskit: {}: {reason}", path.display());
+    eprintln!(
+        "tlskit: {}",
+        bounded(&format!("{}: {reason}", path.display()))
+    );
 }
 
 /// Colours for human output: enabled only when stdout is a terminal and NO_COLOR is unset.

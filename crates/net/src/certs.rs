@@ -16,13 +16,26 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::NetError;
+use tlskit_store::text::pem_error_reason;
+
+/// Why a key file gave no key, quoting none of it (the file holds a secret).
+fn key_pem_reason(e: &rustls_pki_types::pem::Error) -> String {
+    match e {
+        rustls_pki_types::pem::Error::NoItemsFound => {
+            "no private key found (expected a PEM block PRIVATE KEY, EC PRIVATE KEY or \
+             RSA PRIVATE KEY)"
+                .into()
+        }
+        e => format!("no usable private key: {}", pem_error_reason(e)),
+    }
+}
 
 /// Read a PEM file holding the leaf certificate followed by its chain.
 pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()
-        .map_err(|e| NetError::file(path, format!("bad PEM: {e}")))?;
+        .map_err(|e| NetError::file(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
     if certs.is_empty() {
         return Err(NetError::file(path, "no CERTIFICATE block found"));
     }
@@ -32,8 +45,7 @@ pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, Ne
 /// Read a PEM private key (PKCS#8, SEC1 or PKCS#1).
 pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
     let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
-    PrivateKeyDer::from_pem_slice(&data)
-        .map_err(|e| NetError::file(path, format!("no usable private key: {e}")))
+    PrivateKeyDer::from_pem_slice(&data).map_err(|e| NetError::file(path, key_pem_reason(&e)))
 }
 
 /// Load a chain and its key and check that the key belongs to the leaf.

@@ -1,5 +1,9 @@
 //! Structured logs: one line per event on stderr, `key=value` pairs, values quoted when
-//! they contain spaces, quotes or `=`. Nothing secret is ever passed here.
+//! they contain spaces, quotes, `=`, a backslash or a character that is escaped. Values
+//! often carry a peer's or a certificate's text (client certificate subjects, reasons
+//! that quote names): control and bidi characters are escaped by the workspace's one
+//! escaping function (`tlskit_store::text`), and each value is cut at
+//! [`MAX_VALUE_CHARS`]. Nothing secret is ever passed here.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -54,18 +58,29 @@ pub(crate) fn enabled(level: Level) -> bool {
     level as u8 <= LEVEL.load(Ordering::Relaxed)
 }
 
+/// Longest value written, in characters; a longer one ends in `...`.
+pub(crate) const MAX_VALUE_CHARS: usize = 1024;
+
 fn push_value(line: &mut String, v: &str) {
-    if !v.is_empty() && !v.contains([' ', '"', '=', '\n', '\t']) {
+    use std::fmt::Write;
+    use tlskit_store::text::{needs_escape, Escaped};
+    let plain = |c: char| !matches!(c, ' ' | '"' | '=' | '\\') && !needs_escape(c);
+    if !v.is_empty() && v.len() <= MAX_VALUE_CHARS && v.chars().all(plain) {
         line.push_str(v);
         return;
     }
     line.push('"');
-    for c in v.chars() {
+    for (n, c) in v.chars().enumerate() {
+        if n == MAX_VALUE_CHARS {
+            line.push_str("...");
+            break;
+        }
         match c {
             '"' => line.push_str("\\\""),
             '\\' => line.push_str("\\\\"),
-            '\n' => line.push_str("\\n"),
-            c if c.is_control() => line.push('?'),
+            c if needs_escape(c) => {
+                let _ = write!(line, "{}", Escaped(c.encode_utf8(&mut [0; 4])));
+            }
             c => line.push(c),
         }
     }
@@ -110,5 +125,15 @@ mod tests {
         push_value(&mut s, "a=\"b\"");
         push_value(&mut s, "");
         assert_eq!(s, "plain\" \"\"a=\\\"b\\\"\"\"\"");
+    }
+
+    #[test]
+    fn controls_are_escaped_and_values_bounded() {
+        let mut s = String::new();
+        push_value(&mut s, "CN=a\x1b[31mb\x07\r\u{202e}");
+        assert_eq!(s, "\"CN=a\\x1b[31mb\\x07\\r\\u{202e}\"");
+        let mut s = String::new();
+        push_value(&mut s, &"x".repeat(10 * MAX_VALUE_CHARS));
+        assert_eq!(s.len(), MAX_VALUE_CHARS + 5);
     }
 }

@@ -5,7 +5,8 @@
 //! serial issued), `index.jsonl` (one JSON line per issued certificate, append-only) and
 //! `lock`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
 //! appends to the index; serials are random 128-bit values checked against the index
-//! under that lock, so two concurrent issues never share one.
+//! under that lock, so two concurrent issues never share one. A caller that finds the
+//! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -30,6 +31,47 @@ const CHAIN: &str = "chain.pem";
 const SERIAL: &str = "serial";
 const INDEX: &str = "index.jsonl";
 const LOCK: &str = "lock";
+
+/// Longest wait for another process's lock on a CA directory. Signing under the lock
+/// takes milliseconds; a lock held this long belongs to a stuck process.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Take the exclusive lock on `lock_path`; when another process holds it, call
+/// `on_wait` once and poll until it is free, for at most [`LOCK_WAIT`].
+fn lock_ca(lock_path: &Path, on_wait: Option<fn(&Path)>) -> Result<File> {
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path)
+        .map_err(|e| PkiError::io(lock_path, e))?;
+    let start = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(lock),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => return Err(PkiError::io(lock_path, e)),
+        }
+        if !told {
+            told = true;
+            if let Some(f) = on_wait {
+                f(lock_path);
+            }
+        }
+        if start.elapsed() >= LOCK_WAIT {
+            return Err(PkiError::bad(
+                lock_path,
+                format!(
+                    "another process has held this CA's lock for {} s (a stuck `tlskit ca \
+                     issue`?); nothing was issued",
+                    LOCK_WAIT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
 
 /// Options of `ca init`.
 #[derive(Debug, Clone, Default)]
@@ -187,7 +229,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
                 &rcgen::PublicKeyData::subject_public_key_info(&key),
             )
             .map_err(PkiError::rcgen("reading the new CA public key"))?;
-            let issued = parent.sign_locked(p, &spki, Profile::Intermediate)?;
+            let issued = parent.sign_locked(p, &spki, Profile::Intermediate, None)?;
             // Our chain: the parent certificate (unless it is the root) and its chain.
             let mut chain = String::new();
             if !parent.is_root {
@@ -373,6 +415,7 @@ impl Ca {
         mut p: CertificateParams,
         spki: &rcgen::SubjectPublicKeyInfo,
         profile: Profile,
+        on_lock_wait: Option<fn(&Path)>,
     ) -> Result<Issued> {
         let now = ::time::OffsetDateTime::now_utc();
         if self.not_after < now {
@@ -396,14 +439,7 @@ impl Ca {
         let issuer = Issuer::from_ca_cert_der(&self.cert_der.as_slice().into(), &self.key)
             .map_err(PkiError::rcgen("reading the CA certificate"))?;
 
-        let lock_path = self.dir.join(LOCK);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| PkiError::io(&lock_path, e))?;
-        lock.lock().map_err(|e| PkiError::io(&lock_path, e))?;
+        let lock = lock_ca(&self.dir.join(LOCK), on_lock_wait)?;
 
         let index_path = self.dir.join(INDEX);
         let used = read_serials(&index_path)?;
@@ -510,6 +546,9 @@ pub struct IssueOptions {
     pub profile: Profile,
     /// pathLenConstraint for the intermediate profile (default 0).
     pub path_len: Option<u8>,
+    /// Called once with the lock file's path when another process holds the CA's lock
+    /// (the CLI says that it waits); the wait lasts at most [`LOCK_WAIT`].
+    pub on_lock_wait: Option<fn(&Path)>,
 }
 
 /// The result of `issue`.
@@ -634,7 +673,7 @@ pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, Ind
         Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
         Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
     }
-    let issued = ca.sign_locked(p, &req.spki, opts.profile)?;
+    let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
     let mut out = issued.pem;
     if !ca.is_root {
         out.push_str(&ca.cert_pem);

@@ -632,7 +632,16 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
         }
     }
     match label {
-        Some(l) => Err(format!("PEM block {l:?} is not something tlskit shows")),
+        // The label is quoted only when short and plain: in a key put on one line, the
+        // "label" runs on into the key's base64.
+        Some(l)
+            if l.len() <= 40
+                && l.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b == b' ' || b.is_ascii_digit()) =>
+        {
+            Err(format!("PEM block \"{l}\" is not something tlskit shows"))
+        }
+        Some(_) => Err("a PEM block with a malformed label (is the PEM on one line?)".into()),
         None if looks_like_pkcs12(der) => Err(
             "a PKCS#12 file: read it with `tlskit p12 import FILE --key-out K --cert-out C`".into(),
         ),

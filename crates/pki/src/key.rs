@@ -146,10 +146,31 @@ pub(crate) fn pem_blocks(data: &[u8]) -> Option<Result<Blocks, String>> {
         match pem {
             Ok(p) => out.push((p.label, p.contents)),
             Err(x509_parser::error::PEMError::MissingHeader) => break,
-            Err(e) => return Some(Err(format!("malformed PEM: {e}"))),
+            Err(e) => return Some(Err(pem_error_reason(&e))),
         }
     }
     Some(Ok(out))
+}
+
+/// A PEM error of x509-parser as a message that quotes none of the input (the buffer may
+/// be a private key) and says what usually causes it.
+fn pem_error_reason(e: &x509_parser::error::PEMError) -> String {
+    use x509_parser::error::PEMError;
+    match e {
+        PEMError::IncompletePEM => "malformed PEM: a block has no matching END line (is the \
+             PEM on one line, with its newlines replaced by spaces or a literal \\n?)"
+            .into(),
+        PEMError::InvalidHeader => {
+            "malformed PEM: a BEGIN line is malformed (expected -----BEGIN LABEL----- on a \
+             line of its own)"
+                .into()
+        }
+        PEMError::Base64DecodeError => "malformed PEM: a block's body is not valid base64 \
+             (stray characters, or a literal \\n inside the block?)"
+            .into(),
+        PEMError::MissingHeader => "malformed PEM: no BEGIN line".into(),
+        PEMError::IOError(e) => format!("cannot read: {e}"),
+    }
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -10,6 +10,8 @@
 //!   rules in the `snapshot` module docs).
 //! * [`StoreHandle`]: reload on demand, on SIGHUP, on source change; readers never block.
 //! * [`lint()`] and [`plan_prune`]: hygiene.
+//! * [`text`]: the one escaping function for text from certificates, files and peers,
+//!   and PEM errors as messages that quote none of the input.
 //!
 //! Unsafe code is denied crate-wide; the single exception is the reviewed `mmap` call in
 //! `snapshot::map_file`.
@@ -25,6 +27,7 @@ mod pem;
 mod snapshot;
 mod source;
 mod store;
+pub mod text;
 
 pub use builder::{Added, StoreBuilder};
 pub use error::{

@@ -188,6 +188,9 @@ pub enum VerifyError {
         time: i64,
         /// The certificate's notAfter, Unix seconds.
         not_after: i64,
+        /// Which certificate, when it could be told: its position in the chain as
+        /// presented (0 = end entity) and its subject.
+        which: Option<(usize, String)>,
     },
     /// A certificate on the path is not valid yet.
     NotYetValid {
@@ -195,6 +198,8 @@ pub enum VerifyError {
         time: i64,
         /// The certificate's notBefore, Unix seconds.
         not_before: i64,
+        /// Which certificate, as for `Expired`.
+        which: Option<(usize, String)>,
     },
     /// The certificate does not carry the reference name.
     NameMismatch {
@@ -248,15 +253,25 @@ impl fmt::Display for VerifyError {
                 "the only trust anchors named {subject} are outside their validity period at {}",
                 fmt_time(*time)
             ),
-            Self::Expired { time, not_after } => write!(
+            Self::Expired {
+                time,
+                not_after,
+                which,
+            } => write!(
                 f,
-                "a certificate expired at {} (checked at {})",
+                "{} expired at {} (checked at {})",
+                WhichCert(which),
                 fmt_time(*not_after),
                 fmt_time(*time)
             ),
-            Self::NotYetValid { time, not_before } => write!(
+            Self::NotYetValid {
+                time,
+                not_before,
+                which,
+            } => write!(
                 f,
-                "a certificate is not valid before {} (checked at {})",
+                "{} is not valid before {} (checked at {})",
+                WhichCert(which),
                 fmt_time(*not_before),
                 fmt_time(*time)
             ),
@@ -292,6 +307,33 @@ impl fmt::Display for VerifyError {
 }
 
 impl std::error::Error for VerifyError {}
+
+/// "the end-entity certificate (CN=...)", "certificate 2 of the chain (CN=...)", or "a
+/// certificate" when it could not be told.
+struct WhichCert<'a>(&'a Option<(usize, String)>);
+
+impl fmt::Display for WhichCert<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some((0, subject)) => write!(f, "the end-entity certificate ({subject})"),
+            Some((n, subject)) => write!(f, "certificate {n} of the chain ({subject})"),
+            None => f.write_str("a certificate"),
+        }
+    }
+}
+
+/// The first presented certificate (end entity = 0, then the intermediates in the order
+/// sent) for which `hit` holds, with its subject.
+fn locate(
+    leaf: &der::CertFields<'_>,
+    presented: &[Option<der::CertFields<'_>>],
+    hit: impl Fn(&der::CertFields<'_>) -> bool,
+) -> Option<(usize, String)> {
+    std::iter::once(Some(leaf))
+        .chain(presented.iter().map(Option::as_ref))
+        .enumerate()
+        .find_map(|(i, f)| f.filter(|f| hit(f)).map(|f| (i, format_name(f.subject))))
+}
 
 /// Format Unix seconds as RFC 3339 UTC.
 pub(crate) fn fmt_time(t: i64) -> String {
@@ -585,7 +627,17 @@ impl ChainVerifier {
                         issuer: format_name(top_issuer(&leaf, intermediates)),
                     };
                 }
-                map_webpki(e, purpose)
+                let mut e = map_webpki(e, purpose);
+                match &mut e {
+                    VerifyError::Expired {
+                        not_after, which, ..
+                    } => *which = locate(&leaf, &presented, |f| f.not_after == *not_after),
+                    VerifyError::NotYetValid {
+                        not_before, which, ..
+                    } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
+                    _ => {}
+                }
+                e
             })?;
 
         // 4. The reference name (webpki matches DNS names, wildcards and IP addresses).
@@ -728,10 +780,12 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         E::CertExpired { time, not_after } => VerifyError::Expired {
             time: unix_secs(time),
             not_after: unix_secs(not_after),
+            which: None,
         },
         E::CertNotValidYet { time, not_before } => VerifyError::NotYetValid {
             time: unix_secs(time),
             not_before: unix_secs(not_before),
+            which: None,
         },
         E::CertRevoked => VerifyError::Revoked,
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
@@ -789,12 +843,16 @@ impl From<VerifyError> for rustls::Error {
             VerifyError::BadEncoding(_) => CertificateError::BadEncoding.into(),
             VerifyError::BadCrl(_) => CertRevocationListError::ParseError.into(),
             VerifyError::UnknownIssuer { .. } => CertificateError::UnknownIssuer.into(),
-            VerifyError::Expired { time, not_after } => CertificateError::ExpiredContext {
+            VerifyError::Expired {
+                time, not_after, ..
+            } => CertificateError::ExpiredContext {
                 time: ts(time),
                 not_after: ts(not_after),
             }
             .into(),
-            VerifyError::NotYetValid { time, not_before } => CertificateError::NotValidYetContext {
+            VerifyError::NotYetValid {
+                time, not_before, ..
+            } => CertificateError::NotValidYetContext {
                 time: ts(time),
                 not_before: ts(not_before),
             }

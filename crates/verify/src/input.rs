@@ -8,6 +8,7 @@ use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
 use crate::chain::Crl;
+use tlskit_store::text::pem_error_reason;
 
 /// A file that could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +69,8 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, InputErro
     let mut certs = Vec::new();
     if is_pem(&bytes) {
         for item in <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes) {
-            let (kind, der) = item.map_err(|e| err(path, format!("bad PEM: {e}")))?;
+            let (kind, der) =
+                item.map_err(|e| err(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
             if kind == SectionKind::Certificate {
                 certs.push(CertificateDer::from(der));
             }
@@ -107,7 +109,8 @@ pub fn load_crl(path: &Path) -> Result<Crl, InputError> {
     let der = if is_pem(&bytes) {
         let mut found = None;
         for item in <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes) {
-            let (kind, der) = item.map_err(|e| err(path, format!("bad PEM: {e}")))?;
+            let (kind, der) =
+                item.map_err(|e| err(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
             if kind == SectionKind::Crl {
                 found = Some(der);
                 break;

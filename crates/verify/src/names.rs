@@ -86,6 +86,9 @@ impl DnsName {
         if input.is_empty() {
             return Err(err(NameErrorKind::Empty));
         }
+        if let Some(kind) = control_char(input) {
+            return Err(err(kind));
+        }
         if let Some(ch) = input.chars().find(|&c| is_hidden_dot(c)) {
             return Err(err(NameErrorKind::DotLookalike(ch)));
         }
@@ -147,6 +150,9 @@ pub fn check_presented_dns(name: &str) -> Result<String, NameError> {
         input: name.to_string(),
         kind,
     };
+    if let Some(kind) = control_char(name) {
+        return Err(err(kind));
+    }
     if !name.is_ascii() {
         return Err(err(NameErrorKind::NotAscii));
     }
@@ -170,6 +176,14 @@ pub fn check_presented_dns(name: &str) -> Result<String, NameError> {
     }
     let prefix = if body.len() != name.len() { "*." } else { "" };
     Ok(format!("{prefix}{unicode}"))
+}
+
+/// The first control character (C0, DEL, C1) of a name, with its byte offset: said as
+/// such rather than as whatever UTS #46 makes of it ("not valid Punycode").
+fn control_char(name: &str) -> Option<NameErrorKind> {
+    name.char_indices()
+        .find(|(_, c)| c.is_control())
+        .map(|(at, ch)| NameErrorKind::ControlChar { ch, at })
 }
 
 /// Parse an IP address literal (IPv6 may be bracketed).
@@ -212,6 +226,13 @@ pub enum NameErrorKind {
     NotAscii,
     /// UTS #46 processing failed for another reason (bidi or joiner rules, ...).
     Invalid,
+    /// A control character (C0, DEL or C1), at byte offset `at` of the name.
+    ControlChar {
+        /// The character.
+        ch: char,
+        /// Its byte offset in the name.
+        at: usize,
+    },
 }
 
 impl fmt::Display for NameError {
@@ -246,6 +267,11 @@ impl fmt::Display for NameError {
             }
             NameErrorKind::NotAscii => f.write_str("names in certificates must be A-labels"),
             NameErrorKind::Invalid => f.write_str("rejected by UTS #46 processing"),
+            NameErrorKind::ControlChar { ch, at } => write!(
+                f,
+                "contains control character U+{:04X} at byte {at}",
+                *ch as u32
+            ),
         }
     }
 }
@@ -461,5 +487,22 @@ mod tests {
         );
         assert!(check_presented_dns("xn--zz.com").is_err());
         assert!(check_presented_dns("xn--Rksmrgs-5wao1o.com").is_ok());
+    }
+
+    #[test]
+    fn control_characters_are_named_with_their_offset() {
+        let e = check_presented_dns("a\x1bb.example").expect_err("ESC refused");
+        assert_eq!(e.kind, NameErrorKind::ControlChar { ch: '\x1b', at: 1 });
+        let msg = e.to_string();
+        assert!(msg.contains("control character U+001B at byte 1"), "{msg}");
+        assert!(!msg.contains("Punycode") && !msg.contains('\x1b'), "{msg}");
+        let e = DnsName::parse("ok.\u{85}x").expect_err("NEL refused");
+        assert_eq!(
+            e.kind,
+            NameErrorKind::ControlChar {
+                ch: '\u{85}',
+                at: 3
+            }
+        );
     }
 }

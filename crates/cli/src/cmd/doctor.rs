@@ -19,7 +19,7 @@ use tlskit_net::probe::{ProbeOptions, ProbeReport};
 use tlskit_net::{Compression, ServeConfig, Server};
 
 use crate::cmd::store::{issue_json, load_or_explain};
-use crate::output::{print_json, CmdResult, Outcome, Style};
+use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
 
 /// Arguments of `tlskit doctor`.
 #[derive(clap::Args)]
@@ -449,8 +449,9 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
                 Status::Bad => st.bad("[bad] "),
             };
             println!("\n{tag} {}", st.bold(s.title));
+            // Lines quote certificate names and a server's answers: escaped.
             for l in &s.lines {
-                println!("       {l}");
+                println!("       {}", Escaped(l));
             }
         }
     }

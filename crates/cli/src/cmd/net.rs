@@ -11,7 +11,7 @@ use tlskit_net::{
 };
 use tlskit_store::Source;
 
-use crate::output::{print_json, CmdResult, Outcome, Style};
+use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
 const SERVE_EXAMPLES: &str = "\
 Examples:
@@ -354,7 +354,11 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     if let Some(k) = &r.key_exchange {
         println!("  key exchange: {k}");
     }
-    println!("  alpn:         {}", r.alpn.as_deref().unwrap_or("(none)"));
+    // What the server sent (ALPN, names, the verifier's reason naming them) is escaped.
+    println!(
+        "  alpn:         {}",
+        Escaped(r.alpn.as_deref().unwrap_or("(none)"))
+    );
     println!("  resumed:      {}", if r.resumed { "yes" } else { "no" });
     println!(
         "  tcp connect:  {:.1} ms, handshake: {:.1} ms",
@@ -362,11 +366,15 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     );
     match &r.reason {
         None => println!("  verified:     {}", st.good("yes")),
-        Some(why) => println!("  verified:     {} ({})", st.bad("NO"), st.warn(why)),
+        Some(why) => println!(
+            "  verified:     {} ({})",
+            st.bad("NO"),
+            st.warn(&escape(why))
+        ),
     }
     println!("  chain:");
     for (i, s) in r.chain.iter().enumerate() {
-        println!("    {i}: {s}");
+        println!("    {i}: {}", Escaped(s));
     }
     println!("---");
     if !r.verified {

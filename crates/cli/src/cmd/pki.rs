@@ -10,7 +10,7 @@ use tlskit_pki::key::KeyType;
 use tlskit_pki::lint::{self, Severity};
 use tlskit_pki::{cert, key, p12};
 
-use crate::output::{print_json, warn, CmdResult, Outcome, Style};
+use crate::output::{bounded, print_json, warn, CmdResult, Escaped, Outcome, Style};
 
 /// `tlskit key` subcommands.
 #[derive(clap::Subcommand)]
@@ -275,7 +275,7 @@ pub(crate) struct LintArgs {
 }
 
 fn note(msg: &str) {
-    eprintln!("tlskit: {msg}");
+    eprintln!("tlskit: {}", bounded(msg));
 }
 
 pub(crate) fn key(c: KeyCmd) -> CmdResult {
@@ -403,6 +403,12 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 days,
                 profile,
                 path_len,
+                on_lock_wait: Some(|lock: &Path| {
+                    note(&format!(
+                        "waiting for the CA lock {} (another process is issuing from this CA)",
+                        lock.display()
+                    ))
+                }),
             };
             let entry = ca::issue_to_file(&dir, &csr, &opts, &out, force)?;
             if json {
@@ -411,8 +417,8 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 println!(
                     "issued serial {} for {} [{}] until {} -> {}",
                     entry.serial,
-                    entry.subject,
-                    summarize_names(&entry.sans),
+                    Escaped(&entry.subject),
+                    Escaped(&summarize_names(&entry.sans)),
                     entry.not_after,
                     out.display()
                 );
@@ -430,8 +436,8 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                         e.serial,
                         e.not_after,
                         e.profile,
-                        e.subject,
-                        summarize_names(&e.sans)
+                        Escaped(&e.subject),
+                        Escaped(&summarize_names(&e.sans))
                     );
                 }
             }
@@ -561,7 +567,9 @@ fn sans_text(sans: &[inspect::SanInfo]) -> Vec<String> {
 fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<usize>) {
     use std::fmt::Write;
     let num = n.map(|n| format!(" #{n}")).unwrap_or_default();
-    let line = |out: &mut String, k: &str, v: &str| {
+    // Every value goes through `Escaped`: names, SANs and constraints are the
+    // certificate maker's text. The two coloured lines escape their parts themselves.
+    let raw_line = |out: &mut String, k: &str, v: &str| {
         let label = if k.is_empty() {
             String::new()
         } else {
@@ -569,6 +577,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
         };
         let _ = writeln!(out, "  {label:<20}{v}");
     };
+    let line = |out: &mut String, k: &str, v: &str| raw_line(out, k, &Escaped(v).to_string());
     match item {
         Item::Certificate(c) => {
             let _ = writeln!(
@@ -588,10 +597,14 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
                 Ok(na) => st.good(&format!("{} days left", (na - now).whole_days())),
                 Err(_) => String::new(),
             };
-            line(
+            raw_line(
                 out,
                 "Valid",
-                &format!("{} to {}  {state}", c.not_before, c.not_after),
+                &format!(
+                    "{} to {}  {state}",
+                    Escaped(&c.not_before),
+                    Escaped(&c.not_after)
+                ),
             );
             let sans = sans_text(&c.sans);
             line(
@@ -652,12 +665,12 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
                 line(out, "", s);
             }
             line(out, "Key", &key_text(&r.key));
-            line(
+            raw_line(
                 out,
                 "Signature",
                 &format!(
                     "{} {}",
-                    r.signature_algorithm,
+                    Escaped(&r.signature_algorithm),
                     if r.signature_valid {
                         st.good("(verifies)")
                     } else {
@@ -792,8 +805,8 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
                 f.display(),
                 x.code,
                 x.index,
-                x.subject,
-                x.message
+                Escaped(&x.subject),
+                Escaped(&x.message)
             );
         }
     }

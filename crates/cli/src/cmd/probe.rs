@@ -6,7 +6,7 @@ use tlskit_net::probe::{probe, ProbeOptions, ProbeReport, Starttls};
 use tlskit_net::TlsVersion;
 use tlskit_store::Source;
 
-use crate::output::{print_json, CmdResult, Outcome, Style};
+use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -163,15 +163,16 @@ fn human(r: &ProbeReport) {
             "as sent:"
         }
     );
+    // Names come from the server's certificates: escaped.
     for (i, s) in r.chain.iter().enumerate() {
-        println!("    {i}: {s}");
+        println!("    {i}: {}", Escaped(s));
     }
     let verdict = if r.verified {
         st.good("verified")
     } else {
         st.bad(&format!(
             "NOT verified: {}",
-            r.reason.as_deref().unwrap_or("unknown")
+            escape(r.reason.as_deref().unwrap_or("unknown"))
         ))
     };
     println!("  verification: {verdict}");
@@ -198,7 +199,7 @@ fn human(r: &ProbeReport) {
     if !r.advice.is_empty() {
         println!("{}", st.bold("advice"));
         for a in &r.advice {
-            println!("  - {a}");
+            println!("  - {}", Escaped(a));
         }
     }
 }

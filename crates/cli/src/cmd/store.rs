@@ -11,7 +11,7 @@ use anyhow::Context;
 use serde::Serialize;
 use tlskit_store::{LoadIssue, LoadReport, Source, StoreError, TrustStore};
 
-use crate::output::{print_json, warn, CmdResult, Outcome, Style};
+use crate::output::{print_json, warn, CmdResult, Escaped, Outcome, Style};
 
 const SRC_HELP: &str = "Certificate sources: PEM bundle or DER file, directory (flat, symlinks and hash links followed), snapshot file, or `system`";
 
@@ -368,7 +368,7 @@ fn show(a: ShowArgs) -> CmdResult {
                 "  {}  {}  {}",
                 &x.sha256[..16],
                 if x.expired { st.warn(&until) } else { until },
-                x.subject
+                Escaped(&x.subject)
             );
         }
     }
@@ -440,14 +440,14 @@ fn lint(a: LintArgs) -> CmdResult {
             let subj = if f.subject.is_empty() {
                 String::new()
             } else {
-                format!(" [{}]", f.subject)
+                format!(" [{}]", Escaped(&f.subject))
             };
             println!(
                 "{}: {}{}: {}",
                 st.warn(&f.kind),
-                f.path.display(),
+                Escaped(&f.path.display().to_string()),
                 subj,
-                f.detail
+                Escaped(&f.detail)
             );
         }
         println!(
@@ -503,12 +503,16 @@ fn prune(a: PruneArgs) -> CmdResult {
                     "{verb} {} -> {} ({})",
                     m.path.display(),
                     m.to.display(),
-                    m.reason
+                    Escaped(&m.reason.to_string())
                 ),
             }
         }
         for r in &plan.refused {
-            println!("not pruned: {}: {}", r.path.display(), r.reason);
+            println!(
+                "not pruned: {}: {}",
+                r.path.display(),
+                Escaped(&r.reason.to_string())
+            );
         }
         if plan.moves.is_empty() {
             println!("nothing to prune");

@@ -13,7 +13,7 @@ use tlskit_verify::{
     VerifierConfig,
 };
 
-use crate::output::{print_json, CmdResult, Outcome, Style};
+use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
 const VERIFY_EXAMPLES: &str = "\
 Examples:
@@ -61,7 +61,7 @@ pub(crate) struct VerifyArgs {
     #[arg(long, value_enum, default_value_t = PurposeArg::Server)]
     purpose: PurposeArg,
     /// Verification time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds. Default: now.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     at: Option<String>,
     /// Certificate revocation lists (PEM or DER; repeatable).
     #[arg(long, value_name = "FILE")]
@@ -296,12 +296,14 @@ fn hex(b: &[u8]) -> String {
 
 fn print_human(r: &VerifyJson) {
     let st = Style::stdout();
+    // The names are the user's, but U-labels may hold bidi controls: escaped like the rest.
     let target = match (&r.host, &r.host_unicode, &r.ip) {
         (Some(h), Some(u), _) => format!(" for {h} ({u})"),
         (Some(h), None, _) => format!(" for {h}"),
         (_, _, Some(ip)) => format!(" for {ip}"),
         _ => String::new(),
     };
+    let target = escape(&target);
     let purpose = r.purpose.as_str();
     if r.valid {
         println!(
@@ -317,7 +319,7 @@ fn print_human(r: &VerifyJson) {
                     i if i == last => "trust anchor",
                     _ => "intermediate",
                 };
-                println!("  {i}  {s}  [{role}]");
+                println!("  {i}  {}  [{role}]", Escaped(s));
             }
         }
         if let Some(sha) = &r.anchor_sha256 {
@@ -330,7 +332,7 @@ fn print_human(r: &VerifyJson) {
             r.at
         );
         if let Some(reason) = &r.reason {
-            println!("  reason: {}", st.warn(reason));
+            println!("  reason: {}", st.warn(&escape(reason)));
         }
     }
 }
