@@ -74,11 +74,74 @@ pub(crate) fn bounded(s: &str) -> String {
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     // Serialise first, so that a closed pipe surfaces as an io::Error (not an error, see
     // `finish`) rather than as a serde error.
-    let text = serde_json::to_string_pretty(value)?;
+    let mut buf = Vec::with_capacity(256);
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, TerminalSafeJson::default());
+    value.serialize(&mut ser)?;
+    let text = String::from_utf8(buf)?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}")?;
     out.flush()?;
     Ok(())
+}
+
+/// serde_json's pretty output, except that DEL, C1 controls and bidi controls inside
+/// strings are written as `\uXXXX` too (serde_json escapes only C0 controls): the JSON
+/// decodes to exactly the same strings, and `--json` read on a terminal cannot be
+/// reordered by a U+202E in a certificate name.
+#[derive(Default)]
+struct TerminalSafeJson(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for TerminalSafeJson {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(i) = rest.find(tlskit_store::text::needs_escape) {
+            w.write_all(&rest.as_bytes()[..i])?;
+            let c = rest[i..].chars().next().unwrap_or('\0');
+            // Every character needs_escape selects is in the Basic Multilingual Plane.
+            write!(w, "\\u{:04x}", c as u32)?;
+            rest = &rest[i + c.len_utf8()..];
+        }
+        w.write_all(rest.as_bytes())
+    }
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
 }
 
 /// Report one problem with one input (a file in a batch) on stderr; the batch goes on.

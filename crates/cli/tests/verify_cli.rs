@@ -5,6 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "common/hostile.rs"]
+mod hostile;
+
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateRevocationListParams, DistinguishedName,
     DnType, IsCa, Issuer, KeyIdMethod, KeyPair, RevokedCertParams, SerialNumber,
@@ -509,4 +512,161 @@ fn bench_verify_reports_the_contract_fields() {
     for k in ["verify_us", "cached_verify_us", "two_thread_speedup"] {
         assert!(v[k].as_f64().unwrap() > 0.0, "{k}: {out}");
     }
+}
+
+/// Issue 12: a certificate whose names hold ESC sequences, BEL, CR and bidi overrides,
+/// through `verify` that passes and that fails (wrong name, expired): nothing raw reaches
+/// stdout or stderr; `--json` keeps the names exact.
+#[test]
+fn escape_codes_in_names_passing_and_failing() {
+    let t = tempfile::tempdir().unwrap();
+    hostile::evil_pki(t.path());
+    let roots = t.path().join("evil-root.pem");
+    let chain = t.path().join("evil-chain.pem");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["verify", "--roots", s(&roots), "--cert", s(&chain)];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_tlskit"))
+            .args(&args)
+            .output()
+            .unwrap();
+        hostile::assert_no_raw_controls(&format!("{extra:?} stdout"), &out.stdout);
+        hostile::assert_no_raw_controls(&format!("{extra:?} stderr"), &out.stderr);
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = run(&["--host", "evil.test"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("evil\\x1b[31mred\\x07\\rcn\\u{202e}gnp.exe"),
+        "{out}"
+    );
+    let (code, out) = run(&["--host", "evil.test", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let j = json(&out);
+    let chain = j.chain.unwrap();
+    assert!(
+        chain[0].contains(hostile::EVIL_CN) && chain[0].contains(hostile::EVIL_O),
+        "{chain:?}"
+    );
+    let (code, out) = run(&["--host", "other.test"]);
+    assert_eq!(code, 1, "{out}");
+    let (code, out) = run(&["--host", "evil.test", "--at", "2099-01-01T00:00:00Z"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("end-entity certificate (CN=evil\\x1b"),
+        "{out}"
+    );
+}
+
+/// Issue 12: "a certificate expired" says which one (position and subject).
+#[test]
+fn expired_and_not_yet_valid_name_the_certificate() {
+    let p = pki();
+    let mut short = ca("Short Intermediate");
+    short.not_before = ymd(2026, 1, 1);
+    short.not_after = ymd(2031, 1, 1);
+    let short_key = KeyPair::generate().unwrap();
+    let short_cert = short
+        .signed_by(&short_key, &Issuer::from_params(&p.int_params, &p.int_key))
+        .unwrap();
+    let mut lp = CertificateParams::new(vec!["leaf.example".to_string()]).unwrap();
+    lp.not_before = ymd(2025, 1, 1);
+    lp.not_after = ymd(2035, 1, 1);
+    let leaf = lp
+        .signed_by(
+            &KeyPair::generate().unwrap(),
+            &Issuer::from_params(&short, &short_key),
+        )
+        .unwrap();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write(
+        "chain.pem",
+        &format!("{}{}{}", leaf.pem(), short_cert.pem(), p.int_pem),
+    );
+    for (at, want) in [
+        (
+            "2032-01-01T00:00:00Z",
+            "certificate 1 of the chain (CN=Short Intermediate) expired",
+        ),
+        (
+            "2036-01-01T00:00:00Z",
+            "the end-entity certificate (CN=rcgen self signed cert) expired",
+        ),
+        (
+            "2025-06-01T00:00:00Z",
+            "certificate 1 of the chain (CN=Short Intermediate) is not valid before",
+        ),
+    ] {
+        let (code, out, err) = tlskit(&[
+            "verify",
+            "--roots",
+            s(&roots),
+            "--cert",
+            s(&chain),
+            "--at",
+            at,
+        ]);
+        assert_eq!(code, 1, "{out}{err}");
+        assert!(out.contains(want), "at {at}: want {want:?}:\n{out}");
+    }
+}
+
+/// Issue 12: `--at -1` is a value (refused: before 1970), not an unknown flag; an error's
+/// sources are not repeated ("day was not in range" once).
+#[test]
+fn negative_at_is_a_value_and_error_text_is_not_repeated() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--at",
+        "-1",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("before 1970") && !err.contains("unexpected argument"),
+        "{err}"
+    );
+    let (code, _, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--at",
+        "2025-02-30T00:00:00Z",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.matches("day was not in range").count(), 1, "{err}");
+    let (code, _, err) = tlskit(&["show", s(&p.path("missing.pem"))]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
+
+/// Issue 12: a 55 MB file without newlines after a BEGIN line gets a short error (it was
+/// 220 MB: the line as decimal bytes).
+#[test]
+fn huge_one_line_pem_gets_a_short_error() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let big = p.path("big.pem");
+    let mut body = b"-----BEGIN CERTIFICATE----- ".to_vec();
+    body.resize(55_000_000, b'A');
+    std::fs::write(&big, &body).unwrap();
+    let (code, out, err) = tlskit(&["verify", "--roots", s(&roots), "--cert", s(&big)]);
+    assert_eq!(code, 2, "{}", &err[..err.len().min(2000)]);
+    assert!(
+        err.len() + out.len() < 1024 && err.contains("big.pem"),
+        "{} bytes: {}",
+        err.len(),
+        &err[..err.len().min(2000)]
+    );
 }
