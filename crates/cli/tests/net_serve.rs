@@ -2,6 +2,8 @@
 //! 127.0.0.1, PKI made with rcgen. Interop with other implementations is in net_interop.rs,
 //! the round-trip test between network namespaces in net_rtt.rs.
 
+#[path = "common/hostile.rs"]
+mod hostile;
 mod net_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -1278,5 +1280,174 @@ fn net_serve_sni_thousands_of_pairs() {
         ]);
         assert_eq!(code, 0, "{v}");
         assert_eq!(v["chain"][0], format!("CN={name}"));
+    }
+}
+
+/// Run `tlskit ARGS`, killing it after `limit` (a key that wrongly loads must not leave a
+/// server running for ever).
+fn run_limited(args: &[&str], limit: Duration) -> std::process::Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Issue 12: malformed private keys (one line with spaces or a literal `\n`, CRLF,
+/// truncated, wrong label, stray character, binary; PKCS#8, SEC1, PKCS#1, Ed25519) are
+/// never quoted by `serve --key`, `connect --key`, nor by the `reload_failed` and
+/// `sni_pair_skipped` log lines after a key is swapped under a running server. Each
+/// message names the file and a reason. (Before: the key as decimal bytes.)
+#[test]
+fn malformed_keys_never_reach_errors_or_logs() {
+    let pki = Pki::new();
+    let corpus = hostile::key_corpus();
+    let chain = s(&pki.path("chain.pem"));
+    let closed = format!("127.0.0.1:{}", free_port());
+    let mut largest = 0;
+    for key in &corpus {
+        let file = pki.path(&format!("{}.key", key.name));
+        std::fs::write(&file, &key.bytes).unwrap();
+        let f = s(&file);
+        for args in [
+            vec![
+                "serve",
+                "--cert",
+                &chain,
+                "--key",
+                &f,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            vec!["connect", &closed, "--cert", &chain, "--key", &f],
+        ] {
+            let o = run_limited(&args, Duration::from_secs(10));
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            let all = format!("{}{err}", String::from_utf8_lossy(&o.stdout));
+            hostile::assert_no_key_material(&format!("{args:?}"), key, &all);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {all}");
+            assert!(
+                err.contains(&format!("{}.key: ", key.name)) && err.len() < 1024,
+                "{args:?}: must name the key file and be short: {err}"
+            );
+            largest = largest.max(err.len());
+        }
+    }
+
+    // Under a running server: the default key, then an SNI pair's key, swapped for each
+    // bad key and reloaded.
+    let good = std::fs::read(pki.path("leaf.key")).unwrap();
+    std::fs::write(pki.path("live.key"), &good).unwrap();
+    let sni = pki.path("sni");
+    std::fs::create_dir(&sni).unwrap();
+    pki.server_leaf(
+        "sni/other.pem",
+        "sni/other.key",
+        "other.example",
+        &["other.example"],
+    );
+    let sni_good = std::fs::read(sni.join("other.key")).unwrap();
+    let srv = Serve::start(&[
+        "--cert",
+        &chain,
+        "--key",
+        &s(&pki.path("live.key")),
+        "--sni-dir",
+        &s(&sni),
+    ]);
+    for key in &corpus {
+        std::fs::write(pki.path("live.key"), &key.bytes).unwrap();
+        let failed = srv.stderr().matches("event=reload_failed").count();
+        srv.reload();
+        // At least one: the file watch may reload too.
+        assert!(
+            srv.stderr().matches("event=reload_failed").count() > failed,
+            "{}: {}",
+            key.name,
+            srv.stderr()
+        );
+        std::fs::write(pki.path("live.key"), &good).unwrap();
+        std::fs::write(sni.join("other.key"), &key.bytes).unwrap();
+        let skipped = srv.stderr().matches("event=sni_pair_skipped").count();
+        srv.reload();
+        // At least one: the file watch may reload too.
+        assert!(
+            srv.stderr().matches("event=sni_pair_skipped").count() > skipped,
+            "{}: {}",
+            key.name,
+            srv.stderr()
+        );
+        std::fs::write(sni.join("other.key"), &sni_good).unwrap();
+    }
+    let log = srv.stderr();
+    for key in &corpus {
+        hostile::assert_no_key_material("server log", key, &log);
+    }
+    for line in log.lines().filter(|l| l.contains("event=reload_failed")) {
+        assert!(line.contains("live.key:") && line.len() < 1024, "{line}");
+        largest = largest.max(line.len());
+    }
+    for line in log.lines().filter(|l| l.contains("event=sni_pair_skipped")) {
+        assert!(line.contains("other.key:") && line.len() < 1024, "{line}");
+        largest = largest.max(line.len());
+    }
+    eprintln!("largest key error message or log line: {largest} bytes");
+}
+
+/// Issue 12: a server whose certificate names hold ESC sequences, BEL, CR and bidi
+/// overrides: `connect` (verified and not) prints them escaped; `--json` keeps them
+/// exact.
+#[test]
+fn escape_codes_in_a_server_certificate_are_escaped_by_connect() {
+    let pki = Pki::new();
+    hostile::evil_pki(pki.dir.path());
+    let srv = Serve::start(&[
+        "--cert",
+        &s(&pki.path("evil-chain.pem")),
+        "--key",
+        &s(&pki.path("evil.key")),
+        "--respond",
+        "http",
+    ]);
+    let target = srv.addr().to_string();
+    let roots = s(&pki.path("evil-root.pem"));
+    for (name, want) in [("evil.test", 0), ("other.test", 1)] {
+        let o = tlskit(&["connect", &target, "--roots", &roots, "--servername", name]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(want), "{name}: {out}");
+        hostile::assert_no_raw_controls(&format!("connect {name}"), &o.stdout);
+        hostile::assert_no_raw_controls(&format!("connect {name}"), &o.stderr);
+        assert!(
+            out.contains("evil\\x1b[31mred\\x07\\rcn\\u{202e}gnp.exe"),
+            "{out}"
+        );
+        let o = tlskit(&[
+            "connect",
+            &target,
+            "--roots",
+            &roots,
+            "--servername",
+            name,
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(want));
+        hostile::assert_no_raw_controls(&format!("connect {name} --json"), &o.stdout);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let leaf = v["chain"][0].as_str().unwrap_or_default();
+        assert!(
+            leaf.contains(hostile::EVIL_CN) && leaf.contains(hostile::EVIL_O),
+            "{v}"
+        );
     }
 }

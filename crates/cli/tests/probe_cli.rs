@@ -4,6 +4,8 @@
 //! buffer does to a long chain), whose cause the probe's advice must name. No wall-clock
 //! assertions: loopback timing is noise; the delayed-link counts are in probe_rtt.rs.
 
+#[path = "common/hostile.rs"]
+mod hostile;
 mod net_support;
 
 use std::io::{Read, Write};
@@ -311,4 +313,43 @@ fn probe_names_a_flight_sent_in_4k_pieces() {
     assert!(advice.contains("4 KB writes"), "{advice}");
     assert!(v["server_bursts"].as_u64().is_some_and(|n| n >= 4));
     eprintln!("probe through 4 KB proxy, chain {bytes} B: {v}");
+}
+
+/// Issue 12: a server whose certificate names hold ESC sequences, BEL, CR and bidi
+/// overrides: `probe` (verified and not) prints them escaped; `--json` keeps them exact.
+#[test]
+fn escape_codes_in_a_server_certificate_are_escaped_by_probe() {
+    let pki = Pki::new();
+    hostile::evil_pki(pki.dir.path());
+    let srv = serve(&pki, "evil-chain.pem", "evil.key", "none");
+    let target = srv.addr().to_string();
+    let roots = pki.path("evil-root.pem").display().to_string();
+    for (name, want) in [("evil.test", 0), ("other.test", 1)] {
+        let o = tlskit(&["probe", &target, "--roots", &roots, "--servername", name]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(want), "{name}: {out}");
+        hostile::assert_no_raw_controls(&format!("probe {name}"), &o.stdout);
+        hostile::assert_no_raw_controls(&format!("probe {name}"), &o.stderr);
+        assert!(
+            out.contains("evil\\x1b[31mred\\x07\\rcn\\u{202e}gnp.exe"),
+            "{out}"
+        );
+        let o = tlskit(&[
+            "probe",
+            &target,
+            "--roots",
+            &roots,
+            "--servername",
+            name,
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(want));
+        hostile::assert_no_raw_controls(&format!("probe {name} --json"), &o.stdout);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let leaf = v["chain"][0].as_str().unwrap_or_default();
+        assert!(
+            leaf.contains(hostile::EVIL_CN) && leaf.contains(hostile::EVIL_O),
+            "{v}"
+        );
+    }
 }

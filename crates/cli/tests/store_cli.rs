@@ -1,6 +1,8 @@
 //! End-to-end tests of `tlskit store ...`, `tlskit bench store` and `tlskit doctor`.
 #![allow(clippy::unwrap_used)]
 
+#[path = "common/hostile.rs"]
+mod hostile;
 #[path = "common/store_pki.rs"]
 mod store_pki;
 
@@ -471,5 +473,51 @@ fn openssl_made_inputs_weak_key_sha1_der_and_rehash_dir() {
     assert!(
         !f.iter().any(|x| x["kind"] == "duplicate"),
         "hash links are not duplicates: {f:?}"
+    );
+}
+
+/// Issue 12: trust anchors whose names hold ESC sequences, BEL, CR and bidi overrides:
+/// `store show --list` and `store lint` print them escaped; `--json` keeps them exact.
+#[test]
+fn escape_codes_in_anchor_names_are_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    hostile::evil_pki(d.path());
+    fs::write(d.path().join("expired.pem"), expired_ca(hostile::EVIL_CN)).unwrap();
+    let root = d.path().join("evil-root.pem");
+    let expired = d.path().join("expired.pem");
+    for args in [
+        vec!["store", "show", "--list", s(&root)],
+        vec!["store", "show", "--list", "--json", s(&root)],
+        vec!["store", "lint", s(&root), s(&expired)],
+        vec!["store", "lint", "--json", s(&root), s(&expired)],
+    ] {
+        let o = tlskit(&args);
+        hostile::assert_no_raw_controls(&format!("{args:?}"), &o.stdout);
+        hostile::assert_no_raw_controls(&format!("{args:?}"), &o.stderr);
+        let out = String::from_utf8_lossy(&o.stdout);
+        if !args.contains(&"--json") {
+            assert!(
+                out.contains("evil\\x1b[31mred\\x07\\rcn\\u{202e}gnp.exe"),
+                "{args:?}: {out}"
+            );
+        }
+    }
+    let v = json(&tlskit(&["store", "show", "--list", "--json", s(&root)]));
+    let subject = v["list"][0]["subject"].as_str().unwrap();
+    assert!(
+        subject.contains(hostile::EVIL_CN) && subject.contains(hostile::EVIL_O),
+        "{v}"
+    );
+    let v = json(&tlskit(&["store", "lint", "--json", s(&root), s(&expired)]));
+    assert!(
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["subject"]
+                .as_str()
+                .unwrap_or("")
+                .contains(hostile::EVIL_CN)),
+        "{v}"
     );
 }
