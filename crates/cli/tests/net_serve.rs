@@ -1318,7 +1318,7 @@ fn malformed_keys_never_reach_errors_or_logs() {
     let mut largest = 0;
     for key in &corpus {
         let file = pki.path(&format!("{}.key", key.name));
-        std::fs::write(&file, &key.bytes).unwrap();
+        std::fs::write(&file, &key.bytes).expect("test file");
         let f = s(&file);
         for args in [
             vec![
@@ -1347,17 +1347,17 @@ fn malformed_keys_never_reach_errors_or_logs() {
 
     // Under a running server: the default key, then an SNI pair's key, swapped for each
     // bad key and reloaded.
-    let good = std::fs::read(pki.path("leaf.key")).unwrap();
-    std::fs::write(pki.path("live.key"), &good).unwrap();
+    let good = std::fs::read(pki.path("leaf.key")).expect("test file");
+    std::fs::write(pki.path("live.key"), &good).expect("test file");
     let sni = pki.path("sni");
-    std::fs::create_dir(&sni).unwrap();
+    std::fs::create_dir(&sni).expect("test file");
     pki.server_leaf(
         "sni/other.pem",
         "sni/other.key",
         "other.example",
         &["other.example"],
     );
-    let sni_good = std::fs::read(sni.join("other.key")).unwrap();
+    let sni_good = std::fs::read(sni.join("other.key")).expect("test file");
     let srv = Serve::start(&[
         "--cert",
         &chain,
@@ -1367,7 +1367,7 @@ fn malformed_keys_never_reach_errors_or_logs() {
         &s(&sni),
     ]);
     for key in &corpus {
-        std::fs::write(pki.path("live.key"), &key.bytes).unwrap();
+        std::fs::write(pki.path("live.key"), &key.bytes).expect("test file");
         let failed = srv.stderr().matches("event=reload_failed").count();
         srv.reload();
         // At least one: the file watch may reload too.
@@ -1377,8 +1377,8 @@ fn malformed_keys_never_reach_errors_or_logs() {
             key.name,
             srv.stderr()
         );
-        std::fs::write(pki.path("live.key"), &good).unwrap();
-        std::fs::write(sni.join("other.key"), &key.bytes).unwrap();
+        std::fs::write(pki.path("live.key"), &good).expect("test file");
+        std::fs::write(sni.join("other.key"), &key.bytes).expect("test file");
         let skipped = srv.stderr().matches("event=sni_pair_skipped").count();
         srv.reload();
         // At least one: the file watch may reload too.
@@ -1388,7 +1388,7 @@ fn malformed_keys_never_reach_errors_or_logs() {
             key.name,
             srv.stderr()
         );
-        std::fs::write(sni.join("other.key"), &sni_good).unwrap();
+        std::fs::write(sni.join("other.key"), &sni_good).expect("test file");
     }
     let log = srv.stderr();
     for key in &corpus {

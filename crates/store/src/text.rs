@@ -72,31 +72,6 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
-/// At most `max` characters of bytes that may be anything (a server's reply, a line of a
-/// file that cannot hold a key): invalid UTF-8 shown as U+FFFD, controls escaped, and
-/// `...` when cut. Never use this on a file that may hold a private key.
-pub fn excerpt(bytes: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max.saturating_mul(4))]);
-    let mut out = String::new();
-    let mut n = 0;
-    for c in text.chars() {
-        if n == max {
-            out.push_str("...");
-            return out;
-        }
-        if needs_escape(c) {
-            let _ = push_escaped(&mut out, c);
-        } else {
-            out.push(c);
-        }
-        n += 1;
-    }
-    if bytes.len() > max.saturating_mul(4) {
-        out.push_str("...");
-    }
-    out
-}
-
 /// A PEM parse error of rustls-pki-types as a short message that quotes none of the
 /// input. Their own `Display` prints the offending line as decimal bytes: for a key whose
 /// PEM was put on one line (newlines turned into spaces or a literal `\n`, as happens in
@@ -136,15 +111,6 @@ mod tests {
         assert!(matches!(escape("plain é"), Cow::Borrowed("plain é")));
         assert_eq!(Escaped("").to_string(), "");
         assert_eq!(Escaped("\u{1b}").to_string(), "\\x1b");
-    }
-
-    #[test]
-    fn excerpt_is_bounded() {
-        let big = vec![b'A'; 10_000_000];
-        let e = excerpt(&big, 40);
-        assert_eq!(e.len(), 43);
-        assert!(e.ends_with("..."));
-        assert_eq!(excerpt(b"ok\x1b\xff", 40), "ok\\x1b\u{fffd}");
     }
 
     #[test]
