@@ -578,12 +578,14 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
         let _ = writeln!(out, "  {label:<20}{v}");
     };
     let line = |out: &mut String, k: &str, v: &str| raw_line(out, k, &Escaped(v).to_string());
+    // A file name can hold control characters too (a directory someone else filled).
+    let shown_path = Escaped(&path.display().to_string()).to_string();
     match item {
         Item::Certificate(c) => {
             let _ = writeln!(
                 out,
                 "{}",
-                st.bold(&format!("Certificate{num} ({})", path.display()))
+                st.bold(&format!("Certificate{num} ({})", shown_path))
             );
             line(out, "Subject", &c.subject);
             line(out, "Issuer", &c.issuer);
@@ -652,7 +654,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             let _ = writeln!(
                 out,
                 "{}",
-                st.bold(&format!("Certificate request{num} ({})", path.display()))
+                st.bold(&format!("Certificate request{num} ({})", shown_path))
             );
             line(out, "Subject", &r.subject);
             let sans = sans_text(&r.sans);
@@ -684,7 +686,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             let _ = writeln!(
                 out,
                 "{}",
-                st.bold(&format!("Public key{num} ({})", path.display()))
+                st.bold(&format!("Public key{num} ({})", shown_path))
             );
             line(out, "Key", &key_text(&k.key));
             line(out, "SPKI SHA-256", &colon_hex(&k.sha256));
@@ -693,7 +695,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             let _ = writeln!(
                 out,
                 "{}",
-                st.bold(&format!("Private key{num} ({})", path.display()))
+                st.bold(&format!("Private key{num} ({})", shown_path))
             );
             if k.encrypted {
                 line(
@@ -710,11 +712,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             }
         }
         Item::Crl(c) => {
-            let _ = writeln!(
-                out,
-                "{}",
-                st.bold(&format!("CRL{num} ({})", path.display()))
-            );
+            let _ = writeln!(out, "{}", st.bold(&format!("CRL{num} ({})", shown_path)));
             line(out, "Issuer", &c.issuer);
             line(out, "This update", &c.this_update);
             if let Some(n) = &c.next_update {
@@ -792,7 +790,11 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
             continue;
         }
         if findings.is_empty() {
-            println!("{}: {}", f.display(), style.good("no findings"));
+            println!(
+                "{}: {}",
+                Escaped(&f.display().to_string()),
+                style.good("no findings")
+            );
         }
         for x in findings {
             let sev = match x.severity {
@@ -802,7 +804,7 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
             };
             println!(
                 "{}: {sev}: [{}] #{} {}: {}",
-                f.display(),
+                Escaped(&f.display().to_string()),
                 x.code,
                 x.index,
                 Escaped(&x.subject),
