@@ -1451,3 +1451,54 @@ fn escape_codes_in_a_server_certificate_are_escaped_by_connect() {
         );
     }
 }
+
+/// Issue 12: a client certificate whose names hold ESC sequences, BEL, CR and bidi
+/// overrides, refused by a server that asks for client certificates (its issuer has the
+/// name of the trusted root but another key):
+/// no raw control reaches the server's log lines (today the reason names no
+/// certificate; this keeps it so if one ever does, with log.rs escaping every value).
+#[test]
+fn escape_codes_in_a_refused_client_certificate_are_escaped_in_the_log() {
+    let pki = Pki::new();
+    hostile::evil_pki(pki.dir.path());
+    let srv = http_server(
+        &pki,
+        &[
+            "--client-ca",
+            &s(&pki.path("evil-root.pem")),
+            "--log-level",
+            "debug",
+        ],
+    );
+    let target = srv.addr().to_string();
+    // The client presents an evil leaf signed by another root of the same evil name.
+    let other = tempfile::tempdir().expect("tempdir");
+    hostile::evil_pki(other.path());
+    let o = tlskit(&[
+        "connect",
+        &target,
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "test.example",
+        "--cert",
+        &s(&other.path().join("evil-chain.pem")),
+        "--key",
+        &s(&other.path().join("evil.key")),
+    ]);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    hostile::assert_no_raw_controls("connect stderr", &o.stderr);
+    assert!(
+        srv.wait_log("event=handshake_failed", Duration::from_secs(10)),
+        "{}",
+        srv.stderr()
+    );
+    let log = srv.stderr();
+    assert!(log.contains("BadSignature"), "{log}");
+    hostile::assert_no_raw_controls("server log", log.as_bytes());
+}

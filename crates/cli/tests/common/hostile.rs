@@ -50,7 +50,7 @@ fn evil_dn() -> DistinguishedName {
 }
 
 /// Write `evil-root.pem` (a CA named with [`EVIL_CN`] and [`EVIL_O`]), `evil-chain.pem`
-/// (a server leaf with the same subject and the SANs [`GOOD_SAN`], [`EVIL_SAN`] and
+/// (a server and client leaf with the same subject and the SANs [`GOOD_SAN`], [`EVIL_SAN`] and
 /// 127.0.0.1, valid for one day from now) and `evil.key` into `dir`.
 pub fn evil_pki(dir: &Path) {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
@@ -67,7 +67,10 @@ pub fn evil_pki(dir: &Path) {
     ];
     leaf.is_ca = IsCa::ExplicitNoCa;
     leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
     let now = time::OffsetDateTime::now_utc();
     leaf.not_before = now - time::Duration::hours(1);
     leaf.not_after = now + time::Duration::days(1);
