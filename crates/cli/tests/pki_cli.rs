@@ -1525,3 +1525,29 @@ fn ca_issue_says_when_it_waits_for_the_lock() {
     assert!(err.contains("waiting for the CA lock"), "{err}");
     assert!(d.join("l.pem").exists());
 }
+
+/// Issue 12: an I/O error is said once ("(os error 2) at path X: ... at path X" was the
+/// same error printed as the message and again as each of its sources).
+#[test]
+fn io_errors_are_said_once() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["key", "new", "-o", "k.pem"]);
+    for args in [
+        vec!["key", "new", "-o", "missing/k.pem"],
+        vec![
+            "csr",
+            "new",
+            "--key",
+            "k.pem",
+            "--subject",
+            "CN=a.example",
+            "-o",
+            "missing/r.csr",
+        ],
+        vec!["show", "missing.pem"],
+    ] {
+        let err = fails(d, &args);
+        assert_eq!(err.matches("os error 2").count(), 1, "{args:?}: {err}");
+    }
+}
