@@ -88,6 +88,8 @@ pub struct InitOptions {
     pub days: u32,
     /// Make an intermediate issued by the CA in this directory instead of a root.
     pub parent: Option<PathBuf>,
+    /// As `IssueOptions::on_lock_wait`, for the parent CA's lock.
+    pub on_lock_wait: Option<fn(&Path)>,
 }
 
 /// Certificate profiles of `ca issue`.
@@ -229,7 +231,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
                 &rcgen::PublicKeyData::subject_public_key_info(&key),
             )
             .map_err(PkiError::rcgen("reading the new CA public key"))?;
-            let issued = parent.sign_locked(p, &spki, Profile::Intermediate, None)?;
+            let issued = parent.sign_locked(p, &spki, Profile::Intermediate, opts.on_lock_wait)?;
             // Our chain: the parent certificate (unless it is the root) and its chain.
             let mut chain = String::new();
             if !parent.is_root {

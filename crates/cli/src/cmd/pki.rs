@@ -278,6 +278,15 @@ fn note(msg: &str) {
     eprintln!("tlskit: {}", bounded(msg));
 }
 
+/// Said once when another process holds a CA's lock (`ca issue`, `ca init --parent`).
+fn say_lock_wait(lock: &Path) {
+    note(&format!(
+        "waiting for the CA lock {} (another process is issuing from this CA; at most {} s)",
+        lock.display(),
+        ca::LOCK_WAIT.as_secs()
+    ));
+}
+
 pub(crate) fn key(c: KeyCmd) -> CmdResult {
     match c {
         KeyCmd::New {
@@ -373,6 +382,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 permit_dns,
                 days,
                 parent,
+                on_lock_wait: Some(say_lock_wait),
             };
             ca::init(&dir, &opts)?;
             println!(
@@ -403,12 +413,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 days,
                 profile,
                 path_len,
-                on_lock_wait: Some(|lock: &Path| {
-                    note(&format!(
-                        "waiting for the CA lock {} (another process is issuing from this CA)",
-                        lock.display()
-                    ))
-                }),
+                on_lock_wait: Some(say_lock_wait),
             };
             let entry = ca::issue_to_file(&dir, &csr, &opts, &out, force)?;
             if json {
