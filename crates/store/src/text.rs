@@ -113,6 +113,20 @@ mod tests {
         assert_eq!(Escaped("\u{1b}").to_string(), "\\x1b");
     }
 
+    proptest::proptest! {
+        /// Whatever the input: nothing that needs escaping is left, the `Display` form
+        /// equals `escape`, and text without such characters is unchanged.
+        #[test]
+        fn escape_leaves_nothing_to_escape(s in "\\PC*|[\\x00-\\x7f\\u{80}-\\u{9f}\\u{202a}-\\u{202e}\\u{2066}-\\u{2069}a-z]*") {
+            let e = escape(&s);
+            proptest::prop_assert!(!e.chars().any(needs_escape));
+            proptest::prop_assert_eq!(Escaped(&s).to_string(), e.as_ref());
+            if !s.chars().any(needs_escape) {
+                proptest::prop_assert_eq!(e.as_ref(), s.as_str());
+            }
+        }
+    }
+
     #[test]
     fn pem_reasons_quote_nothing() {
         use rustls_pki_types::pem::PemObject;
