@@ -1345,6 +1345,42 @@ fn malformed_keys_never_reach_errors_or_logs() {
         }
     }
 
+    // An SNI directory holding every bad key, each beside a good certificate: each pair
+    // is skipped at start with its own log line.
+    let bad_sni = pki.path("bad-sni");
+    std::fs::create_dir(&bad_sni).expect("test file");
+    let chain_pem = std::fs::read(pki.path("chain.pem")).expect("test file");
+    for key in &corpus {
+        std::fs::write(bad_sni.join(format!("{}.pem", key.name)), &chain_pem).expect("test file");
+        std::fs::write(bad_sni.join(format!("{}.key", key.name)), &key.bytes).expect("test file");
+    }
+    let srv = Serve::start(&[
+        "--cert",
+        &chain,
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--sni-dir",
+        &s(&bad_sni),
+    ]);
+    let log = srv.stderr();
+    assert_eq!(
+        log.matches("event=sni_pair_skipped").count(),
+        corpus.len(),
+        "{log}"
+    );
+    for key in &corpus {
+        hostile::assert_no_key_material("sni_pair_skipped at start", key, &log);
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!("/{}.pem", key.name)))
+            .unwrap_or_else(|| panic!("no line for {}: {log}", key.name));
+        assert!(
+            line.contains(&format!("{}.key: ", key.name)) && line.len() < 1024,
+            "{line}"
+        );
+    }
+    drop(srv);
+
     // Under a running server: the default key, then an SNI pair's key, swapped for each
     // bad key and reloaded.
     let good = std::fs::read(pki.path("leaf.key")).expect("test file");
