@@ -351,5 +351,10 @@ fn escape_codes_in_a_server_certificate_are_escaped_by_probe() {
             leaf.contains(hostile::EVIL_CN) && leaf.contains(hostile::EVIL_O),
             "{v}"
         );
+        // `doctor HOST:PORT` probes it too (its report names no certificate today; it
+        // must stay free of raw controls if it ever does).
+        let o = tlskit(&["doctor", &target, "--roots", &roots, "--servername", name]);
+        hostile::assert_no_raw_controls(&format!("doctor {name}"), &o.stdout);
+        hostile::assert_no_raw_controls(&format!("doctor {name}"), &o.stderr);
     }
 }
