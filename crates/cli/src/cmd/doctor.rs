@@ -18,7 +18,7 @@ use std::time::Duration;
 use tlskit_net::probe::{ProbeOptions, ProbeReport};
 use tlskit_net::{Compression, ServeConfig, Server};
 
-use crate::cmd::store::{issue_json, load_or_explain};
+use crate::cmd::store::{issue_json, load_or_explain, store_severity};
 use crate::output::{print_json, CmdResult, Outcome, Style};
 
 /// Arguments of `tlskit doctor`.
@@ -207,15 +207,13 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     } else {
         lines.push("details: tlskit store lint system".into());
     }
-    let serious = [
-        "expired",
-        "non-ca",
-        "weak-key",
-        "private-key",
-        "bad-pem",
-        "malformed-der",
-    ];
-    let status = if by_kind.keys().any(|k| serious.contains(&k.as_str())) {
+    // One severity policy with `store lint`: only errors and warnings make this a warning.
+    let serious = r
+        .findings
+        .iter()
+        .filter(|f| store_severity(&f.kind) != "info")
+        .count();
+    let status = if serious > 0 {
         Status::Warn
     } else {
         Status::Ok
@@ -225,7 +223,7 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
         title: "Hygiene (lint)",
         status,
         lines,
-        json: json!({"findings": r.findings.len(), "by_kind": by_kind}),
+        json: json!({"findings": r.findings.len(), "by_kind": by_kind, "errors_and_warnings": serious}),
     }
 }
 
