@@ -698,3 +698,181 @@ fn store_lint_duplicates_are_info_and_exit_0() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["warnings"], 0);
 }
+
+/// Flags spelled one way across commands: `--tls-version` in probe as in connect (the old
+/// `--tls12` still works), versions written `TLSv1.2`/`TLSv1.3` in reports and logs,
+/// `--roots` taking several sources in doctor too, port 443 when none is given.
+#[test]
+fn flags_are_consistent_across_commands() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--log-level",
+        "debug",
+    ]);
+    let addr = serve.addr().to_string();
+    let ca_pem = s(&pki.path("ca.pem"));
+    let other = s(&pki.path("other-ca.pem"));
+    let base = ["--roots", &ca_pem, "--servername", "test.example", "--json"];
+    for (cmd, flags, want) in [
+        ("probe", vec!["--tls-version", "1.2"], "TLSv1.2"),
+        ("probe", vec!["--tls-version", "1.3"], "TLSv1.3"),
+        ("probe", vec!["--tls12"], "TLSv1.2"),
+        ("connect", vec!["--tls-version", "1.2"], "TLSv1.2"),
+        ("connect", vec![], "TLSv1.3"),
+    ] {
+        let mut args: Vec<String> = vec![cmd.into(), addr.clone()];
+        args.extend(base.iter().map(|a| a.to_string()));
+        args.extend(flags.iter().map(|a| a.to_string()));
+        let (code, v, _) = json_of(&args);
+        assert_eq!(code, 0, "{args:?}: {v}");
+        assert_eq!(v["tls_version"], want, "{args:?}");
+    }
+    assert!(
+        serve.wait_log("event=handshake", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    let log = serve.stderr();
+    assert!(
+        log.contains("version=TLSv1.3") && !log.contains("TLSv1_3"),
+        "{log}"
+    );
+
+    // doctor --roots takes several sources after one flag, as connect and probe do.
+    let (code, v, _) = json_of(&[
+        "doctor".into(),
+        addr.clone(),
+        "--servername".into(),
+        "test.example".into(),
+        "--roots".into(),
+        other,
+        ca_pem,
+        "--json".into(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["sections"]["probe"]["verified"], true, "{v}");
+
+    // HOST alone means port 443 (nothing listens there on the test machine's loopback, or
+    // something else does: either way the report names port 443).
+    for cmd in ["connect", "probe"] {
+        let out = Command::new(BIN)
+            .args([cmd, "127.0.0.1", "--timeout", "2", "--roots", "system"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("127.0.0.1:443"), "{cmd}: {all}");
+        assert!(!all.contains("no port"), "{cmd}: {all}");
+    }
+}
+
+/// Help texts: every command has examples, no default is printed twice.
+#[test]
+fn help_texts_have_examples_and_no_duplicated_defaults() {
+    let commands: &[&[&str]] = &[
+        &["doctor"],
+        &["store", "show"],
+        &["store", "build"],
+        &["store", "lint"],
+        &["store", "prune"],
+        &["verify"],
+        &["bench", "store"],
+        &["bench", "verify"],
+        &["key", "new"],
+        &["csr", "new"],
+        &["cert", "self-sign"],
+        &["ca", "init"],
+        &["ca", "issue"],
+        &["ca", "list"],
+        &["show"],
+        &["lint"],
+        &["p12", "export"],
+        &["p12", "import"],
+        &["serve"],
+        &["connect"],
+        &["probe"],
+        &["completions"],
+        &["man"],
+    ];
+    for c in commands {
+        let mut args: Vec<&str> = c.to_vec();
+        args.push("--help");
+        let out = tlskit(&args);
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.contains("Examples:"),
+            "{args:?} has no examples:\n{text}"
+        );
+        // One flag's help, joined across wrapped lines: one default at most.
+        let flat = text.replace('\n', " ");
+        for part in flat.split("  --").skip(1) {
+            let defaults = part.matches("[default:").count()
+                + part.matches("(default)").count()
+                + part.matches("(default ").count();
+            assert!(defaults <= 1, "{args:?}: default given twice in --{part}");
+        }
+    }
+}
+
+/// `completions` prints a script for each shell; `man` writes tlskit.1 and a page per
+/// subcommand that man(1) formats.
+#[test]
+fn completions_and_man_pages() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = tlskit(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("tlskit") && text.contains("probe") && text.contains("--tls-version"),
+            "{shell}: {text}"
+        );
+    }
+    let out = tlskit(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let man = dir.path().join("man1");
+    let out = tlskit(&["man", "--out-dir", &s(&man)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in [
+        "tlskit.1",
+        "tlskit-serve.1",
+        "tlskit-store-show.1",
+        "tlskit-ca-issue.1",
+    ] {
+        let text =
+            std::fs::read_to_string(man.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(
+            text.starts_with(".ie \\n(.g .ds Aq") || text.contains(".TH"),
+            "{page}"
+        );
+    }
+    let pages = std::fs::read_dir(&man).expect("read").count();
+    assert!(pages >= 25, "{pages} pages");
+    if have("man") {
+        let out = Command::new("man")
+            .args(["-l", &s(&man.join("tlskit-serve.1"))])
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .expect("man");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("--shutdown-grace"), "{text}");
+    }
+}

@@ -687,10 +687,7 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         secs,
     );
     if log::enabled(Level::Debug) {
-        let version = conn
-            .protocol_version()
-            .map(|v| format!("{v:?}"))
-            .unwrap_or_default();
+        let version = crate::client::version_name(conn.protocol_version());
         let sni = conn.server_name().unwrap_or("").to_string();
         log::event(
             Level::Debug,

@@ -20,7 +20,7 @@ pub(crate) enum KeyCmd {
         after_help = "Examples:\n  tlskit key new -o server.key\n  tlskit key new --type rsa3072 -o legacy.key\n  tlskit key new --type ed25519 -o ed.key --force\n\nThe key is never printed; an existing file is only replaced with --force (the old one is kept as FILE.bak)."
     )]
     New {
-        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
         #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
         key_type: KeyType,
         /// Where to write the key.
@@ -110,7 +110,7 @@ pub(crate) enum CaCmd {
         /// Subject DN of the CA (default: "CN=tlskit CA <random>,O=tlskit").
         #[arg(long, value_name = "DN")]
         subject: Option<String>,
-        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
         #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
         key_type: KeyType,
         /// basicConstraints pathLenConstraint (how many intermediates may follow).
