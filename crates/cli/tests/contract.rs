@@ -876,3 +876,60 @@ fn completions_and_man_pages() {
         assert!(text.contains("--shutdown-grace"), "{text}");
     }
 }
+
+/// SLOW (a full build of tlskit in its own target directory, `target/install-test`: minutes
+/// on the first run, seconds after): `cargo install --locked --path crates/cli --root DIR`
+/// as the README's install command does (with `--debug`, which the README does not use, to
+/// keep the test's build short), then `--version`, `completions` and `man` from the
+/// installed binary. Its own target directory because the running `cargo test` holds the
+/// lock of the workspace's.
+#[test]
+fn installed_binary_runs() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = ws.join("target/install-test");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&ws)
+        .args([
+            "install",
+            "--debug",
+            "--locked",
+            "--quiet",
+            "--path",
+            "crates/cli",
+            "--root",
+        ])
+        .arg(root.path())
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("run cargo install");
+    assert!(
+        out.status.success(),
+        "cargo install failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = root.path().join("bin/tlskit");
+    let run = |args: &[&str]| {
+        let o = Command::new(&bin)
+            .args(args)
+            .output()
+            .expect("run installed tlskit");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(
+        run(&["--version"]).trim(),
+        format!("tlskit {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(run(&["completions", "bash"]).contains("complete -F _tlskit"));
+    let man = root.path().join("share/man/man1");
+    run(&["man", "--out-dir", &s(&man)]);
+    assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
+}
