@@ -80,7 +80,16 @@ pub(crate) fn command() -> clap::Command {
 
 fn main() -> ExitCode {
     output::quiet_broken_pipe();
-    let matches = command().get_matches();
+    let matches = match command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            // A usage error under --json still gives scripts one document on stdout.
+            if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+                output::usage_error_json(&e.kind().to_string());
+            }
+            e.exit()
+        }
+    };
     // The subcommand path (`store lint`) and the leaf's --json flag, for schema names and
     // for error documents under --json.
     let mut name = Vec::new();

@@ -104,6 +104,27 @@ pub(crate) fn finish(result: CmdResult) -> ExitCode {
     }
 }
 
+/// A usage error (clap's, exit 2) under `--json`: the `tlskit.error/1` document, naming
+/// the subcommands given before the error.
+pub(crate) fn usage_error_json(what: &str) {
+    let mut cmd = crate::command();
+    let mut command: Vec<String> = Vec::new();
+    for a in std::env::args().skip(1) {
+        let Some(sub) = cmd.find_subcommand(&a).cloned() else {
+            break;
+        };
+        command.push(a);
+        cmd = sub;
+    }
+    let doc = ErrorDoc {
+        schema: format!("tlskit.error/{SCHEMA_VERSION}"),
+        command: &command.join(" "),
+        error: format!("usage: {what} (tlskit help for the usage)"),
+        exit_code: 2,
+    };
+    let _ = write_json(&doc);
+}
+
 /// What a failed command prints on stdout under `--json` (schema `tlskit.error/1`).
 #[derive(serde::Serialize)]
 struct ErrorDoc<'a> {

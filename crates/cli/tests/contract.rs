@@ -358,6 +358,13 @@ fn every_json_document_matches_its_schema() {
     let ca_pem = s(&pki.path("ca.pem"));
     let p = |n: &str| s(&f.path(n));
     std::fs::create_dir(f.path("empty")).expect("mkdir");
+    std::fs::create_dir(f.path("mixed")).expect("mkdir");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("mixed/ca.pem")).expect("copy");
+    std::fs::write(
+        f.path("mixed/junk.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .expect("write");
     std::fs::create_dir(f.path("dups")).expect("mkdir");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/a.pem")).expect("copy");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/b.pem")).expect("copy");
@@ -416,6 +423,7 @@ fn every_json_document_matches_its_schema() {
             0,
             &["store", "show", &p("roots"), &p("dups"), "system", "--list"],
         ),
+        case("store.show", 0, &["store", "show", &p("mixed")]),
         case("error", 2, &["store", "show", &p("empty")]),
         case("store.lint", 0, &["store", "lint", &p("roots")]),
         case("store.lint", 0, &["store", "lint", &p("roots"), &p("dups")]),
@@ -622,6 +630,8 @@ fn every_json_document_matches_its_schema() {
             ],
         ),
         case("doctor", 2, &["doctor", &closed]),
+        case("error", 2, &["store", "show", "--no-such-flag"]),
+        case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
     ];
     let mut failures = Vec::new();
     for c in &cases {
@@ -865,7 +875,8 @@ fn completions_and_man_pages() {
     }
     let pages = std::fs::read_dir(&man).expect("read").count();
     assert!(pages >= 25, "{pages} pages");
-    if have("man") {
+    assert!(have("man"), "man missing: scripts/setup installs man-db");
+    {
         let out = Command::new("man")
             .args(["-l", &s(&man.join("tlskit-serve.1"))])
             .env("MANPAGER", "cat")
@@ -932,4 +943,57 @@ fn installed_binary_runs() {
     let man = root.path().join("share/man/man1");
     run(&["man", "--out-dir", &s(&man)]);
     assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
+}
+
+/// dist/tlskit.service is a valid unit (systemd-analyze verify, with ExecStart pointed at
+/// the binary under test) of Type=notify with a SIGHUP reload and the hardening options,
+/// and systemd rates its exposure "OK" (under 2.0 of 10).
+#[test]
+fn systemd_unit_verifies_and_is_hardened() {
+    let unit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tlskit.service");
+    let unit = std::fs::read_to_string(&unit_path).expect("dist/tlskit.service");
+    for want in [
+        "Type=notify",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "PrivateTmp=yes",
+        "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
+    ] {
+        assert!(unit.lines().any(|l| l == want), "{want} missing");
+    }
+    assert!(
+        have("systemd-analyze"),
+        "systemd-analyze missing: scripts/setup installs it"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local: String = unit
+        .lines()
+        .filter(|l| !l.starts_with("Documentation="))
+        .map(|l| l.replace("/usr/local/bin/tlskit", BIN) + "\n")
+        .collect();
+    let p = dir.path().join("tlskit.service");
+    std::fs::write(&p, local).expect("write unit");
+    let out = Command::new("systemd-analyze")
+        .args(["verify", &s(&p)])
+        .output()
+        .expect("systemd-analyze");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !err.contains("tlskit.service"),
+        "{err}"
+    );
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes", &s(&p)])
+        .env("SYSTEMD_COLORS", "0")
+        .output()
+        .expect("systemd-analyze security");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let level: f64 = text
+        .lines()
+        .find_map(|l| l.split("exposure level for tlskit.service: ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no exposure level: {text}"));
+    assert!(level < 2.0, "exposure {level}: {text}");
 }

@@ -122,6 +122,9 @@ pub(crate) fn sources(args: &[String]) -> Vec<Source> {
     args.iter().map(|a| Source::from_arg(a)).collect()
 }
 
+/// A load problem in `--json` (`store show`, `store build`, `doctor`): its own fields
+/// (path, reason, kind, block) and the finding record every lint uses (severity, code,
+/// message, subject, path, index: the PEM block, from 1).
 #[derive(Serialize)]
 pub(crate) struct IssueJson {
     pub(crate) path: String,
@@ -129,14 +132,26 @@ pub(crate) struct IssueJson {
     pub(crate) kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) block: Option<u32>,
+    pub(crate) severity: &'static str,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+    /// Not known for a block that did not load (always empty).
+    pub(crate) subject: &'static str,
+    pub(crate) index: Option<u32>,
 }
 
 pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
+    let kind = i.reason.tag();
     IssueJson {
         path: i.path.display().to_string(),
         reason: i.reason.to_string(),
-        kind: i.reason.tag(),
+        kind,
         block: i.block,
+        severity: store_severity(kind),
+        code: kind,
+        message: i.reason.to_string(),
+        subject: "",
+        index: i.block,
     }
 }
 
