@@ -580,19 +580,6 @@ impl Connected {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets() {
-        assert!(matches!(split_target("example.com:443"), Ok((h, 443)) if h == "example.com"));
-        assert!(matches!(split_target("[::1]:8443"), Ok((h, 8443)) if h == "::1"));
-        assert!(split_target("example.com").is_err());
-        assert!(split_target(":443").is_err());
-    }
-}
-
 /// A protocol version as tlskit spells it everywhere (reports, logs): `TLSv1.3`, `TLSv1.2`
 /// (rustls's own names, `TLSv1_3`, are Rust identifiers); empty before a handshake.
 pub(crate) fn version_name(v: Option<rustls::ProtocolVersion>) -> String {
@@ -603,5 +590,18 @@ pub(crate) fn version_name(v: Option<rustls::ProtocolVersion>) -> String {
         Some(rustls::ProtocolVersion::TLSv1_0) => "TLSv1.0".into(),
         Some(v) => format!("{v:?}"),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert!(matches!(split_target("example.com:443"), Ok((h, 443)) if h == "example.com"));
+        assert!(matches!(split_target("[::1]:8443"), Ok((h, 8443)) if h == "::1"));
+        assert!(split_target("example.com").is_err());
+        assert!(split_target(":443").is_err());
     }
 }
