@@ -251,6 +251,45 @@ fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
     all.push(vec!["completions".into(), "bash".into()]);
     all.push(vec!["man".into(), "--out-dir".into(), p("man")]);
     all.push(vec!["--help".into()]);
+    // Commands that only say what they wrote.
+    for extra in [
+        vec!["key", "new", "-o", "K"],
+        vec![
+            "csr",
+            "new",
+            "--key",
+            "K",
+            "--subject",
+            "CN=pipe.example",
+            "-o",
+            "R",
+        ],
+        vec![
+            "cert",
+            "self-sign",
+            "--key",
+            "K",
+            "--subject",
+            "CN=pipe.example",
+            "-o",
+            "C",
+        ],
+        vec!["ca", "init", "D"],
+        vec!["--version"],
+    ] {
+        all.push(
+            extra
+                .iter()
+                .map(|a| match *a {
+                    "K" => p("pipe.key"),
+                    "R" => p("pipe.csr"),
+                    "C" => p("pipe.pem"),
+                    "D" => p("pipe-ca"),
+                    other => other.to_string(),
+                })
+                .collect(),
+        );
+    }
     let mut failures = Vec::new();
     for args in &all {
         let out = run_into_closed_pipe(args);
