@@ -59,6 +59,10 @@ enum Command {
     Connect(cmd::net::ConnectArgs),
     /// Measure where a TLS handshake spends its round trips, for any server.
     Probe(cmd::probe::ProbeArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::install::CompletionsArgs),
+    /// Write manual pages: tlskit.1 and one page per subcommand.
+    Man(cmd::install::ManArgs),
 }
 
 #[derive(Subcommand)]
@@ -69,8 +73,37 @@ enum BenchCmd {
     Verify(cmd::verify::BenchVerifyArgs),
 }
 
+/// The clap definition every help text, completion script and man page comes from.
+pub(crate) fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    output::quiet_broken_pipe();
+    let matches = match command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            // A usage error under --json still gives scripts one document on stdout.
+            if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
+                output::usage_error_json(&e.kind().to_string());
+            }
+            e.exit()
+        }
+    };
+    // The subcommand path (`store lint`) and the leaf's --json flag, for schema names and
+    // for error documents under --json.
+    let mut name = Vec::new();
+    let mut leaf = &matches;
+    while let Some((n, m)) = leaf.subcommand() {
+        name.push(n.to_string());
+        leaf = m;
+    }
+    let json = matches!(leaf.try_get_one::<bool>("json"), Ok(Some(true)));
+    output::set_command(name.join(" "), json);
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Store(c) => cmd::store::run(c),
@@ -87,6 +120,8 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::net::serve(a),
         Command::Connect(a) => cmd::net::connect(a),
         Command::Probe(a) => cmd::probe::run(a),
+        Command::Completions(a) => cmd::install::completions(a),
+        Command::Man(a) => cmd::install::man(a),
     };
     output::finish(result)
 }

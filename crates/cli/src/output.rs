@@ -1,7 +1,19 @@
 //! Shared output conventions: exit codes, error printing, JSON, colour on a terminal only.
+//!
+//! A closed pipe is not an error: `tlskit store lint system | head -1` ends quietly with
+//! exit 0 (ripgrep's convention), whether the write failed in `println!` (a panic caught by
+//! [`quiet_broken_pipe`]) or returned an `io::Error` (see [`finish`]).
+//!
+//! Every `--json` document is one object whose first key is `schema` (`tlskit.show/1`:
+//! the command and the version of its shape; docs/json.md, docs/schemas/). Floating-point
+//! numbers are written with at most three decimals (a microsecond of a millisecond, a
+//! nanosecond of a microsecond). A command that fails (exit 2) under `--json` before it
+//! printed its document prints a `tlskit.error/1` document instead.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 pub(crate) use tlskit_store::text::{escape, Escaped};
 
@@ -17,6 +29,56 @@ pub(crate) enum Outcome {
 /// Result type of every command.
 pub(crate) type CmdResult = anyhow::Result<Outcome>;
 
+/// Whether an error is a write to a closed pipe, anywhere in its chain.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// End the process quietly with exit 0 when `println!`/`eprintln!` find their pipe closed
+/// (`tlskit ... | head -1`): the standard library reports that as a panic ("failed printing
+/// to stdout: Broken pipe"). Every other panic keeps the default report.
+pub(crate) fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let printing = msg.starts_with("failed printing to stdout")
+            || msg.starts_with("failed printing to stderr");
+        if printing && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
+/// The command being run (`store lint`), for the schema names and error documents; set
+/// once by `main` with whether `--json` was given.
+static COMMAND: OnceLock<(String, bool)> = OnceLock::new();
+/// Set once a `--json` document went to stdout (an error then does not print a second).
+static PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// Record the command's name (`store lint`) and whether its output is JSON.
+pub(crate) fn set_command(name: String, json: bool) {
+    let _ = COMMAND.set((name, json));
+}
+
+/// The schema name of the running command's documents: `tlskit.store.lint/1`.
+pub(crate) fn schema() -> String {
+    let name = COMMAND.get().map_or("", |(n, _)| n.as_str());
+    format!("tlskit.{}/{}", name.replace(' ', "."), SCHEMA_VERSION)
+}
+
+/// Version of every command's JSON shape: raised when a field changes meaning or type
+/// (adding a field does not raise it).
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
 /// Map a command's result to the process exit code, printing errors as `tlskit: error: ...`.
 pub(crate) fn finish(result: CmdResult) -> ExitCode {
     match result {
@@ -24,12 +86,22 @@ pub(crate) fn finish(result: CmdResult) -> ExitCode {
         Ok(Outcome::Negative) => ExitCode::from(1),
         Err(e) => {
             // A closed pipe (e.g. `tlskit show x | head`) is not an error.
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                if io.kind() == std::io::ErrorKind::BrokenPipe {
-                    return ExitCode::SUCCESS;
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let text = error_text(&e);
+            eprintln!("tlskit: error: {text}");
+            if let Some((name, true)) = COMMAND.get() {
+                if !PRINTED.load(Ordering::Relaxed) {
+                    let doc = ErrorDoc {
+                        schema: format!("tlskit.error/{SCHEMA_VERSION}"),
+                        command: name,
+                        error: text,
+                        exit_code: 2,
+                    };
+                    let _ = write_json(&doc);
                 }
             }
-            eprintln!("tlskit: error: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
@@ -70,28 +142,100 @@ pub(crate) fn bounded(s: &str) -> String {
     format!("{}... ({} bytes cut)", &s[..cut], s.len() - cut)
 }
 
-/// Print a value as pretty JSON on stdout, followed by a newline.
-pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+/// A usage error (clap's, exit 2) under `--json`: the `tlskit.error/1` document, naming
+/// the subcommands given before the error.
+pub(crate) fn usage_error_json(what: &str) {
+    let mut cmd = crate::command();
+    let mut command: Vec<String> = Vec::new();
+    for a in std::env::args().skip(1) {
+        let Some(sub) = cmd.find_subcommand(&a).cloned() else {
+            break;
+        };
+        command.push(a);
+        cmd = sub;
+    }
+    let doc = ErrorDoc {
+        schema: format!("tlskit.error/{SCHEMA_VERSION}"),
+        command: &command.join(" "),
+        error: format!("usage: {what} (tlskit help for the usage)"),
+        exit_code: 2,
+    };
+    let _ = write_json(&doc);
+}
+
+/// What a failed command prints on stdout under `--json` (schema `tlskit.error/1`).
+#[derive(serde::Serialize)]
+struct ErrorDoc<'a> {
+    schema: String,
+    command: &'a str,
+    error: String,
+    exit_code: u8,
+}
+
+/// A command's JSON document: `schema` first, then the body's fields.
+#[derive(serde::Serialize)]
+struct Doc<'a, T: ?Sized> {
+    schema: String,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// Print a command's document as pretty JSON on stdout: one object, `schema` first, then
+/// the fields of `value` (which must serialise as a map: a struct or an object).
+pub(crate) fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    write_json(&Doc {
+        schema: schema(),
+        body: value,
+    })?;
+    PRINTED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
     // Serialise first, so that a closed pipe surfaces as an io::Error (not an error, see
     // `finish`) rather than as a serde error.
-    let mut buf = Vec::with_capacity(256);
-    let mut ser = serde_json::Serializer::with_formatter(&mut buf, TerminalSafeJson::default());
+    let mut text = Vec::with_capacity(4096);
+    let mut ser = serde_json::Serializer::with_formatter(
+        &mut text,
+        Rounded(serde_json::ser::PrettyFormatter::new()),
+    );
     value.serialize(&mut ser)?;
-    let text = String::from_utf8(buf)?;
+    text.push(b'\n');
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
+    out.write_all(&text)?;
     out.flush()?;
     Ok(())
 }
 
-/// serde_json's pretty output, except that DEL, C1 controls and bidi controls inside
-/// strings are written as `\uXXXX` too (serde_json escapes only C0 controls): the JSON
-/// decodes to exactly the same strings, and `--json` read on a terminal cannot be
-/// reordered by a U+202E in a certificate name.
-#[derive(Default)]
-struct TerminalSafeJson(serde_json::ser::PrettyFormatter<'static>);
+/// Decimals kept in a JSON float: milliseconds to the microsecond, microseconds to the
+/// nanosecond, ratios to a thousandth.
+const DECIMALS: i32 = 3;
 
-impl serde_json::ser::Formatter for TerminalSafeJson {
+/// Round `v` to [`DECIMALS`] decimals (`1.4114259999999998` becomes `1.411`).
+pub(crate) fn round(v: f64) -> f64 {
+    let scale = 10f64.powi(DECIMALS);
+    let r = (v * scale).round() / scale;
+    if r.is_finite() {
+        r
+    } else {
+        v
+    }
+}
+
+/// serde_json's pretty printer with floats rounded by [`round`], and DEL, C1 controls and
+/// bidi controls inside strings written as `\uXXXX` too (serde_json escapes only C0
+/// controls): the JSON decodes to exactly the same strings, and `--json` read on a terminal
+/// cannot be reordered by a U+202E in a certificate name.
+struct Rounded(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for Rounded {
+    fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
+        // `{:?}` is the shortest text that reads back as the same f64 (`1.411`, `2.0`).
+        write!(w, "{:?}", round(v))
+    }
+    fn write_f32<W: ?Sized + Write>(&mut self, w: &mut W, v: f32) -> std::io::Result<()> {
+        self.write_f64(w, f64::from(v))
+    }
     fn write_string_fragment<W: ?Sized + Write>(
         &mut self,
         w: &mut W,

@@ -16,6 +16,8 @@ use rcgen::{
 #[derive(serde::Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 struct VerifyJson {
+    /// `tlskit.verify/1` (docs/json.md).
+    schema: String,
     valid: bool,
     reason: Option<String>,
     chain: Option<Vec<String>>,
@@ -115,7 +117,9 @@ fn s(p: &Path) -> &str {
 }
 
 fn json(stdout: &str) -> VerifyJson {
-    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    let v: VerifyJson = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v.schema, "tlskit.verify/1");
+    v
 }
 
 const AT: &str = "2030-01-01T00:00:00Z";

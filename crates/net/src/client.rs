@@ -355,12 +355,7 @@ fn finish(
         peer: peer.to_string(),
         server_name: reference.to_string(),
         starttls: opts.starttls.map(|p| p.name().to_string()),
-        tls_version: match conn.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
-            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
-            Some(v) => format!("{v:?}"),
-            None => String::new(),
-        },
+        tls_version: version_name(conn.protocol_version()),
         cipher_suite: conn
             .negotiated_cipher_suite()
             .and_then(|s| s.suite().as_str())
@@ -582,6 +577,19 @@ impl Connected {
         });
         rt.shutdown_timeout(Duration::from_millis(100));
         result.map_err(NetError::Io)
+    }
+}
+
+/// A protocol version as tlskit spells it everywhere (reports, logs): `TLSv1.3`, `TLSv1.2`
+/// (rustls's own names, `TLSv1_3`, are Rust identifiers); empty before a handshake.
+pub(crate) fn version_name(v: Option<rustls::ProtocolVersion>) -> String {
+    match v {
+        Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
+        Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
+        Some(rustls::ProtocolVersion::TLSv1_1) => "TLSv1.1".into(),
+        Some(rustls::ProtocolVersion::TLSv1_0) => "TLSv1.0".into(),
+        Some(v) => format!("{v:?}"),
+        None => String::new(),
     }
 }
 

@@ -18,6 +18,7 @@ mod proxy;
 mod server;
 mod sock;
 pub mod starttls;
+mod systemd;
 mod tickets;
 
 pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};

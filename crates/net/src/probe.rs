@@ -530,12 +530,7 @@ fn one(
         bursts,
         tcp,
         resumed: conn.handshake_kind() == Some(HandshakeKind::Resumed),
-        version: match conn.protocol_version() {
-            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3".into(),
-            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
-            Some(v) => format!("{v:?}"),
-            None => String::new(),
-        },
+        version: crate::client::version_name(conn.protocol_version()),
         suite: conn
             .negotiated_cipher_suite()
             .and_then(|s| s.suite().as_str())

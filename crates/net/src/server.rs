@@ -449,23 +449,29 @@ async fn run_async(
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
+    crate::systemd::ready();
     loop {
         tokio::select! {
             _ = term.recv() => break,
             _ = int.recv() => break,
             _ = hup.recv() => {
+                crate::systemd::reloading();
                 let s = shared.clone();
                 let _ = tokio::task::spawn_blocking(move || reload(&s, "sighup")).await;
+                crate::systemd::ready();
             }
             Some(()) = change_rx.recv() => {
                 // Let a burst of changes (a key and a chain replaced one after the
                 // other) settle, then reload once.
                 while let Ok(Some(())) = tokio::time::timeout(WATCH_DEBOUNCE, change_rx.recv()).await {}
+                crate::systemd::reloading();
                 let s = shared.clone();
                 let _ = tokio::task::spawn_blocking(move || reload(&s, "file_change")).await;
+                crate::systemd::ready();
             }
         }
     }
+    crate::systemd::stopping();
     shared.stopping.store(true, Ordering::Release);
     shared.stop.send_replace(true);
     let active = shared.metrics.active();
@@ -681,10 +687,7 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         secs,
     );
     if log::enabled(Level::Debug) {
-        let version = conn
-            .protocol_version()
-            .map(|v| format!("{v:?}"))
-            .unwrap_or_default();
+        let version = crate::client::version_name(conn.protocol_version());
         let sni = conn.server_name().unwrap_or("").to_string();
         log::event(
             Level::Debug,

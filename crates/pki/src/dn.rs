@@ -236,25 +236,10 @@ fn short_name(oid: &x509_parser::der_parser::oid::Oid<'_>) -> String {
     oid.to_id_string()
 }
 
-/// Print a name from a certificate in RFC 4514 form (most specific first).
+/// Print a name from a certificate in RFC 4514 form (most specific first): the
+/// workspace's one renderer, [`tlskit_store::dn::rfc4514`].
 pub fn display(name: &X509Name<'_>) -> String {
-    let mut rdns: Vec<String> = Vec::new();
-    for rdn in name.iter() {
-        let parts: Vec<String> = rdn
-            .iter()
-            .map(|atv| {
-                let ty = short_name(atv.attr_type());
-                let val = match atv.as_str() {
-                    Ok(s) => escape(s),
-                    Err(_) => format!("#{}", hex(atv.attr_value().data)),
-                };
-                format!("{ty}={val}")
-            })
-            .collect();
-        rdns.push(parts.join("+"));
-    }
-    rdns.reverse();
-    rdns.join(",")
+    tlskit_store::dn::rfc4514(name)
 }
 
 /// The first commonName of a name, if any.
@@ -263,21 +248,6 @@ pub fn common_name(name: &X509Name<'_>) -> Option<String> {
         .next()
         .and_then(|cn| cn.as_str().ok())
         .map(str::to_string)
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let last = s.chars().count().saturating_sub(1);
-    for (i, c) in s.chars().enumerate() {
-        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=')
-            || (i == 0 && (c == '#' || c == ' '))
-            || (i == last && c == ' ');
-        if special {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
@@ -386,11 +356,5 @@ mod tests {
             let e = parse(input).unwrap_err().to_string();
             assert!(e.contains(needle), "{input:?}: {e}");
         }
-    }
-
-    #[test]
-    fn escape_round_trip() {
-        assert_eq!(escape("a,b"), r"a\,b");
-        assert_eq!(escape(" x "), r"\ x\ ");
     }
 }

@@ -20,6 +20,7 @@
 mod arena;
 mod builder;
 mod der;
+pub mod dn;
 mod error;
 mod handle;
 pub mod lint;

@@ -22,11 +22,11 @@ use crate::error::{IssueKind, StoreError};
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
 
-/// A printable Distinguished Name ("CN=..., O=...") of a raw Name DER.
+/// A printable Distinguished Name of a raw Name DER, RFC 4514 (`CN=...,O=...`; see [`crate::dn`]).
 pub fn render_name(name_der: &[u8]) -> String {
     match x509_parser::x509::X509Name::from_der(name_der) {
         Ok((_, n)) => {
-            let s = n.to_string();
+            let s = crate::dn::rfc4514(&n);
             if s.is_empty() {
                 "(empty subject)".into()
             } else {

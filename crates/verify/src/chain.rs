@@ -357,12 +357,12 @@ pub(crate) fn fmt_time(t: i64) -> String {
     )
 }
 
-/// Render a raw DER Name in RFC 4514-like form (for messages).
+/// Render a raw DER Name as RFC 4514 (`CN=...,O=...`: the workspace's one renderer, `tlskit_store::dn`).
 pub fn format_name(raw: &[u8]) -> String {
     use x509_parser::prelude::FromDer;
     match x509_parser::x509::X509Name::from_der(raw) {
         Ok((_, name)) => {
-            let s = name.to_string();
+            let s = tlskit_store::dn::rfc4514(&name);
             if s.is_empty() {
                 "(empty name)".into()
             } else {

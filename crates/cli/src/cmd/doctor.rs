@@ -18,7 +18,7 @@ use std::time::Duration;
 use tlskit_net::probe::{ProbeOptions, ProbeReport};
 use tlskit_net::{Compression, ServeConfig, Server};
 
-use crate::cmd::store::{issue_json, load_or_explain};
+use crate::cmd::store::{issue_json, load_or_explain, store_severity};
 use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
 
 /// Arguments of `tlskit doctor`.
@@ -27,13 +27,15 @@ use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
     after_help = "Examples:\n  tlskit doctor\n  tlskit doctor example.com:443\n  tlskit doctor 10.0.0.5:8443 --servername web.internal --roots ca.pem\n  tlskit doctor --json | jq .sections.trust_store\n  SSL_CERT_FILE=/etc/myapp/cas.pem tlskit doctor\n\nExit: 0 the system trust store loads (findings are warnings), 2 none usable or the server could not be probed."
 )]
 pub(crate) struct DoctorArgs {
-    /// A server to probe (HOST:PORT); without one, a built-in loopback server is probed.
+    /// A server to probe (HOST:PORT, HOST alone: port 443); without one, a built-in
+    /// loopback server is probed.
     pub(crate) target: Option<String>,
-    /// Name to send as SNI and verify (default: the host of HOST:PORT).
+    /// Name to send as SNI and verify [default: HOST].
     #[arg(long, requires = "target")]
     pub(crate) servername: Option<String>,
-    /// Trust store for the probe (default: the system store).
-    #[arg(long = "roots", value_name = "SRC", requires = "target")]
+    /// Trust store sources for the probe (repeatable, or several after one flag)
+    /// [default: system].
+    #[arg(long = "roots", value_name = "SRC", num_args = 1.., requires = "target")]
     pub(crate) roots: Vec<String>,
     /// Print one JSON object instead of the report.
     #[arg(long)]
@@ -207,15 +209,13 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     } else {
         lines.push("details: tlskit store lint system".into());
     }
-    let serious = [
-        "expired",
-        "non-ca",
-        "weak-key",
-        "private-key",
-        "bad-pem",
-        "malformed-der",
-    ];
-    let status = if by_kind.keys().any(|k| serious.contains(&k.as_str())) {
+    // One severity policy with `store lint`: only errors and warnings make this a warning.
+    let serious = r
+        .findings
+        .iter()
+        .filter(|f| store_severity(&f.kind) != "info")
+        .count();
+    let status = if serious > 0 {
         Status::Warn
     } else {
         Status::Ok
@@ -225,7 +225,7 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
         title: "Hygiene (lint)",
         status,
         lines,
-        json: json!({"findings": r.findings.len(), "by_kind": by_kind}),
+        json: json!({"findings": r.findings.len(), "by_kind": by_kind, "errors_and_warnings": serious}),
     }
 }
 
@@ -418,7 +418,7 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         }
     }
     match &args.target {
-        Some(t) => sections.push(server_section(&args, t)),
+        Some(t) => sections.push(server_section(&args, &crate::cmd::with_default_port(t))),
         None => sections.push(loopback_section()),
     }
     let worst = sections

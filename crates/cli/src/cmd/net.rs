@@ -24,14 +24,16 @@ Examples:
   # Everything from a file (flags override it)
   tlskit serve --config /etc/tlskit/serve.toml
 
---cert holds the leaf certificate followed by its chain. Prints `listening on ADDR` on stderr
-for each address once ready. SIGHUP, or a change to any of those files (unless --no-watch), reloads certificates and the
-client-CA store without dropping connections; SIGTERM stops
-accepting and lets open connections finish (up to --shutdown-grace). Exit 2 on bad configuration.";
+--cert holds the leaf certificate followed by its chain. Once ready, `listening on ADDR` is
+printed on stderr for each address (and READY=1 sent to systemd when NOTIFY_SOCKET is set:
+dist/tlskit.service). SIGHUP, or a change to the certificate, key, SNI or client-CA files
+(unless --no-watch), reloads certificates and the client-CA store without dropping
+connections. SIGTERM stops accepting and lets open connections finish, for up to
+--shutdown-grace seconds. Exit 2 on bad configuration.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
-  tlskit connect example.com:443
+  tlskit connect example.com                  # port 443
   tlskit connect 127.0.0.1:8443 --roots ca.pem --servername test.example --alpn http/1.1
   tlskit connect 127.0.0.1:8443 --roots ca.pem --servername test.example --json
   printf 'GET / HTTP/1.0\\r\\n\\r\\n' | tlskit connect example.com:443
@@ -126,7 +128,7 @@ struct ServeFlags {
 #[derive(clap::Args)]
 #[command(after_help = CONNECT_EXAMPLES)]
 pub(crate) struct ConnectArgs {
-    /// HOST:PORT ([v6]:PORT for IPv6 literals).
+    /// HOST:PORT (HOST alone: port 443; [v6]:PORT for IPv6 literals).
     target: String,
     /// Trust store sources to verify the server against [default: system].
     #[arg(long, num_args = 1.., value_name = "SRC")]
@@ -146,7 +148,7 @@ pub(crate) struct ConnectArgs {
     /// TLS versions to offer (repeatable): 1.2, 1.3. Default both.
     #[arg(long, value_name = "VERSION")]
     tls_version: Vec<String>,
-    /// Seconds allowed for the TCP connect and for the handshake [default: 10].
+    /// Seconds allowed for the TCP connect and for the handshake, each.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
     /// Connect twice and report the second connection, which offers the first session.
@@ -160,7 +162,8 @@ pub(crate) struct ConnectArgs {
     json: bool,
 }
 
-fn versions(list: &[String]) -> anyhow::Result<Vec<TlsVersion>> {
+/// `--tls-version` values (repeatable, comma-separated): 1.2, 1.3 (also TLSv1.2, tls1.2).
+pub(crate) fn versions(list: &[String]) -> anyhow::Result<Vec<TlsVersion>> {
     list.iter()
         .flat_map(|s| s.split(','))
         .map(|v| match v.trim() {
@@ -316,7 +319,7 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let starttls = a.starttls;
     let opts = ConnectOptions {
         starttls,
-        target: a.target,
+        target: super::with_default_port(&a.target),
         server_name: a.servername,
         roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
         alpn: a.alpn,

@@ -20,7 +20,7 @@ pub(crate) enum KeyCmd {
         after_help = "Examples:\n  tlskit key new -o server.key\n  tlskit key new --type rsa3072 -o legacy.key\n  tlskit key new --type ed25519 -o ed.key --force\n\nThe key is never printed; an existing file is only replaced with --force (the old one is kept as FILE.bak)."
     )]
     New {
-        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
         #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
         key_type: KeyType,
         /// Where to write the key.
@@ -110,7 +110,7 @@ pub(crate) enum CaCmd {
         /// Subject DN of the CA (default: "CN=tlskit CA <random>,O=tlskit").
         #[arg(long, value_name = "DN")]
         subject: Option<String>,
-        /// Key type: p256 (default), p384, ed25519, rsa2048, rsa3072, rsa4096.
+        /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
         #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
         key_type: KeyType,
         /// basicConstraints pathLenConstraint (how many intermediates may follow).
@@ -249,7 +249,7 @@ pub(crate) enum P12Cmd {
 /// Arguments of `tlskit show`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit show server.pem\n  tlskit show chain.pem --json | jq '.[0].sans'\n  tlskit show server.key     # only the public half: type, size, fingerprint\n  tlskit show request.csr crl.der\n\nPEM or DER is detected. JSON: one object for a single item, an array for several."
+    after_help = "Examples:\n  tlskit show server.pem\n  tlskit show chain.pem --json | jq '.certificates[0].sans'\n  tlskit show server.key     # only the public half: type, size, fingerprint\n  tlskit show request.csr crl.der\n\nPEM or DER is detected. JSON: one object (schema tlskit.show/1) with an array per kind:\ncertificates, requests, public_keys, private_keys, crls, input_errors (docs/json.md)."
 )]
 pub(crate) struct ShowArgs {
     /// Files: certificates, chains, requests, public keys, private keys, CRLs.
@@ -433,7 +433,12 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
         CaCmd::List { dir, json } => {
             let idx = ca::index(&dir)?;
             if json {
-                print_json(&idx)?;
+                // `issued`: the index entries (before schema 1 the document was this array).
+                print_json(&serde_json::json!({
+                    "ca": dir.display().to_string(),
+                    "count": idx.len(),
+                    "issued": idx,
+                }))?;
             } else {
                 for e in &idx {
                     println!(
@@ -494,21 +499,66 @@ pub(crate) fn p12(c: P12Cmd) -> CmdResult {
     }
 }
 
+/// A file that could not be read or parsed, in a `--json` document of `show` or `lint`.
+#[derive(serde::Serialize)]
+struct InputError {
+    path: String,
+    message: String,
+}
+
+/// One item of `show --json`: where it came from, then its own fields.
+#[derive(serde::Serialize)]
+struct Located<'a, T> {
+    /// The file it was read from.
+    path: String,
+    /// Its position among the items of that file, from 1.
+    index: usize,
+    #[serde(flatten)]
+    item: &'a T,
+}
+
+/// `show --json` (schema tlskit.show/1): one array per kind of item, every array present
+/// whatever the input (before schema 1: one bare object for one item, an array for several).
+#[derive(serde::Serialize, Default)]
+struct ShowDoc<'a> {
+    certificates: Vec<Located<'a, inspect::CertInfo>>,
+    requests: Vec<Located<'a, inspect::RequestInfo>>,
+    public_keys: Vec<Located<'a, inspect::PublicKeyInfo>>,
+    private_keys: Vec<Located<'a, inspect::PrivateKeyInfo>>,
+    crls: Vec<Located<'a, inspect::CrlInfo>>,
+    /// PEM blocks that were skipped and files that could not be read.
+    input_errors: Vec<InputError>,
+}
+
 pub(crate) fn show(a: ShowArgs) -> CmdResult {
     let mut items = Vec::new();
+    let mut input_errors = Vec::new();
     for f in &a.files {
         match inspect::describe(f) {
             Ok(d) => {
                 for (n, why) in &d.problems {
                     warn(f, &format!("PEM block #{n}: {why}"));
+                    input_errors.push(InputError {
+                        path: f.display().to_string(),
+                        message: format!("PEM block #{n}: {why}"),
+                    });
                 }
-                items.extend(d.items.into_iter().map(|i| (f.clone(), i)));
+                items.extend(
+                    d.items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(n, i)| (f.clone(), n + 1, i)),
+                );
             }
             Err(e) => {
                 if a.files.len() == 1 {
                     return Err(e.into());
                 }
                 warn(f, &e);
+                input_errors.push(InputError {
+                    path: f.display().to_string(),
+                    message: e.to_string(),
+                });
             }
         }
     }
@@ -516,17 +566,47 @@ pub(crate) fn show(a: ShowArgs) -> CmdResult {
         anyhow::bail!("nothing could be shown");
     }
     if a.json {
-        if items.len() == 1 {
-            print_json(&items[0].1)?;
-        } else {
-            let v: Vec<&Item> = items.iter().map(|(_, i)| i).collect();
-            print_json(&v)?;
+        let mut doc = ShowDoc {
+            input_errors,
+            ..ShowDoc::default()
+        };
+        for (path, index, item) in &items {
+            let path = path.display().to_string();
+            let index = *index;
+            match item {
+                Item::Certificate(c) => doc.certificates.push(Located {
+                    path,
+                    index,
+                    item: &**c,
+                }),
+                Item::Request(r) => doc.requests.push(Located {
+                    path,
+                    index,
+                    item: r,
+                }),
+                Item::PublicKey(k) => doc.public_keys.push(Located {
+                    path,
+                    index,
+                    item: k,
+                }),
+                Item::PrivateKey(k) => doc.private_keys.push(Located {
+                    path,
+                    index,
+                    item: k,
+                }),
+                Item::Crl(c) => doc.crls.push(Located {
+                    path,
+                    index,
+                    item: c,
+                }),
+            }
         }
+        print_json(&doc)?;
     } else {
         let style = Style::stdout();
         let many = items.len() > 1;
         let mut out = String::new();
-        for (n, (path, item)) in items.iter().enumerate() {
+        for (n, (path, _, item)) in items.iter().enumerate() {
             if n > 0 {
                 out.push('\n');
             }
@@ -747,12 +827,38 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
     }
 }
 
+/// One finding of `lint --json`: the record `store lint` uses too (severity, code,
+/// message, subject, path, index).
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    #[serde(flatten)]
+    finding: &'a lint::Finding,
+    path: String,
+}
+
+/// One file of `lint --json`.
 #[derive(serde::Serialize)]
 struct LintJson<'a> {
     file: String,
     errors: usize,
     warnings: usize,
-    findings: &'a [lint::Finding],
+    findings: Vec<FindingJson<'a>>,
+}
+
+/// `lint --json` (schema tlskit.lint/1): the same object for one file or several (before
+/// schema 1: one file's object, or an array of them).
+#[derive(serde::Serialize)]
+struct LintDoc<'a> {
+    /// Error findings in all files.
+    errors: usize,
+    /// Warning findings in all files.
+    warnings: usize,
+    /// Every finding, in file order.
+    findings: Vec<FindingJson<'a>>,
+    /// Per file.
+    files: Vec<LintJson<'a>>,
+    /// Files that could not be read or parsed.
+    input_errors: Vec<InputError>,
 }
 
 pub(crate) fn lint(a: LintArgs) -> CmdResult {
@@ -760,6 +866,7 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
     let style = Style::stdout();
     let mut reports = Vec::new();
     let mut negative = false;
+    let mut input_errors = Vec::new();
     for f in &a.files {
         match lint::lint(f, now) {
             Ok(findings) => reports.push((f.clone(), findings)),
@@ -768,6 +875,10 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
                     return Err(e.into());
                 }
                 warn(f, &e);
+                input_errors.push(InputError {
+                    path: f.display().to_string(),
+                    message: e.to_string(),
+                });
             }
         }
     }
@@ -786,11 +897,18 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
             .count();
         negative |= errors + warnings > 0;
         if a.json {
+            let file = f.display().to_string();
             json.push(LintJson {
-                file: f.display().to_string(),
+                file: file.clone(),
                 errors,
                 warnings,
-                findings,
+                findings: findings
+                    .iter()
+                    .map(|finding| FindingJson {
+                        finding,
+                        path: file.clone(),
+                    })
+                    .collect(),
             });
             continue;
         }
@@ -818,11 +936,22 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
         }
     }
     if a.json {
-        if json.len() == 1 {
-            print_json(&json[0])?;
-        } else {
-            print_json(&json)?;
-        }
+        let doc = LintDoc {
+            errors: json.iter().map(|f| f.errors).sum(),
+            warnings: json.iter().map(|f| f.warnings).sum(),
+            findings: json
+                .iter()
+                .flat_map(|f| {
+                    f.findings.iter().map(|x| FindingJson {
+                        finding: x.finding,
+                        path: x.path.clone(),
+                    })
+                })
+                .collect(),
+            files: json,
+            input_errors,
+        };
+        print_json(&doc)?;
     }
     Ok(if negative {
         Outcome::Negative

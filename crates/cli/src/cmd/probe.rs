@@ -10,7 +10,8 @@ use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
 const AFTER_HELP: &str = "\
 Examples:
-  tlskit probe example.com:443
+  tlskit probe example.com
+  tlskit probe 127.0.0.1:8443 --tls-version 1.2
   tlskit probe 127.0.0.1:8443 --servername test.example --roots ca.pem --json
   tlskit probe example.com:443 --repeat 5
   tlskit probe mail.example.com:25 --starttls smtp
@@ -25,7 +26,7 @@ Exit 0 completed and verified, 1 completed but verification failed, 2 could not 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct ProbeArgs {
-    /// HOST:PORT of the server.
+    /// HOST:PORT of the server (HOST alone: port 443; [v6]:PORT for IPv6 literals).
     target: String,
     /// Name to send (SNI) and verify [default: HOST].
     #[arg(long, value_name = "NAME")]
@@ -33,11 +34,14 @@ pub(crate) struct ProbeArgs {
     /// Trust store sources to verify against [default: system].
     #[arg(long, num_args = 1.., value_name = "SRC")]
     roots: Vec<String>,
-    /// Offer TLS 1.2 only.
-    #[arg(long, conflicts_with = "tls13")]
+    /// TLS versions to offer (repeatable, or comma-separated): 1.2, 1.3. Default both.
+    #[arg(long, value_name = "VERSION")]
+    tls_version: Vec<String>,
+    /// Offer TLS 1.2 only (the same as --tls-version 1.2; kept for old scripts).
+    #[arg(long, hide = true, conflicts_with_all = ["tls13", "tls_version"])]
     tls12: bool,
-    /// Offer TLS 1.3 only.
-    #[arg(long)]
+    /// Offer TLS 1.3 only (the same as --tls-version 1.3; kept for old scripts).
+    #[arg(long, hide = true, conflicts_with = "tls_version")]
     tls13: bool,
     /// Run N full handshakes (medians reported) and a resumption attempt.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -68,12 +72,12 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     } else if a.tls13 {
         vec![TlsVersion::Tls13]
     } else {
-        Vec::new()
+        super::net::versions(&a.tls_version)?
     };
     let starttls = a.starttls;
     let opts = ProbeOptions {
         starttls,
-        target: a.target,
+        target: super::with_default_port(&a.target),
         server_name: a.servername,
         roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
         versions,

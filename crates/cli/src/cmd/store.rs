@@ -30,7 +30,7 @@ pub(crate) enum StoreCmd {
     Build(BuildArgs),
     /// Report hygiene problems: duplicates, expired, non-CA, weak keys, SHA-1, same subject.
     #[command(
-        after_help = "Examples:\n  tlskit store lint /etc/ssl/certs\n  tlskit store lint my-cas/ --json | jq '.findings[] | select(.kind==\"expired\")'\n\nExit: 0 clean, 1 findings, 2 nothing loadable."
+        after_help = "Examples:\n  tlskit store lint /etc/ssl/certs\n  tlskit store lint my-cas/ --json | jq '.findings[] | select(.severity != \"info\")'\n\nSeverity: error (a private key, unparseable data), warning (expired, not yet valid, not a\nCA, weak key, MD5), info (duplicates, CAs sharing a subject, SHA-1 self-signatures: what\nsystem stores hold by design).\n\nExit: 0 no error or warning (info findings only), 1 errors or warnings, 2 nothing loadable."
     )]
     Lint(LintArgs),
     /// Move duplicate-only and expired-only files into a backup folder (only with --apply).
@@ -122,6 +122,9 @@ pub(crate) fn sources(args: &[String]) -> Vec<Source> {
     args.iter().map(|a| Source::from_arg(a)).collect()
 }
 
+/// A load problem in `--json` (`store show`, `store build`, `doctor`): its own fields
+/// (path, reason, kind, block) and the finding record every lint uses (severity, code,
+/// message, subject, path, index: the PEM block, from 1).
 #[derive(Serialize)]
 pub(crate) struct IssueJson {
     pub(crate) path: String,
@@ -129,14 +132,26 @@ pub(crate) struct IssueJson {
     pub(crate) kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) block: Option<u32>,
+    pub(crate) severity: &'static str,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+    /// Not known for a block that did not load (always empty).
+    pub(crate) subject: &'static str,
+    pub(crate) index: Option<u32>,
 }
 
 pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
+    let kind = i.reason.tag();
     IssueJson {
         path: i.path.display().to_string(),
         reason: i.reason.to_string(),
-        kind: i.reason.tag(),
+        kind,
         block: i.block,
+        severity: store_severity(kind),
+        code: kind,
+        message: i.reason.to_string(),
+        subject: "",
+        index: i.block,
     }
 }
 
@@ -418,6 +433,33 @@ fn build(a: BuildArgs) -> CmdResult {
     Ok(Outcome::Success)
 }
 
+/// The severity of a `store lint` finding, one policy with `tlskit lint` and `doctor`:
+/// `error` for what must not be in a trust store (a private key, unparseable data),
+/// `warning` for anchors that cannot or should not anchor anything (expired, not yet valid,
+/// not a CA, weak key, MD5), `info` for what stock system stores hold by design (the same
+/// certificate in the bundle and the directory, several CAs with one subject, SHA-1
+/// self-signatures on old roots). Exit 1 only for errors and warnings.
+pub(crate) fn store_severity(kind: &str) -> &'static str {
+    match kind {
+        "duplicate" | "same-subject" | "sha1-signature" => "info",
+        "private-key" | "bad-pem" | "malformed-der" | "corrupt-anchor" | "bad-snapshot" => "error",
+        _ => "warning",
+    }
+}
+
+/// One finding of `store lint --json`: the store's fields (kind, path, subject, detail) and
+/// the record every lint uses (severity, code, message, subject, path, index).
+#[derive(Serialize)]
+struct StoreFindingJson<'a> {
+    severity: &'static str,
+    code: &'a str,
+    message: &'a str,
+    /// Position in the file: not tracked by the store lint (always null).
+    index: Option<usize>,
+    #[serde(flatten)]
+    finding: &'a tlskit_store::Finding,
+}
+
 fn lint(a: LintArgs) -> CmdResult {
     let srcs = sources(&a.sources);
     let r = tlskit_store::lint(&srcs);
@@ -428,11 +470,32 @@ fn lint(a: LintArgs) -> CmdResult {
             describe(&srcs)
         );
     }
+    let count = |sev: &str| {
+        r.findings
+            .iter()
+            .filter(|f| store_severity(&f.kind) == sev)
+            .count()
+    };
+    let (errors, warnings, infos) = (count("error"), count("warning"), count("info"));
     if a.json {
+        let findings: Vec<StoreFindingJson> = r
+            .findings
+            .iter()
+            .map(|f| StoreFindingJson {
+                severity: store_severity(&f.kind),
+                code: &f.kind,
+                message: &f.detail,
+                index: None,
+                finding: f,
+            })
+            .collect();
         print_json(&serde_json::json!({
-            "findings": r.findings,
+            "findings": findings,
             "anchors": r.store.len(),
             "files": r.report.files,
+            "errors": errors,
+            "warnings": warnings,
+            "infos": infos,
         }))?;
     } else {
         let st = Style::stdout();
@@ -442,22 +505,26 @@ fn lint(a: LintArgs) -> CmdResult {
             } else {
                 format!(" [{}]", Escaped(&f.subject))
             };
+            let kind = match store_severity(&f.kind) {
+                "error" => st.bad(&f.kind),
+                "warning" => st.warn(&f.kind),
+                _ => f.kind.clone(),
+            };
             println!(
-                "{}: {}{}: {}",
-                st.warn(&f.kind),
+                "{kind}: {}{}: {}",
                 Escaped(&f.path.display().to_string()),
                 subj,
                 Escaped(&f.detail)
             );
         }
         println!(
-            "{} finding(s) in {} anchors from {} files",
+            "{} finding(s) ({errors} error(s), {warnings} warning(s), {infos} info) in {} anchors from {} files",
             r.findings.len(),
             r.store.len(),
             r.report.files
         );
     }
-    Ok(if r.findings.is_empty() {
+    Ok(if errors + warnings == 0 {
         Outcome::Success
     } else {
         Outcome::Negative

@@ -1,0 +1,1038 @@
+//! The CLI contract (issue 14): what packages, scripts and service managers rely on.
+//!
+//! - `serve` tells systemd READY=1 / RELOADING=1 / STOPPING=1 through NOTIFY_SOCKET
+//!   (a fake notify socket: a Unix datagram socket bound by the test);
+//! - every reporting command ends quietly with exit 0 when its stdout pipe is closed;
+//! - every `--json` document matches its JSON Schema in docs/schemas/ for one input,
+//!   several inputs and an error;
+//! - `completions` and `man` produce what shells and man(1) read;
+//! - an install test (`cargo install`, slow: see `installed_binary_runs`).
+
+mod net_support;
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use net_support::*;
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Next datagram on the fake notify socket, as text (panics after 10 s).
+fn recv(sock: &UnixDatagram, serve: &Serve) -> String {
+    let mut buf = [0u8; 4096];
+    match sock.recv(&mut buf) {
+        Ok(n) => String::from_utf8_lossy(&buf[..n]).into_owned(),
+        Err(e) => panic!("no notification ({e}); serve said: {}", serve.stderr()),
+    }
+}
+
+#[test]
+fn serve_notifies_systemd_ready_reloading_stopping() {
+    let pki = Pki::new();
+    let sock_path = pki.path("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind notify socket");
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut cmd = Command::new(BIN);
+    cmd.env("NOTIFY_SOCKET", &sock_path);
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let mut serve = Serve::start_with(
+        cmd,
+        &["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"],
+        1,
+    );
+    // `listening on` came first (start_with waited for it); READY=1 follows once the
+    // accept loops run.
+    assert_eq!(recv(&sock, &serve), "READY=1\n");
+    wait_port(serve.port(), Duration::from_secs(5));
+
+    serve.signal("HUP");
+    let reloading = recv(&sock, &serve);
+    let lines: Vec<&str> = reloading.lines().collect();
+    assert_eq!(lines.first(), Some(&"RELOADING=1"), "{reloading:?}");
+    let usec = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("MONOTONIC_USEC="))
+        .unwrap_or_else(|| panic!("no MONOTONIC_USEC with RELOADING=1: {reloading:?}"));
+    assert!(usec.parse::<u64>().is_ok_and(|u| u > 0), "{reloading:?}");
+    assert_eq!(recv(&sock, &serve), "READY=1\n", "after the reload");
+    assert!(
+        serve.stderr().contains("event=reloaded"),
+        "{}",
+        serve.stderr()
+    );
+
+    serve.signal("TERM");
+    assert_eq!(recv(&sock, &serve), "STOPPING=1\n");
+    assert_eq!(serve.wait_exit(Duration::from_secs(15)), Some(0));
+}
+
+#[test]
+fn serve_without_notify_socket_sends_nothing_and_runs() {
+    // NOTIFY_SOCKET unset: no notification code path may fail the server.
+    let pki = Pki::new();
+    let mut cmd = Command::new(BIN);
+    cmd.env_remove("NOTIFY_SOCKET");
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let mut serve = Serve::start_with(cmd, &["--cert", &c, "--key", &k, "--no-watch"], 1);
+    serve.reload();
+    serve.signal("TERM");
+    assert_eq!(serve.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(
+        !serve.stderr().contains("notify_failed"),
+        "{}",
+        serve.stderr()
+    );
+}
+
+/// Inputs made with tlskit itself: a CA (`ca/`), a leaf issued by it (`leaf.pem`, names
+/// contract.example), the CA certificate alone (`roots/ca.pem`).
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = Self { dir };
+        let p = |n: &str| s(&f.path(n));
+        for args in [
+            vec![
+                "ca",
+                "init",
+                &p("ca"),
+                "--subject",
+                "CN=Contract Root,O=tlskit",
+            ],
+            vec!["key", "new", "-o", &p("leaf.key")],
+            vec![
+                "csr",
+                "new",
+                "--key",
+                &p("leaf.key"),
+                "--subject",
+                "CN=contract.example",
+                "--san",
+                "dns:contract.example",
+                "-o",
+                &p("leaf.csr"),
+            ],
+            vec![
+                "ca",
+                "issue",
+                &p("ca"),
+                "--csr",
+                &p("leaf.csr"),
+                "-o",
+                &p("leaf.pem"),
+            ],
+        ] {
+            let out = tlskit(&args);
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::create_dir(f.path("roots")).expect("mkdir");
+        std::fs::copy(f.path("ca/ca.pem"), f.path("roots/ca.pem")).expect("copy");
+        f
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// Run tlskit with stdout a pipe whose reader is already closed: the first write fails
+/// with EPIPE, as under `| head -1` once head has exited.
+fn run_into_closed_pipe(args: &[String]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tlskit");
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read stderr");
+    let status = child.wait().expect("wait");
+    Output {
+        status,
+        stdout: Vec::new(),
+        stderr: stderr.into_bytes(),
+    }
+}
+
+/// Every reporting command, human and --json, against a closed stdout: exit 0, no panic,
+/// no "Broken pipe" message (the convention: a closed pipe ends the command quietly, as
+/// in ripgrep).
+#[test]
+fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
+    let f = Fixture::new();
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let serve = Serve::start(&["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"]);
+    let addr = serve.addr().to_string();
+    let ca_pem = s(&pki.path("ca.pem"));
+    let p = |n: &str| s(&f.path(n));
+    let commands: Vec<Vec<String>> = [
+        vec!["doctor"],
+        vec!["store", "show", "system", "--list"],
+        vec!["store", "show", &p("roots")],
+        vec!["store", "lint", "system"],
+        vec!["store", "build", &p("roots"), "-o", &p("roots.snap")],
+        vec!["store", "prune", &p("roots"), "--backup", &p("backup")],
+        vec![
+            "verify",
+            "--roots",
+            &p("roots"),
+            "--cert",
+            &p("leaf.pem"),
+            "--host",
+            "contract.example",
+        ],
+        vec!["show", &p("leaf.pem")],
+        vec!["lint", &p("leaf.pem")],
+        vec!["ca", "list", &p("ca")],
+        vec!["bench", "store", &p("roots"), "--runs", "1"],
+        vec![
+            "bench",
+            "verify",
+            "--roots",
+            &p("roots"),
+            "--cert",
+            &p("leaf.pem"),
+            "--host",
+            "contract.example",
+            "--runs",
+            "1",
+            "--run-ms",
+            "10",
+        ],
+        vec![
+            "connect",
+            &addr,
+            "--roots",
+            &ca_pem,
+            "--servername",
+            "test.example",
+        ],
+        vec![
+            "probe",
+            &addr,
+            "--roots",
+            &ca_pem,
+            "--servername",
+            "test.example",
+        ],
+    ]
+    .iter()
+    .map(|v| v.iter().map(|a| a.to_string()).collect())
+    .collect();
+    let mut all = Vec::new();
+    for c in &commands {
+        all.push(c.clone());
+        let mut j = c.clone();
+        j.push("--json".into());
+        all.push(j);
+    }
+    all.push(vec!["completions".into(), "bash".into()]);
+    all.push(vec!["man".into(), "--out-dir".into(), p("man")]);
+    all.push(vec!["--help".into()]);
+    // Commands that only say what they wrote.
+    for extra in [
+        vec!["key", "new", "-o", "K"],
+        vec![
+            "csr",
+            "new",
+            "--key",
+            "K",
+            "--subject",
+            "CN=pipe.example",
+            "-o",
+            "R",
+        ],
+        vec![
+            "cert",
+            "self-sign",
+            "--key",
+            "K",
+            "--subject",
+            "CN=pipe.example",
+            "-o",
+            "C",
+        ],
+        vec!["ca", "init", "D"],
+        vec!["--version"],
+    ] {
+        all.push(
+            extra
+                .iter()
+                .map(|a| match *a {
+                    "K" => p("pipe.key"),
+                    "R" => p("pipe.csr"),
+                    "C" => p("pipe.pem"),
+                    "D" => p("pipe-ca"),
+                    other => other.to_string(),
+                })
+                .collect(),
+        );
+    }
+    let mut failures = Vec::new();
+    for args in &all {
+        let out = run_into_closed_pipe(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(0) || err.contains("panicked") || err.contains("Broken pipe") {
+            failures.push(format!(
+                "tlskit {}: {:?}: {err}",
+                args.join(" "),
+                out.status.code()
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+}
+
+/// The case from the issue, through a real `head -1`.
+#[test]
+fn store_list_piped_into_head() {
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "'{BIN}' store show system --list | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}"
+            ),
+        ])
+        .output()
+        .expect("bash");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "{err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
+
+/// `tlskit ARGS`: (exit code, stdout parsed as JSON, stdout text).
+fn json_of(args: &[String]) -> (i32, serde_json::Value, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tlskit");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "tlskit {}: stdout is not one JSON document ({e}): {text}\nstderr: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v, text)
+}
+
+fn schema_validator(name: &str) -> jsonschema::Validator {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schemas")
+        .join(format!("{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{name}: bad schema: {e}"))
+}
+
+/// A JSON number written with more than three decimals (`1.4114259999999998`).
+fn long_float(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| {
+            let v = l.rsplit(": ").next().unwrap_or(l).trim_end_matches(',');
+            v.parse::<f64>().is_ok() && v.split_once('.').is_some_and(|(_, d)| d.len() > 3)
+        })
+        .map(str::to_string)
+}
+
+/// One case: the command, the schema its document must match, the exit code.
+struct Case {
+    args: Vec<String>,
+    schema: &'static str,
+    code: i32,
+}
+
+fn case(schema: &'static str, code: i32, args: &[&str]) -> Case {
+    let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    args.push("--json".into());
+    Case { args, schema, code }
+}
+
+/// Every command's `--json` against its JSON Schema (docs/schemas/) for one input, several
+/// inputs and an error (exit 2 prints a `tlskit.error/1` document, or the command's own
+/// document when it reports per-input errors inside it); `schema` names the document;
+/// no float has more than three decimals.
+#[test]
+fn every_json_document_matches_its_schema() {
+    let f = Fixture::new();
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let serve = Serve::start(&["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"]);
+    let addr = serve.addr().to_string();
+    let closed = format!("127.0.0.1:{}", free_port());
+    let ca_pem = s(&pki.path("ca.pem"));
+    let p = |n: &str| s(&f.path(n));
+    std::fs::create_dir(f.path("empty")).expect("mkdir");
+    std::fs::create_dir(f.path("mixed")).expect("mkdir");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("mixed/ca.pem")).expect("copy");
+    std::fs::write(
+        f.path("mixed/junk.pem"),
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .expect("write");
+    std::fs::create_dir(f.path("dups")).expect("mkdir");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("dups/a.pem")).expect("copy");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("dups/b.pem")).expect("copy");
+    let (roots, leaf) = (p("roots"), p("leaf.pem"));
+    let v1 = [
+        "verify",
+        "--roots",
+        &roots,
+        "--cert",
+        &leaf,
+        "--host",
+        "contract.example",
+    ];
+    let v2 = [
+        "verify",
+        "--roots",
+        &roots,
+        "--cert",
+        &leaf,
+        "--host",
+        "other.example",
+    ];
+    let missing = p("missing.pem");
+    let v3 = [
+        "verify",
+        "--roots",
+        &roots,
+        "--cert",
+        &missing,
+        "--host",
+        "contract.example",
+    ];
+    let cases = vec![
+        // show: one, several (certificate, CA, key, request), one unreadable among several, error
+        case("show", 0, &["show", &p("leaf.pem")]),
+        case(
+            "show",
+            0,
+            &[
+                "show",
+                &p("leaf.pem"),
+                &p("ca/ca.pem"),
+                &p("leaf.key"),
+                &p("leaf.csr"),
+            ],
+        ),
+        case("show", 0, &["show", &p("leaf.pem"), &p("missing.pem")]),
+        case("error", 2, &["show", &p("missing.pem")]),
+        case("lint", 0, &["lint", &p("leaf.pem")]),
+        case("lint", 0, &["lint", &p("leaf.pem"), &p("ca/ca.pem")]),
+        case("lint", 0, &["lint", &p("leaf.pem"), &p("missing.pem")]),
+        case("error", 2, &["lint", &p("missing.pem")]),
+        case("store.show", 0, &["store", "show", &p("roots")]),
+        case(
+            "store.show",
+            0,
+            &["store", "show", &p("roots"), &p("dups"), "system", "--list"],
+        ),
+        case("store.show", 0, &["store", "show", &p("mixed")]),
+        case("error", 2, &["store", "show", &p("empty")]),
+        case("store.lint", 0, &["store", "lint", &p("roots")]),
+        case("store.lint", 0, &["store", "lint", &p("roots"), &p("dups")]),
+        case("error", 2, &["store", "lint", &p("empty")]),
+        case(
+            "store.build",
+            0,
+            &["store", "build", &p("roots"), "-o", &p("one.snap")],
+        ),
+        case(
+            "store.build",
+            0,
+            &[
+                "store",
+                "build",
+                &p("roots"),
+                &p("dups"),
+                "-o",
+                &p("two.snap"),
+            ],
+        ),
+        case(
+            "error",
+            2,
+            &["store", "build", &p("empty"), "-o", &p("none.snap")],
+        ),
+        case(
+            "store.prune",
+            0,
+            &["store", "prune", &p("roots"), "--backup", &p("bak1")],
+        ),
+        case(
+            "store.prune",
+            0,
+            &["store", "prune", &p("dups"), "--backup", &p("bak2")],
+        ),
+        case(
+            "error",
+            2,
+            &["store", "prune", "system", "--backup", &p("bak3")],
+        ),
+        case("verify", 0, &v1),
+        case("verify", 1, &v2),
+        case("error", 2, &v3),
+        case(
+            "ca.issue",
+            0,
+            &[
+                "ca",
+                "issue",
+                &p("ca"),
+                "--csr",
+                &p("leaf.csr"),
+                "-o",
+                &p("leaf2.pem"),
+            ],
+        ),
+        case(
+            "error",
+            2,
+            &[
+                "ca",
+                "issue",
+                &p("ca"),
+                "--csr",
+                &p("missing.csr"),
+                "-o",
+                &p("leaf3.pem"),
+            ],
+        ),
+        case("ca.list", 0, &["ca", "list", &p("ca")]),
+        case("error", 2, &["ca", "list", &p("missing")]),
+        case(
+            "bench.store",
+            0,
+            &["bench", "store", &p("roots"), "--runs", "1"],
+        ),
+        case(
+            "bench.store",
+            0,
+            &["bench", "store", &p("roots"), &p("dups"), "--runs", "2"],
+        ),
+        case("error", 2, &["bench", "store", &p("empty"), "--runs", "1"]),
+        case(
+            "bench.verify",
+            0,
+            &[
+                "bench",
+                "verify",
+                "--roots",
+                &p("roots"),
+                "--cert",
+                &p("leaf.pem"),
+                "--host",
+                "contract.example",
+                "--runs",
+                "1",
+                "--run-ms",
+                "10",
+            ],
+        ),
+        case(
+            "error",
+            2,
+            &[
+                "bench",
+                "verify",
+                "--roots",
+                &p("roots"),
+                "--cert",
+                &p("leaf.pem"),
+                "--host",
+                "other.example",
+                "--runs",
+                "1",
+                "--run-ms",
+                "10",
+            ],
+        ),
+        case(
+            "connect",
+            0,
+            &[
+                "connect",
+                &addr,
+                "--roots",
+                &ca_pem,
+                "--servername",
+                "test.example",
+            ],
+        ),
+        case(
+            "connect",
+            0,
+            &[
+                "connect",
+                &addr,
+                "--roots",
+                &ca_pem,
+                "--servername",
+                "test.example",
+                "--reconnect",
+            ],
+        ),
+        case(
+            "connect",
+            1,
+            &[
+                "connect",
+                &addr,
+                "--roots",
+                &p("roots"),
+                "--servername",
+                "test.example",
+            ],
+        ),
+        case(
+            "error",
+            2,
+            &["connect", &closed, "--roots", &ca_pem, "--timeout", "2"],
+        ),
+        case(
+            "probe",
+            0,
+            &[
+                "probe",
+                &addr,
+                "--roots",
+                &ca_pem,
+                "--servername",
+                "test.example",
+            ],
+        ),
+        case(
+            "probe",
+            0,
+            &[
+                "probe",
+                &addr,
+                "--roots",
+                &ca_pem,
+                "--servername",
+                "test.example",
+                "--repeat",
+                "2",
+            ],
+        ),
+        case(
+            "error",
+            2,
+            &["probe", &closed, "--roots", &ca_pem, "--timeout", "2"],
+        ),
+        case("doctor", 0, &["doctor"]),
+        case(
+            "doctor",
+            0,
+            &[
+                "doctor",
+                &addr,
+                "--servername",
+                "test.example",
+                "--roots",
+                &ca_pem,
+            ],
+        ),
+        case("doctor", 2, &["doctor", &closed]),
+        case("error", 2, &["store", "show", "--no-such-flag"]),
+        case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
+    ];
+    let mut failures = Vec::new();
+    for c in &cases {
+        let (code, v, text) = json_of(&c.args);
+        let cmd = c.args.join(" ");
+        if code != c.code {
+            failures.push(format!("tlskit {cmd}: exit {code}, expected {}", c.code));
+        }
+        let validator = schema_validator(c.schema);
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        if !errors.is_empty() {
+            failures.push(format!(
+                "tlskit {cmd}: not a {} document: {}",
+                c.schema,
+                errors.join("; ")
+            ));
+        }
+        if let Some(l) = long_float(&text) {
+            failures.push(format!("tlskit {cmd}: unrounded number: {l}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // The shapes the schema alone does not pin: one input or several, the same arrays.
+    let (_, one, _) = json_of(&case("show", 0, &["show", &p("leaf.pem")]).args);
+    assert_eq!(one["certificates"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        one["certificates"][0]["sans"][0]["value"],
+        "contract.example"
+    );
+    let (_, many, _) = json_of(
+        &case(
+            "show",
+            0,
+            &["show", &p("leaf.pem"), &p("ca/ca.pem"), &p("leaf.key")],
+        )
+        .args,
+    );
+    assert_eq!(many["certificates"].as_array().map(Vec::len), Some(2));
+    assert_eq!(many["private_keys"].as_array().map(Vec::len), Some(1));
+    let (_, partial, _) =
+        json_of(&case("show", 0, &["show", &p("leaf.pem"), &p("missing.pem")]).args);
+    assert_eq!(partial["input_errors"][0]["path"], p("missing.pem"));
+    let (_, err, _) = json_of(&case("error", 2, &["show", &p("missing.pem")]).args);
+    assert_eq!(err["command"], "show");
+    assert!(
+        err["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("missing.pem")),
+        "{err}"
+    );
+}
+
+/// Stock Debian's store holds each certificate in the bundle and in the directory: a
+/// duplicate is `info` and alone never makes `store lint` exit 1 (doctor calls it normal).
+#[test]
+fn store_lint_duplicates_are_info_and_exit_0() {
+    let f = Fixture::new();
+    std::fs::create_dir(f.path("dups")).expect("mkdir");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("dups/a.pem")).expect("copy");
+    std::fs::copy(f.path("ca/ca.pem"), f.path("dups/b.pem")).expect("copy");
+    let (code, v, _) =
+        json_of(&case("store.lint", 0, &["store", "lint", &s(&f.path("dups"))]).args);
+    let findings = v["findings"].as_array().expect("findings");
+    assert!(
+        findings
+            .iter()
+            .any(|x| x["code"] == "duplicate" && x["severity"] == "info"),
+        "{v}"
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["warnings"], 0);
+}
+
+/// Flags spelled one way across commands: `--tls-version` in probe as in connect (the old
+/// `--tls12` still works), versions written `TLSv1.2`/`TLSv1.3` in reports and logs,
+/// `--roots` taking several sources in doctor too, port 443 when none is given.
+#[test]
+fn flags_are_consistent_across_commands() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--log-level",
+        "debug",
+    ]);
+    let addr = serve.addr().to_string();
+    let ca_pem = s(&pki.path("ca.pem"));
+    let other = s(&pki.path("other-ca.pem"));
+    let base = ["--roots", &ca_pem, "--servername", "test.example", "--json"];
+    for (cmd, flags, want) in [
+        ("probe", vec!["--tls-version", "1.2"], "TLSv1.2"),
+        ("probe", vec!["--tls-version", "1.3"], "TLSv1.3"),
+        ("probe", vec!["--tls12"], "TLSv1.2"),
+        ("connect", vec!["--tls-version", "1.2"], "TLSv1.2"),
+        ("connect", vec![], "TLSv1.3"),
+    ] {
+        let mut args: Vec<String> = vec![cmd.into(), addr.clone()];
+        args.extend(base.iter().map(|a| a.to_string()));
+        args.extend(flags.iter().map(|a| a.to_string()));
+        let (code, v, _) = json_of(&args);
+        assert_eq!(code, 0, "{args:?}: {v}");
+        assert_eq!(v["tls_version"], want, "{args:?}");
+    }
+    assert!(
+        serve.wait_log("event=handshake", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    let log = serve.stderr();
+    assert!(
+        log.contains("version=TLSv1.3") && !log.contains("TLSv1_3"),
+        "{log}"
+    );
+
+    // doctor --roots takes several sources after one flag, as connect and probe do.
+    let (code, v, _) = json_of(&[
+        "doctor".into(),
+        addr.clone(),
+        "--servername".into(),
+        "test.example".into(),
+        "--roots".into(),
+        other,
+        ca_pem,
+        "--json".into(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["sections"]["probe"]["verified"], true, "{v}");
+
+    // HOST alone means port 443 (nothing listens there on the test machine's loopback, or
+    // something else does: either way the report names port 443).
+    for cmd in ["connect", "probe"] {
+        let out = Command::new(BIN)
+            .args([cmd, "127.0.0.1", "--timeout", "2", "--roots", "system"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(all.contains("127.0.0.1:443"), "{cmd}: {all}");
+        assert!(!all.contains("no port"), "{cmd}: {all}");
+    }
+}
+
+/// Help texts: every command has examples, no default is printed twice.
+#[test]
+fn help_texts_have_examples_and_no_duplicated_defaults() {
+    let commands: &[&[&str]] = &[
+        &["doctor"],
+        &["store", "show"],
+        &["store", "build"],
+        &["store", "lint"],
+        &["store", "prune"],
+        &["verify"],
+        &["bench", "store"],
+        &["bench", "verify"],
+        &["key", "new"],
+        &["csr", "new"],
+        &["cert", "self-sign"],
+        &["ca", "init"],
+        &["ca", "issue"],
+        &["ca", "list"],
+        &["show"],
+        &["lint"],
+        &["p12", "export"],
+        &["p12", "import"],
+        &["serve"],
+        &["connect"],
+        &["probe"],
+        &["completions"],
+        &["man"],
+    ];
+    for c in commands {
+        let mut args: Vec<&str> = c.to_vec();
+        args.push("--help");
+        let out = tlskit(&args);
+        assert!(out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            text.contains("Examples:"),
+            "{args:?} has no examples:\n{text}"
+        );
+        // One flag's help, joined across wrapped lines: one default at most.
+        let flat = text.replace('\n', " ");
+        for part in flat.split("  --").skip(1) {
+            let defaults = part.matches("[default:").count()
+                + part.matches("(default)").count()
+                + part.matches("(default ").count();
+            assert!(defaults <= 1, "{args:?}: default given twice in --{part}");
+        }
+    }
+}
+
+/// `completions` prints a script for each shell; `man` writes tlskit.1 and a page per
+/// subcommand that man(1) formats.
+#[test]
+fn completions_and_man_pages() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = tlskit(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("tlskit") && text.contains("probe") && text.contains("--tls-version"),
+            "{shell}: {text}"
+        );
+    }
+    let out = tlskit(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let man = dir.path().join("man1");
+    let out = tlskit(&["man", "--out-dir", &s(&man)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in [
+        "tlskit.1",
+        "tlskit-serve.1",
+        "tlskit-store-show.1",
+        "tlskit-ca-issue.1",
+    ] {
+        let text =
+            std::fs::read_to_string(man.join(page)).unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(
+            text.starts_with(".ie \\n(.g .ds Aq") || text.contains(".TH"),
+            "{page}"
+        );
+    }
+    let pages = std::fs::read_dir(&man).expect("read").count();
+    assert!(pages >= 25, "{pages} pages");
+    assert!(have("man"), "man missing: scripts/setup installs man-db");
+    {
+        let out = Command::new("man")
+            .args(["-l", &s(&man.join("tlskit-serve.1"))])
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .expect("man");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("--shutdown-grace"), "{text}");
+    }
+}
+
+/// SLOW (a full build of tlskit in its own target directory, `target/install-test`: minutes
+/// on the first run, seconds after): `cargo install --locked --path crates/cli --root DIR`
+/// as the README's install command does (with `--debug`, which the README does not use, to
+/// keep the test's build short), then `--version`, `completions` and `man` from the
+/// installed binary. Its own target directory because the running `cargo test` holds the
+/// lock of the workspace's.
+#[test]
+fn installed_binary_runs() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = ws.join("target/install-test");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&ws)
+        .args([
+            "install",
+            "--debug",
+            "--locked",
+            "--quiet",
+            "--path",
+            "crates/cli",
+            "--root",
+        ])
+        .arg(root.path())
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("run cargo install");
+    assert!(
+        out.status.success(),
+        "cargo install failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = root.path().join("bin/tlskit");
+    let run = |args: &[&str]| {
+        let o = Command::new(&bin)
+            .args(args)
+            .output()
+            .expect("run installed tlskit");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(
+        run(&["--version"]).trim(),
+        format!("tlskit {}", env!("CARGO_PKG_VERSION"))
+    );
+    assert!(run(&["completions", "bash"]).contains("complete -F _tlskit"));
+    let man = root.path().join("share/man/man1");
+    run(&["man", "--out-dir", &s(&man)]);
+    assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
+}
+
+/// dist/tlskit.service is a valid unit (systemd-analyze verify, with ExecStart pointed at
+/// the binary under test) of Type=notify with a SIGHUP reload and the hardening options,
+/// and systemd rates its exposure "OK" (under 2.0 of 10).
+#[test]
+fn systemd_unit_verifies_and_is_hardened() {
+    let unit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tlskit.service");
+    let unit = std::fs::read_to_string(&unit_path).expect("dist/tlskit.service");
+    for want in [
+        "Type=notify",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "PrivateTmp=yes",
+        "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
+    ] {
+        assert!(unit.lines().any(|l| l == want), "{want} missing");
+    }
+    assert!(
+        have("systemd-analyze"),
+        "systemd-analyze missing: scripts/setup installs it"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local: String = unit
+        .lines()
+        .filter(|l| !l.starts_with("Documentation="))
+        .map(|l| l.replace("/usr/local/bin/tlskit", BIN) + "\n")
+        .collect();
+    let p = dir.path().join("tlskit.service");
+    std::fs::write(&p, local).expect("write unit");
+    let out = Command::new("systemd-analyze")
+        .args(["verify", &s(&p)])
+        .output()
+        .expect("systemd-analyze");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !err.contains("tlskit.service"),
+        "{err}"
+    );
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=yes", &s(&p)])
+        .env("SYSTEMD_COLORS", "0")
+        .output()
+        .expect("systemd-analyze security");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let level: f64 = text
+        .lines()
+        .find_map(|l| l.split("exposure level for tlskit.service: ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no exposure level: {text}"));
+    assert!(level < 2.0, "exposure {level}: {text}");
+}
