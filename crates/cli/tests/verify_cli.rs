@@ -543,16 +543,13 @@ fn escape_codes_in_names_passing_and_failing() {
     };
     let (code, out) = run(&["--host", "evil.test"]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("evil\\x1b[31mred\\x07\\rcn\\u{202e}gnp.exe"),
-        "{out}"
-    );
+    assert!(out.contains(hostile::EVIL_CN_DN), "{out}");
     let (code, out) = run(&["--host", "evil.test", "--json"]);
     assert_eq!(code, 0, "{out}");
     let j = json(&out);
     let chain = j.chain.unwrap();
     assert!(
-        chain[0].contains(hostile::EVIL_CN) && chain[0].contains(hostile::EVIL_O),
+        chain[0].contains(hostile::EVIL_CN_DN) && chain[0].contains(hostile::EVIL_O_DN),
         "{chain:?}"
     );
     let (code, out) = run(&["--host", "other.test"]);
@@ -560,7 +557,7 @@ fn escape_codes_in_names_passing_and_failing() {
     let (code, out) = run(&["--host", "evil.test", "--at", "2099-01-01T00:00:00Z"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("end-entity certificate (CN=evil\\x1b"),
+        out.contains("end-entity certificate (") && out.contains(hostile::EVIL_CN_DN),
         "{out}"
     );
 }

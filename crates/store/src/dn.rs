@@ -50,7 +50,9 @@ fn escape_value(s: &str, out: &mut String) {
         let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=')
             || (i == 0 && (c == '#' || c == ' '))
             || (i + 1 == n && c == ' ');
-        if c.is_control() {
+        // Controls and bidi overrides as RFC 4514 hex pairs (the one set `text::escape`
+        // shows escaped too), so that a rendered name is safe on any terminal.
+        if c.is_control() || crate::text::needs_escape(c) {
             let mut buf = [0u8; 4];
             for b in c.encode_utf8(&mut buf).bytes() {
                 out.push_str(&format!("\\{b:02X}"));
