@@ -156,6 +156,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
     stopping: AtomicBool,
+    /// Number of the latest reload started (see [`reload`]).
+    reload_seq: std::sync::atomic::AtomicU64,
     /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
     stop: watch::Sender<bool>,
 }
@@ -380,6 +382,7 @@ impl Server {
                 metrics: Arc::new(Metrics::default()),
                 limit,
                 stopping: AtomicBool::new(false),
+                reload_seq: std::sync::atomic::AtomicU64::new(0),
                 stop: watch::channel(false).0,
             }),
             listeners,
@@ -449,22 +452,43 @@ async fn run_async(
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
+    // The signal loop never waits on a reload: reloads run on the blocking pool, at most
+    // one at a time (requests meanwhile are coalesced into one more), each with a
+    // deadline. SIGTERM/SIGINT are handled whatever a reload is doing.
+    let mut reloads = Reloads::default();
+    // When the file changes have been quiet long enough to reload.
+    let mut settle: Option<tokio::time::Instant> = None;
     loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-            _ = hup.recv() => {
-                let s = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || reload(&s, "sighup")).await;
+        let overdue_at = reloads.deadline();
+        let ev = tokio::select! {
+            _ = term.recv() => LoopEvent::Stop,
+            _ = int.recv() => LoopEvent::Stop,
+            _ = hup.recv() => LoopEvent::Reload("sighup"),
+            Some(()) = change_rx.recv() => LoopEvent::Changed,
+            // Let a burst of changes (a key and a chain replaced one after the other)
+            // settle, then reload once.
+            _ = sleep_until_opt(settle) => LoopEvent::Reload("file_change"),
+            _ = reloads.finished() => LoopEvent::ReloadDone,
+            _ = sleep_until_opt(overdue_at) => LoopEvent::ReloadOverdue,
+        };
+        match ev {
+            LoopEvent::Stop => break,
+            LoopEvent::Changed => {
+                settle = Some(tokio::time::Instant::now() + WATCH_DEBOUNCE);
             }
-            Some(()) = change_rx.recv() => {
-                // Let a burst of changes (a key and a chain replaced one after the
-                // other) settle, then reload once.
-                while let Ok(Some(())) = tokio::time::timeout(WATCH_DEBOUNCE, change_rx.recv()).await {}
-                let s = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || reload(&s, "file_change")).await;
+            LoopEvent::Reload(cause) => {
+                if cause == "file_change" {
+                    settle = None;
+                }
+                reloads.request(&shared, cause);
             }
+            LoopEvent::ReloadDone => reloads.done(&shared),
+            LoopEvent::ReloadOverdue => reloads.overdue(&shared),
         }
+    }
+    if reloads.running.is_some() {
+        // Not waited for: the process exits after the drain below, the reload with it.
+        log::event(Level::Warn, "reload_abandoned", &[("reason", &"stopping")]);
     }
     shared.stopping.store(true, Ordering::Release);
     shared.stop.send_replace(true);
@@ -495,6 +519,124 @@ impl std::fmt::Display for DisplayAddrs<'_> {
 
 /// Quiet time after the last file change before reloading.
 const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// How long one reload may take before it is given up (logged as failed, what is serving
+/// kept; the next request starts a fresh one). Files are opened non-blocking and only
+/// regular files are read, so only a file system that stops answering (a dead NFS
+/// server) can make a reload this slow.
+pub const RELOAD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Most reloads alive at once, counting ones given up after [`RELOAD_DEADLINE`] whose
+/// thread is still blocked; further requests are refused (logged) until one ends.
+const MAX_RELOAD_THREADS: usize = 4;
+
+/// What woke the signal loop.
+enum LoopEvent {
+    Stop,
+    Changed,
+    Reload(&'static str),
+    ReloadDone,
+    ReloadOverdue,
+}
+
+/// Sleep until `at`, or for ever when `None` (a `select!` branch that never fires).
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reloads in flight, seen from the signal loop.
+#[derive(Default)]
+struct Reloads {
+    /// The reload running now and when it is overdue.
+    running: Option<(tokio::task::JoinHandle<()>, tokio::time::Instant)>,
+    /// A request that came while one was running: started when it ends.
+    pending: Option<&'static str>,
+    /// Reload threads alive (the running one and any given up but still blocked).
+    alive: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Reloads {
+    fn request(&mut self, s: &Arc<Shared>, cause: &'static str) {
+        if self.running.is_some() {
+            self.pending = Some(cause);
+            return;
+        }
+        let alive = self.alive.load(Ordering::Acquire);
+        if alive >= MAX_RELOAD_THREADS {
+            s.metrics.reload(false);
+            log::event(
+                Level::Error,
+                "reload_failed",
+                &[
+                    ("what", &"all"),
+                    ("cause", &cause),
+                    (
+                        "reason",
+                        &format!("{alive} earlier reloads are still blocked; not starting another"),
+                    ),
+                ],
+            );
+            return;
+        }
+        let seq = s.reload_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        self.alive.fetch_add(1, Ordering::AcqRel);
+        let (s2, alive) = (s.clone(), self.alive.clone());
+        let h = tokio::task::spawn_blocking(move || {
+            reload(&s2, cause, seq);
+            alive.fetch_sub(1, Ordering::AcqRel);
+        });
+        self.running = Some((h, tokio::time::Instant::now() + RELOAD_DEADLINE));
+    }
+
+    /// Resolves when the running reload ends (never when none runs).
+    async fn finished(&mut self) {
+        match &mut self.running {
+            Some((h, _)) => {
+                let _ = h.await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.running.as_ref().map(|r| r.1)
+    }
+
+    fn done(&mut self, s: &Arc<Shared>) {
+        self.running = None;
+        if let Some(cause) = self.pending.take() {
+            self.request(s, cause);
+        }
+    }
+
+    fn overdue(&mut self, s: &Arc<Shared>) {
+        // Detached, not stopped (a thread blocked in the kernel cannot be); its result,
+        // should it ever finish, is discarded (`reload_seq` has moved on).
+        self.running = None;
+        s.reload_seq.fetch_add(1, Ordering::AcqRel);
+        s.metrics.reload(false);
+        log::event(
+            Level::Error,
+            "reload_failed",
+            &[
+                ("what", &"all"),
+                (
+                    "reason",
+                    &format!(
+                        "did not finish within {} s; given up, serving what was loaded before",
+                        RELOAD_DEADLINE.as_secs()
+                    ),
+                ),
+            ],
+        );
+        if let Some(cause) = self.pending.take() {
+            self.request(s, cause);
+        }
+    }
+}
 
 /// Watch the directories holding the configured files (so atomic replacement by rename
 /// is seen) and report changes to the files themselves, the SNI directory and client-CA
@@ -544,7 +686,9 @@ fn watch_files(
 }
 
 /// Reload certificates (and the client-CA store). A failure keeps what was serving.
-fn reload(s: &Shared, cause: &str) {
+/// `seq`: this reload's number; its certificates are installed only if no later reload
+/// started meanwhile (one given up after [`RELOAD_DEADLINE`] must not win late).
+fn reload(s: &Shared, cause: &str, seq: u64) {
     let t = Instant::now();
     let certs = CertIndex::load(
         &s.cfg.cert,
@@ -567,8 +711,10 @@ fn reload(s: &Shared, cause: &str) {
                 "certificates_loaded",
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
-            crate::compress::warm(index.chains(), &s.cfg.compress);
-            s.resolver.replace(index);
+            if s.reload_seq.load(Ordering::Acquire) == seq {
+                crate::compress::warm(index.chains(), &s.cfg.compress);
+                s.resolver.replace(index);
+            }
         }
         Err(e) => {
             ok = false;

@@ -147,13 +147,26 @@ pub enum SnapshotError {
     CorruptAnchors { count: usize, first: u32 },
 }
 
+/// " (PATH: reason)" for the first issue, and the count of the others.
+fn nothing_detail(issues: &[LoadIssue], counts: &BTreeMap<&'static str, usize>) -> String {
+    let total = counts.values().sum::<usize>().max(issues.len());
+    match issues.first() {
+        None if total == 0 => String::new(),
+        None => format!(" ({total} problem(s) reported)"),
+        Some(first) if total <= 1 => format!(" ({first})"),
+        Some(first) => format!(" ({first}; and {} more problem(s))", total - 1),
+    }
+}
+
 /// Store-level failures.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// No source yielded a single anchor. Carries the per-file issues (at most
     /// [`MAX_ISSUES_PER_KIND`] of each kind) and (+) the count of every issue by kind.
-    #[error("nothing loadable: no trust anchor found ({} problem(s) reported)", .counts.values().sum::<usize>().max(.issues.len()))]
+    /// Displays the first problem itself (a reload that keeps the last good store logs
+    /// why), then how many more there were.
+    #[error("nothing loadable: no trust anchor found{}", nothing_detail(.issues, .counts))]
     NothingLoadable {
         issues: Vec<LoadIssue>,
         counts: BTreeMap<&'static str, usize>,

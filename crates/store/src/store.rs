@@ -161,8 +161,9 @@ pub(crate) enum Bytes {
         map: memmap2::MmapMut,
         len: usize,
     },
-    Mapped {
-        map: Arc<memmap2::Mmap>,
+    /// `all[start..start + len]`: one section of a snapshot file read into memory.
+    Shared {
+        all: Arc<Bytes>,
         start: usize,
         len: usize,
     },
@@ -175,7 +176,7 @@ impl Bytes {
         match self {
             Bytes::Owned(v) => v.capacity(),
             Bytes::Anon { map, .. } => map.len(),
-            Bytes::Mapped { len, .. } => *len,
+            Bytes::Shared { len, .. } => *len,
         }
     }
     #[inline]
@@ -184,9 +185,11 @@ impl Bytes {
             Bytes::Owned(v) => v,
             // The arena keeps len <= map.len().
             Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
-            // start..start+len was bounds-checked against the mapping when the snapshot was
+            // start..start+len was bounds-checked against the file when the snapshot was
             // opened; `get` keeps this panic-free even so.
-            Bytes::Mapped { map, start, len } => map.get(*start..start + len).unwrap_or(&[]),
+            Bytes::Shared { all, start, len } => {
+                all.as_slice().get(*start..start + len).unwrap_or(&[])
+            }
         }
     }
 }

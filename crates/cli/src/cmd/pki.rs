@@ -181,7 +181,9 @@ pub(crate) struct PasswordArgs {
 impl PasswordArgs {
     fn get(&self) -> anyhow::Result<String> {
         if let Some(f) = &self.password_file {
-            let text = std::fs::read_to_string(f)
+            // A password file is one line: 64 KiB is plenty, and a FIFO or device is
+            // refused rather than waited on.
+            let text = tlskit_io::read_to_string(f, 64 << 10)
                 .with_context(|| format!("{}: cannot read the password file", f.display()))?;
             return Ok(text.lines().next().unwrap_or("").to_string());
         }
