@@ -526,6 +526,10 @@ const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
 /// server) can make a reload this slow.
 pub const RELOAD_DEADLINE: Duration = Duration::from_secs(30);
 
+/// Most `client_ca_skipped` lines one reload logs (the rest are only counted in the
+/// store's report).
+const MAX_SKIPPED_LOGGED: usize = 20;
+
 /// Most reloads alive at once, counting ones given up after [`RELOAD_DEADLINE`] whose
 /// thread is still blocked; further requests are refused (logged) until one ends.
 const MAX_RELOAD_THREADS: usize = 4;
@@ -730,7 +734,17 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
         match store.reload() {
             // A reload that finds exactly the same anchors keeps the anchor-set generation
             // that resumption is bound to: saved sessions stay valid.
-            Ok(out) => anchors_changed = out.anchors_changed,
+            Ok(out) => {
+                // What was skipped, as at start (a damaged file among good ones).
+                for e in out.report.errors.iter().take(MAX_SKIPPED_LOGGED) {
+                    log::event(
+                        Level::Warn,
+                        "client_ca_skipped",
+                        &[("path", &e.path.display()), ("reason", &e.reason)],
+                    );
+                }
+                anchors_changed = out.anchors_changed;
+            }
             Err(e) => {
                 ok = false;
                 log::event(

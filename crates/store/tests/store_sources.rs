@@ -440,7 +440,7 @@ fn fifo_swapped_in_between_stat_and_open_never_blocks() {
             let tmp = dir.join("swap.tmp");
             let mut flips = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let from = if flips % 2 == 0 { &fifo } else { &reg };
+                let from = if flips.is_multiple_of(2) { &fifo } else { &reg };
                 let _ = fs::remove_file(&tmp);
                 fs::hard_link(from, &tmp).unwrap();
                 fs::rename(&tmp, &target).unwrap();
