@@ -60,8 +60,9 @@ pub const MAGIC: &[u8; 8] = b"TLSKSNAP";
 /// The format version this code reads and writes.
 pub const VERSION: u32 = 1;
 const HEADER_LEN: usize = 128;
-/// Largest snapshot accepted (offsets inside are u32 for DER).
-pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
+/// Largest snapshot accepted: 2 GiB (about 3.6 million anchors). The file is read into
+/// memory, and only after its header has been checked (see `precheck_header`).
+pub const MAX_SNAPSHOT_BYTES: u64 = 2 << 30;
 
 /// One source a snapshot was built from, to detect staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +156,37 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// Before reading a whole file: its header must be a snapshot header (magic, version,
+/// checksum) that accounts for exactly `len` bytes, so a large file that is not a snapshot
+/// (or not this one) costs 128 bytes of reading, not its size in memory. Everything is
+/// checked again on the copy read afterwards (the file may change in between).
+fn precheck_header(file: &fs::File, len: u64) -> Result<(), SnapshotError> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut h, 0)
+        .map_err(|e| SnapshotError::Io(e.to_string()))?;
+    if &h[..8] != MAGIC {
+        return Err(SnapshotError::BadMagic);
+    }
+    let version = u32_at(&h, 8);
+    if version != VERSION {
+        return Err(SnapshotError::WrongVersion {
+            found: version,
+            supported: VERSION,
+        });
+    }
+    if xxh3_64(&h[..120]) != u64_at(&h, 120) {
+        return Err(SnapshotError::HeaderChecksum);
+    }
+    let end = u64_at(&h, 80).saturating_add(u64_at(&h, 88));
+    if end != len {
+        return Err(SnapshotError::Truncated(format!(
+            "header says {end} bytes, file has {len}"
+        )));
+    }
+    Ok(())
+}
+
 /// Read the whole snapshot (`len` bytes, already checked against
 /// [`MAX_SNAPSHOT_BYTES`]) into fresh memory: huge-page anonymous memory from 2 MiB on
 /// (the store arena's [`Arena`]), so the copy costs little more than the bytes themselves.
@@ -212,6 +244,7 @@ impl TrustStore {
                 "{len} bytes, shorter than the {HEADER_LEN}-byte header"
             )));
         }
+        precheck_header(&file, len)?;
         let map = Arc::new(read_whole(file, len)?);
         let h = map
             .as_slice()

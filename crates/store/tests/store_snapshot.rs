@@ -226,3 +226,33 @@ fn open_store_survives_its_file_truncated_or_rewritten_in_place() {
     // And reopening the damaged file is refused, not trusted.
     assert!(TrustStore::open_snapshot(&snap).is_err());
 }
+
+/// A big file that starts like a snapshot but whose header does not account for it is
+/// refused after reading its 128-byte header, not read whole into memory.
+#[test]
+fn big_file_with_a_bad_header_is_not_read_whole() {
+    let (d, _bundle, snap) = fixture(3);
+    let big = d.path().join("big.snap");
+    let head = fs::read(&snap).unwrap();
+    let f = fs::File::create(&big).unwrap();
+    use std::io::Write;
+    (&f).write_all(&head[..128]).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let t = std::time::Instant::now();
+    let e = TrustStore::open_snapshot(&big).err().unwrap();
+    assert!(
+        matches!(&e, SnapshotError::Truncated(m) if m.contains("file has 1073741824")),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+    // Over the limit: refused by its size alone.
+    f.set_len(tlskit_store::MAX_SNAPSHOT_BYTES + 1).unwrap();
+    assert!(matches!(
+        TrustStore::open_snapshot(&big),
+        Err(SnapshotError::TooLarge(_))
+    ));
+}
