@@ -26,8 +26,10 @@ Examples:
 
 --cert holds the leaf certificate followed by its chain. Prints `listening on ADDR` on stderr
 for each address once ready. SIGHUP, or a change to any of those files (unless --no-watch), reloads certificates and the
-client-CA store without dropping connections; SIGTERM stops
-accepting and lets open connections finish (up to --shutdown-grace). Exit 2 on bad configuration.";
+client-CA store without dropping connections (a failed reload keeps what is serving and logs
+why; a reload is given up after 30 s); SIGTERM stops accepting and lets open connections
+finish (up to --shutdown-grace), whatever a reload is doing. Files that are not regular
+files (FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
