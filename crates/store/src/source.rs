@@ -643,8 +643,14 @@ impl StoreBuilder {
         // Open without blocking and check the opened file: the path may have been replaced
         // (by a FIFO, a device, another file) since the `stat` above. Anything but the
         // regular file that was checked is refused before a byte is read.
-        let (file, md) = match tlskit_io::open_regular(path) {
-            Ok((f, now)) if (now.dev(), now.ino()) == key => (f, now),
+        let (file, md, key) = match tlskit_io::open_regular(path) {
+            Ok((f, now)) if (now.dev(), now.ino()) == key => (f, now, key),
+            // Replaced by another regular file meanwhile (an atomic rename by whoever
+            // updates it): read the new one, unless that one was read already.
+            Ok((f, now)) if self.seen_inodes.insert((now.dev(), now.ino())) => {
+                let key = (now.dev(), now.ino());
+                (f, now, key)
+            }
             Ok(_) => {
                 report.push_issue(LoadIssue::new(
                     path,
