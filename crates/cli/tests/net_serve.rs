@@ -1521,3 +1521,73 @@ fn net_serve_fifo_in_sni_dir_still_ready() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["chain"][0], "CN=c.example", "{v}");
 }
+
+/// A FIFO as the config file, the client-CA source or the key: `serve` exits 2 at once,
+/// naming the file, instead of waiting for a writer.
+#[test]
+fn net_serve_fifo_config_client_ca_or_key_refused_at_start() {
+    let pki = Pki::new();
+    let fifo = pki.path("fifo");
+    mkfifo(&fifo);
+    let (c, k, f) = (
+        s(&pki.path("chain.pem")),
+        s(&pki.path("leaf.key")),
+        s(&fifo),
+    );
+    let cases: [Vec<&str>; 3] = [
+        vec!["serve", "--config", &f],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--client-ca",
+            &f,
+        ],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &c,
+            "--key",
+            &f,
+        ],
+    ];
+    for args in cases {
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let t = Instant::now();
+        let code = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st.code();
+            }
+            if t.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{args:?}: still running after 20 s (blocked on the FIFO?)");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("read");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{f}: not a regular file")),
+            "{args:?}: {err}"
+        );
+    }
+}
