@@ -455,7 +455,7 @@ async fn run_async(
     // The signal loop never waits on a reload: reloads run on the blocking pool, at most
     // one at a time (requests meanwhile are coalesced into one more), each with a
     // deadline. SIGTERM/SIGINT are handled whatever a reload is doing.
-    let mut reloads = Reloads::default();
+    let mut reloads = Reloads::new(RELOAD_DEADLINE);
     // When the file changes have been quiet long enough to reload.
     let mut settle: Option<tokio::time::Instant> = None;
     loop {
@@ -480,10 +480,14 @@ async fn run_async(
                 if cause == "file_change" {
                     settle = None;
                 }
-                reloads.request(&shared, cause);
+                start_reload(&mut reloads, &shared, cause);
             }
-            LoopEvent::ReloadDone => reloads.done(&shared),
-            LoopEvent::ReloadOverdue => reloads.overdue(&shared),
+            LoopEvent::ReloadDone => {
+                if let Some(cause) = reloads.done() {
+                    start_reload(&mut reloads, &shared, cause);
+                }
+            }
+            LoopEvent::ReloadOverdue => reload_overdue(&mut reloads, &shared),
         }
     }
     if reloads.running.is_some() {
@@ -551,8 +555,17 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// Reloads in flight, seen from the signal loop.
-#[derive(Default)]
+/// Decrements the count of live reload threads when dropped.
+struct AliveGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Reloads in flight, seen from the signal loop: at most one running, requests meanwhile
+/// merged into one pending, a deadline per reload, a bound on threads left blocked.
 struct Reloads {
     /// The reload running now and when it is overdue.
     running: Option<(tokio::task::JoinHandle<()>, tokio::time::Instant)>,
@@ -560,39 +573,53 @@ struct Reloads {
     pending: Option<&'static str>,
     /// Reload threads alive (the running one and any given up but still blocked).
     alive: Arc<std::sync::atomic::AtomicUsize>,
+    deadline: Duration,
+}
+
+/// What [`Reloads::request`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Requested {
+    Started,
+    /// Merged into the request that runs when the current reload ends.
+    Queued,
+    /// This many reload threads are alive (blocked): none started.
+    Refused(usize),
 }
 
 impl Reloads {
-    fn request(&mut self, s: &Arc<Shared>, cause: &'static str) {
+    fn new(deadline: Duration) -> Self {
+        Reloads {
+            running: None,
+            pending: None,
+            alive: Arc::default(),
+            deadline,
+        }
+    }
+
+    /// Start a reload (`work` on the blocking pool) unless one is running or too many
+    /// threads are blocked.
+    fn request(
+        &mut self,
+        cause: &'static str,
+        work: impl FnOnce(&'static str) + Send + 'static,
+    ) -> Requested {
         if self.running.is_some() {
             self.pending = Some(cause);
-            return;
+            return Requested::Queued;
         }
         let alive = self.alive.load(Ordering::Acquire);
         if alive >= MAX_RELOAD_THREADS {
-            s.metrics.reload(false);
-            log::event(
-                Level::Error,
-                "reload_failed",
-                &[
-                    ("what", &"all"),
-                    ("cause", &cause),
-                    (
-                        "reason",
-                        &format!("{alive} earlier reloads are still blocked; not starting another"),
-                    ),
-                ],
-            );
-            return;
+            return Requested::Refused(alive);
         }
-        let seq = s.reload_seq.fetch_add(1, Ordering::AcqRel) + 1;
         self.alive.fetch_add(1, Ordering::AcqRel);
-        let (s2, alive) = (s.clone(), self.alive.clone());
+        let guard = AliveGuard(self.alive.clone());
         let h = tokio::task::spawn_blocking(move || {
-            reload(&s2, cause, seq);
-            alive.fetch_sub(1, Ordering::AcqRel);
+            // Counted down however the reload ends (a panic included).
+            let _alive = guard;
+            work(cause);
         });
-        self.running = Some((h, tokio::time::Instant::now() + RELOAD_DEADLINE));
+        self.running = Some((h, tokio::time::Instant::now() + self.deadline));
+        Requested::Started
     }
 
     /// Resolves when the running reload ends (never when none runs).
@@ -609,36 +636,68 @@ impl Reloads {
         self.running.as_ref().map(|r| r.1)
     }
 
-    fn done(&mut self, s: &Arc<Shared>) {
+    /// The running reload ended: the pending request to start now, if any.
+    fn done(&mut self) -> Option<&'static str> {
         self.running = None;
-        if let Some(cause) = self.pending.take() {
-            self.request(s, cause);
-        }
+        self.pending.take()
     }
 
-    fn overdue(&mut self, s: &Arc<Shared>) {
-        // Detached, not stopped (a thread blocked in the kernel cannot be); its result,
-        // should it ever finish, is discarded (`reload_seq` has moved on).
+    /// The running reload passed its deadline: detached, not stopped (a thread blocked in
+    /// the kernel cannot be). Returns the pending request to start now, if any.
+    fn overdue(&mut self) -> Option<&'static str> {
         self.running = None;
-        s.reload_seq.fetch_add(1, Ordering::AcqRel);
+        self.pending.take()
+    }
+}
+
+/// Start a reload for `cause` (or queue it), logging a refusal.
+fn start_reload(reloads: &mut Reloads, s: &Arc<Shared>, cause: &'static str) {
+    let s2 = s.clone();
+    let r = reloads.request(cause, move |cause| {
+        let seq = s2.reload_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        reload(&s2, cause, seq)
+    });
+    if let Requested::Refused(alive) = r {
         s.metrics.reload(false);
         log::event(
             Level::Error,
             "reload_failed",
             &[
                 ("what", &"all"),
+                ("cause", &cause),
                 (
                     "reason",
-                    &format!(
-                        "did not finish within {} s; given up, serving what was loaded before",
-                        RELOAD_DEADLINE.as_secs()
-                    ),
+                    &format!("{alive} earlier reloads are still blocked; not starting another"),
                 ),
             ],
         );
-        if let Some(cause) = self.pending.take() {
-            self.request(s, cause);
-        }
+    }
+}
+
+/// The running reload passed [`RELOAD_DEADLINE`]: log it, make sure its late result is
+/// discarded, and start what was pending.
+fn reload_overdue(reloads: &mut Reloads, s: &Arc<Shared>) {
+    let pending = reloads.overdue();
+    // A late result must not be installed: a reload installs only while `reload_seq` is
+    // still its own number.
+    s.reload_seq.fetch_add(1, Ordering::AcqRel);
+    s.metrics.reload(false);
+    log::event(
+        Level::Error,
+        "reload_failed",
+        &[
+            ("what", &"all"),
+            (
+                "reason",
+                &format!(
+                    "did not finish within {} s; given up, serving what was loaded before",
+                    reloads.deadline.as_secs()
+                ),
+            ),
+        ],
+    );
+    if let Some(cause) = pending {
+        start_reload(reloads, s, cause);
     }
 }
 
@@ -1020,6 +1079,69 @@ async fn metrics_loop(l: TcpListener, m: Arc<Metrics>, mut stop: watch::Receiver
             );
             let _ = c.write_all(resp.as_bytes()).await;
             let _ = c.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+
+    /// One reload at a time, requests meanwhile merged into one, a deadline after which a
+    /// blocked reload is left behind, and a bound on how many are left behind.
+    #[test]
+    fn reloads_coalesce_time_out_and_are_bounded() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async {
+            let mut r = Reloads::new(Duration::from_millis(50));
+            // Each reload blocks until released (a stuck file system).
+            let (release, gate) = std::sync::mpsc::channel::<()>();
+            let gate = Arc::new(std::sync::Mutex::new(gate));
+            let stuck = |gate: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>| {
+                move |_: &'static str| {
+                    let _ = gate.lock().map(|g| g.recv());
+                }
+            };
+            assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Started);
+            assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Queued);
+            assert_eq!(
+                r.request("file_change", stuck(gate.clone())),
+                Requested::Queued
+            );
+            // Not finished before its deadline; the deadline fires.
+            let at = r.deadline().unwrap_or_else(|| panic!("no deadline"));
+            tokio::select! {
+                _ = r.finished() => panic!("a blocked reload finished"),
+                _ = tokio::time::sleep_until(at) => {}
+            }
+            assert_eq!(r.overdue(), Some("file_change"));
+            assert!(r.deadline().is_none());
+            // Left-behind reloads count against the bound.
+            for _ in 1..MAX_RELOAD_THREADS {
+                assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Started);
+                assert_eq!(r.overdue(), None);
+            }
+            assert_eq!(
+                r.request("sighup", stuck(gate.clone())),
+                Requested::Refused(MAX_RELOAD_THREADS)
+            );
+            // Once they end, reloads start again and finish.
+            for _ in 0..MAX_RELOAD_THREADS {
+                let _ = release.send(());
+            }
+            let t = Instant::now();
+            while r.alive.load(Ordering::Acquire) > 0 {
+                assert!(t.elapsed() < Duration::from_secs(10));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert_eq!(r.request("sighup", |_| {}), Requested::Started);
+            tokio::time::timeout(Duration::from_secs(10), r.finished())
+                .await
+                .unwrap_or_else(|_| panic!("a quick reload did not finish"));
+            assert_eq!(r.done(), None);
         });
     }
 }
