@@ -1061,8 +1061,8 @@ impl StoreBuilder {
 }
 
 /// Load sources into a new store (generation 1). A single snapshot source is used as it
-/// is (read into memory once, not rebuilt). Fails with [`StoreError::NothingLoadable`] (carrying every issue) when no
-/// source yields an anchor.
+/// is (read into memory once, not rebuilt). Fails with [`StoreError::NothingLoadable`]
+/// (carrying every issue) when no source yields an anchor.
 pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> {
     let started = Instant::now();
     if let [Source::Snapshot(p)] = sources {
