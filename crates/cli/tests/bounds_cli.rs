@@ -578,8 +578,7 @@ fn bounds_verify_2gb_cert_file() {
         r.stderr()
     );
     assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
-    // An endless source (a character device; a pipe reads the same way): reading stops
-    // at the limit.
+    // An endless source (a character device): refused before a byte is read.
     let r = verify_json(&roots, Path::new("/dev/zero"));
     eprintln!(
         "--cert /dev/zero: {:.2} s, peak RSS {} MiB",
@@ -589,9 +588,106 @@ fn bounds_verify_2gb_cert_file() {
     assert_eq!(r.code(), Some(2), "{}", r.stderr());
     assert!(
         r.stderr()
-            .contains("/dev/zero: file too large (more than 67108864 bytes)"),
+            .contains("/dev/zero: not a regular file (character device)"),
         "{}",
         r.stderr()
     );
-    assert!(r.peak_kib < 256 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
+}
+
+/// Every command that reads a user-named file goes through the one bounded reader
+/// (tlskit-io): `/dev/zero` and a FIFO are refused before anything is read or waited on,
+/// a 1 GiB sparse file by its size before reading; exit 2, the file and the limit named,
+/// small peak RSS, well inside the kill limit. (Before: `show /dev/zero` grew until memory
+/// ran out, a 1 GB file cost 1-2 GB of RSS, a FIFO hung.)
+#[test]
+fn bounds_every_reader_refuses_devices_fifos_and_huge_files() {
+    let d = tempfile::tempdir().unwrap();
+    let big = d.path().join("big.pem");
+    fs::File::create(&big).unwrap().set_len(1 << 30).unwrap();
+    let fifo = d.path().join("fifo.pem");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let ca = d.path().join("ca");
+    let r = run_measured(
+        &["ca", "init", s(&ca), "--subject", "CN=Bounds CA"],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.stderr());
+    let roots = d.path().join("root.pem");
+    fs::write(&roots, store_pki::ca("Bounds Root")).unwrap();
+    let out = d.path().join("out");
+    let (key_out, cert_out) = (d.path().join("k.pem"), d.path().join("c.pem"));
+    let pw = d.path().join("pw");
+    fs::write(&pw, "secret\n").unwrap();
+    for input in [Path::new("/dev/zero"), &fifo, &big] {
+        let f = s(input);
+        let commands: Vec<Vec<&str>> = vec![
+            vec!["show", f],
+            vec!["lint", f],
+            vec!["verify", "--cert", f, "--roots", s(&roots)],
+            vec![
+                "p12",
+                "import",
+                f,
+                "--key-out",
+                s(&key_out),
+                "--cert-out",
+                s(&cert_out),
+                "--password-file",
+                s(&pw),
+            ],
+            vec![
+                "csr",
+                "new",
+                "--key",
+                f,
+                "--subject",
+                "CN=x",
+                "--out",
+                s(&out),
+            ],
+            vec!["ca", "issue", s(&ca), "--csr", f, "--out", s(&out)],
+        ];
+        for args in commands {
+            let r = run_measured(&args, Duration::from_secs(60));
+            eprintln!(
+                "{args:?}: {:.3} s, peak RSS {} MiB",
+                r.wall.as_secs_f64(),
+                r.peak_kib / 1024
+            );
+            assert_eq!(r.code(), Some(2), "{args:?}: {}", r.stderr());
+            let want = if input == big.as_path() {
+                format!("{f}: file too large (1073741824 bytes; limit 67108864 bytes)")
+            } else if input == fifo.as_path() {
+                format!("{f}: not a regular file (FIFO)")
+            } else {
+                format!("{f}: not a regular file (character device)")
+            };
+            assert!(r.stderr().contains(&want), "{args:?}: {}", r.stderr());
+            assert!(r.peak_kib < 64 * 1024, "{args:?}: {} KiB", r.peak_kib);
+            assert!(r.wall < Duration::from_secs(20), "{args:?}: {:?}", r.wall);
+        }
+    }
+    // The password file too.
+    let r = run_measured(
+        &[
+            "p12",
+            "import",
+            s(&roots),
+            "--key-out",
+            s(&key_out),
+            "--cert-out",
+            s(&cert_out),
+            "--password-file",
+            s(&fifo),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(r.code(), Some(2), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("not a regular file (FIFO)"),
+        "{}",
+        r.stderr()
+    );
 }

@@ -1511,6 +1511,12 @@ fn escape_codes_in_a_refused_client_certificate_are_escaped_in_the_log() {
     let o = tlskit(&[
         "connect",
         &target,
+// ---------- files that change under a running server (issue 12, items 1 and 2) ----------
+
+/// `tlskit connect` with client certificate NAME (`NAME.pem`/`NAME.key`): exit code.
+fn client_auth_connect(pki: &Pki, target: &str, name: &str) -> (i32, serde_json::Value) {
+    connect_json(&[
+        target,
         "--roots",
         &s(&pki.path("ca.pem")),
         "--servername",
@@ -1529,10 +1535,304 @@ fn escape_codes_in_a_refused_client_certificate_are_escaped_in_the_log() {
     hostile::assert_no_raw_controls("connect stderr", &o.stderr);
     assert!(
         srv.wait_log("event=handshake_failed", Duration::from_secs(10)),
+        &s(&pki.path(&format!("{name}.pem"))),
+        "--key",
+        &s(&pki.path(&format!("{name}.key"))),
+    ])
+}
+
+/// The client-CA snapshot truncated, then overwritten in place (`cp new.snap s.snap`),
+/// under a live server with the file watch on while client-auth handshakes run: the
+/// server stays up, keeps the last good store when the file is damaged (logging why),
+/// takes the new one when it is whole, and each handshake after a change uses a client
+/// certificate never seen before, so its verification looks the issuer up in the store.
+/// (A mapped snapshot died here with SIGBUS.)
+#[test]
+fn net_serve_snapshot_truncated_and_overwritten_in_place() {
+    let pki = Pki::new();
+    let snap = pki.path("s.snap");
+    let next = pki.path("new.snap");
+    let built = tlskit(&[
+        "store",
+        "build",
+        &s(&pki.path("client-ca.pem")),
+        "-o",
+        &s(&snap),
+    ]);
+    assert!(built.status.success(), "{built:?}");
+    // A different file that still holds the client root.
+    let built = tlskit(&[
+        "store",
+        "build",
+        &s(&pki.path("client-ca.pem")),
+        &s(&pki.path("other-ca.pem")),
+        "-o",
+        &s(&next),
+    ]);
+    assert!(built.status.success(), "{built:?}");
+    let mut srv = http_server(&pki, &["--client-ca", &s(&snap)]);
+    let target = srv.addr().to_string();
+    for n in 0..4 {
+        pki.client_cert(&format!("client{n}"));
+    }
+    assert_eq!(client_auth_connect(&pki, &target, "client0").0, 0);
+
+    // Handshakes keep running in the background throughout.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let bg = {
+        let (stop, target) = (stop.clone(), target.clone());
+        let (ca, cert, key) = (
+            s(&pki.path("ca.pem")),
+            s(&pki.path("client.pem")),
+            s(&pki.path("client.key")),
+        );
+        std::thread::spawn(move || {
+            let mut results = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (code, _) = connect_json(&[
+                    &target,
+                    "--roots",
+                    &ca,
+                    "--servername",
+                    "test.example",
+                    "--cert",
+                    &cert,
+                    "--key",
+                    &key,
+                ]);
+                results.push(code);
+            }
+            results
+        })
+    };
+
+    // 1. Truncated to nothing.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&snap)
+        .and_then(|f| f.set_len(0))
+        .expect("truncate");
+    assert!(
+        srv.wait_log("what=client_ca", Duration::from_secs(10)),
         "{}",
         srv.stderr()
     );
     let log = srv.stderr();
     assert!(log.contains("BadSignature"), "{log}");
     hostile::assert_no_raw_controls("server log", log.as_bytes());
+    let failed = log
+        .lines()
+        .find(|l| l.contains("what=client_ca"))
+        .expect("reload_failed line");
+    // The reason itself, not only a count of problems.
+    assert!(
+        failed.contains("event=reload_failed")
+            && failed.contains("shorter than the 128-byte header"),
+        "{failed}"
+    );
+    let (code, v) = client_auth_connect(&pki, &target, "client1");
+    assert_eq!(code, 0, "{v}\n{}", srv.stderr());
+    assert!(
+        srv.child.try_wait().expect("try_wait").is_none(),
+        "{}",
+        srv.stderr()
+    );
+
+    // 2. Overwritten in place (`cp new.snap s.snap`: O_TRUNC, then written).
+    let reloads_before = srv.stderr().matches("ok=true").count();
+    std::fs::copy(&next, &snap).expect("cp");
+    let t = Instant::now();
+    while srv.stderr().matches("ok=true").count() <= reloads_before {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "no good reload after the copy: {}",
+            srv.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, v) = client_auth_connect(&pki, &target, "client2");
+    assert_eq!(code, 0, "{v}\n{}", srv.stderr());
+
+    // 3. Truncated in the middle of a section, then handshakes again.
+    let len = std::fs::metadata(&snap).expect("stat").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&snap)
+        .and_then(|f| f.set_len(len / 2))
+        .expect("truncate");
+    assert!(
+        srv.wait_log("header says", Duration::from_secs(10)),
+        "{}",
+        srv.stderr()
+    );
+    let (code, v) = client_auth_connect(&pki, &target, "client3");
+    assert_eq!(code, 0, "{v}\n{}", srv.stderr());
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let results = bg.join().expect("handshake thread");
+    assert!(!results.is_empty());
+    assert!(
+        results.iter().all(|&c| c == 0),
+        "{results:?}\n{}",
+        srv.stderr()
+    );
+    assert!(
+        srv.child.try_wait().expect("try_wait").is_none(),
+        "{}",
+        srv.stderr()
+    );
+}
+
+fn mkfifo(p: &std::path::Path) {
+    let st = Command::new("mkfifo").arg(p).status().expect("mkfifo");
+    assert!(st.success());
+}
+
+/// The certificate file replaced by a FIFO, then SIGHUP: the reload fails at once (a FIFO
+/// is refused without being opened for a blocking read) and logs why; SIGTERM then stops
+/// the server promptly (no connections are open, so the grace period is not used).
+/// Before, the reload blocked in open() for good and SIGTERM was ignored.
+#[test]
+fn net_serve_fifo_certificate_reload_then_sigterm() {
+    let pki = Pki::new();
+    let live = pki.path("live.pem");
+    std::fs::copy(pki.path("chain.pem"), &live).expect("copy");
+    let mut srv = Serve::start(&[
+        "--cert",
+        &s(&live),
+        "--key",
+        &s(&pki.path("leaf.key")),
+        "--respond",
+        "http",
+        "--no-watch",
+    ]);
+    std::fs::remove_file(&live).expect("rm");
+    mkfifo(&live);
+    srv.signal("HUP");
+    assert!(
+        srv.wait_log("event=reload_failed", Duration::from_secs(10)),
+        "{}",
+        srv.stderr()
+    );
+    assert!(
+        srv.stderr().contains("not a regular file (FIFO)"),
+        "{}",
+        srv.stderr()
+    );
+    // Still serving the certificate it had.
+    let (code, v) = connect_json(&[
+        &srv.addr().to_string(),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // A second SIGHUP while nothing is stuck, then SIGTERM at once.
+    srv.signal("HUP");
+    let t = Instant::now();
+    srv.signal("TERM");
+    let code = srv.wait_exit(Duration::from_secs(10));
+    eprintln!("stopped {:.3} s after SIGTERM", t.elapsed().as_secs_f64());
+    assert_eq!(code, Some(0), "{}", srv.stderr());
+}
+
+/// A FIFO (and a FIFO key) in --sni-dir: skipped with a reason; the server becomes ready.
+#[test]
+fn net_serve_fifo_in_sni_dir_still_ready() {
+    let pki = Pki::new();
+    let dir = pki.path("sni");
+    std::fs::create_dir(&dir).expect("mkdir");
+    mkfifo(&dir.join("a.pem"));
+    std::fs::copy(pki.path("leaf.key"), dir.join("a.key")).expect("copy");
+    pki.server_leaf("sni/b.pem", "sni/b.key", "b.example", &["b.example"]);
+    std::fs::remove_file(dir.join("b.key")).expect("rm");
+    mkfifo(&dir.join("b.key"));
+    pki.server_leaf("sni/c.pem", "sni/c.key", "c.example", &["c.example"]);
+    let srv = http_server(&pki, &["--sni-dir", &s(&dir)]);
+    let log = srv.stderr();
+    assert!(
+        log.matches("event=sni_pair_skipped").count() == 2
+            && log.matches("not a regular file (FIFO)").count() == 2,
+        "{log}"
+    );
+    let (code, v) = connect_json(&[
+        &srv.addr().to_string(),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "c.example",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["chain"][0], "CN=c.example", "{v}");
+}
+
+/// A FIFO as the config file, the client-CA source or the key: `serve` exits 2 at once,
+/// naming the file, instead of waiting for a writer.
+#[test]
+fn net_serve_fifo_config_client_ca_or_key_refused_at_start() {
+    let pki = Pki::new();
+    let fifo = pki.path("fifo");
+    mkfifo(&fifo);
+    let (c, k, f) = (
+        s(&pki.path("chain.pem")),
+        s(&pki.path("leaf.key")),
+        s(&fifo),
+    );
+    let cases: [Vec<&str>; 3] = [
+        vec!["serve", "--config", &f],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--client-ca",
+            &f,
+        ],
+        vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            &c,
+            "--key",
+            &f,
+        ],
+    ];
+    for args in cases {
+        let mut child = Command::new(BIN)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let t = Instant::now();
+        let code = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st.code();
+            }
+            if t.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{args:?}: still running after 20 s (blocked on the FIFO?)");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut err)
+            .expect("read");
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{f}: not a regular file")),
+            "{args:?}: {err}"
+        );
+    }
 }

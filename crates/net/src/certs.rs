@@ -30,9 +30,18 @@ fn key_pem_reason(e: &rustls_pki_types::pem::Error) -> String {
     }
 }
 
+/// Largest certificate chain or key file read: tlskit-io's input limit (64 MiB).
+pub(crate) const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
+
+/// Read a certificate or key file: a regular file (a FIFO or device is refused without
+/// blocking on it: a reload must never wait on a file) of at most [`MAX_PEM_BYTES`].
+fn read_pem(path: &Path) -> Result<Vec<u8>, NetError> {
+    tlskit_io::read(path, MAX_PEM_BYTES).map_err(|e| NetError::file(path, e.kind))
+}
+
 /// Read a PEM file holding the leaf certificate followed by its chain.
 pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
-    let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
+    let data = read_pem(path)?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()
         .map_err(|e| NetError::file(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
@@ -44,7 +53,7 @@ pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, Ne
 
 /// Read a PEM private key (PKCS#8, SEC1 or PKCS#1).
 pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
-    let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
+    let data = read_pem(path)?;
     PrivateKeyDer::from_pem_slice(&data).map_err(|e| NetError::file(path, key_pem_reason(&e)))
 }
 

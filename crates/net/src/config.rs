@@ -69,7 +69,9 @@ pub struct FileConfig {
 impl FileConfig {
     /// Read and parse `path`; relative paths inside are resolved against its directory.
     pub fn load(path: &Path) -> Result<Self, NetError> {
-        let text = std::fs::read_to_string(path).map_err(|e| NetError::file(path, e))?;
+        // A configuration file is small: 1 MiB bounds it; a FIFO is refused, not waited on.
+        let text =
+            tlskit_io::read_to_string(path, 1 << 20).map_err(|e| NetError::file(path, e.kind))?;
         let mut c: Self =
             toml::from_str(&text).map_err(|e| NetError::file(path, e.message().to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));

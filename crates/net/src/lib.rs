@@ -26,5 +26,5 @@ pub use client::{connect, ConnectOptions, ConnectReport, Connected};
 pub use config::FileConfig;
 pub use error::NetError;
 pub use metrics::Metrics;
-pub use server::{CaHints, Compression, Mode, ServeConfig, Server, TlsVersion};
+pub use server::{CaHints, Compression, Mode, ServeConfig, Server, TlsVersion, RELOAD_DEADLINE};
 pub use sock::SEND_BUFFER;

@@ -156,6 +156,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
     stopping: AtomicBool,
+    /// Number of the latest reload started (see [`reload`]).
+    reload_seq: std::sync::atomic::AtomicU64,
     /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
     stop: watch::Sender<bool>,
 }
@@ -380,6 +382,7 @@ impl Server {
                 metrics: Arc::new(Metrics::default()),
                 limit,
                 stopping: AtomicBool::new(false),
+                reload_seq: std::sync::atomic::AtomicU64::new(0),
                 stop: watch::channel(false).0,
             }),
             listeners,
@@ -449,29 +452,59 @@ async fn run_async(
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
+    // The signal loop never waits on a reload: reloads run on the blocking pool, at most
+    // one at a time (requests meanwhile are coalesced into one more), each with a
+    // deadline. SIGTERM/SIGINT are handled whatever a reload is doing.
+    let mut reloads = Reloads::new(RELOAD_DEADLINE);
     crate::systemd::ready();
+    // When the file changes have been quiet long enough to reload.
+    let mut settle: Option<tokio::time::Instant> = None;
+    // Whether a reload was running after the last event (for systemd's RELOADING/READY).
+    let mut reloading = false;
     loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-            _ = hup.recv() => {
-                crate::systemd::reloading();
-                let s = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || reload(&s, "sighup")).await;
-                crate::systemd::ready();
+        let overdue_at = reloads.deadline();
+        let ev = tokio::select! {
+            _ = term.recv() => LoopEvent::Stop,
+            _ = int.recv() => LoopEvent::Stop,
+            _ = hup.recv() => LoopEvent::Reload("sighup"),
+            Some(()) = change_rx.recv() => LoopEvent::Changed,
+            // Let a burst of changes (a key and a chain replaced one after the other)
+            // settle, then reload once.
+            _ = sleep_until_opt(settle) => LoopEvent::Reload("file_change"),
+            _ = reloads.finished() => LoopEvent::ReloadDone,
+            _ = sleep_until_opt(overdue_at) => LoopEvent::ReloadOverdue,
+        };
+        match ev {
+            LoopEvent::Stop => break,
+            LoopEvent::Changed => {
+                settle = Some(tokio::time::Instant::now() + WATCH_DEBOUNCE);
             }
-            Some(()) = change_rx.recv() => {
-                // Let a burst of changes (a key and a chain replaced one after the
-                // other) settle, then reload once.
-                while let Ok(Some(())) = tokio::time::timeout(WATCH_DEBOUNCE, change_rx.recv()).await {}
-                crate::systemd::reloading();
-                let s = shared.clone();
-                let _ = tokio::task::spawn_blocking(move || reload(&s, "file_change")).await;
-                crate::systemd::ready();
+            LoopEvent::Reload(cause) => {
+                if cause == "file_change" {
+                    settle = None;
+                }
+                start_reload(&mut reloads, &shared, cause);
             }
+            LoopEvent::ReloadDone => {
+                if let Some(cause) = reloads.done() {
+                    start_reload(&mut reloads, &shared, cause);
+                }
+            }
+            LoopEvent::ReloadOverdue => reload_overdue(&mut reloads, &shared),
         }
+        // systemd hears RELOADING=1 when a reload starts and READY=1 once none runs.
+        match (reloading, reloads.running.is_some()) {
+            (false, true) => crate::systemd::reloading(),
+            (true, false) => crate::systemd::ready(),
+            _ => {}
+        }
+        reloading = reloads.running.is_some();
     }
     crate::systemd::stopping();
+    if reloads.running.is_some() {
+        // Not waited for: the process exits after the drain below, the reload with it.
+        log::event(Level::Warn, "reload_abandoned", &[("reason", &"stopping")]);
+    }
     shared.stopping.store(true, Ordering::Release);
     shared.stop.send_replace(true);
     let active = shared.metrics.active();
@@ -501,6 +534,183 @@ impl std::fmt::Display for DisplayAddrs<'_> {
 
 /// Quiet time after the last file change before reloading.
 const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// How long one reload may take before it is given up (logged as failed, what is serving
+/// kept; the next request starts a fresh one). Files are opened non-blocking and only
+/// regular files are read, so only a file system that stops answering (a dead NFS
+/// server) can make a reload this slow.
+pub const RELOAD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Most `client_ca_skipped` lines one reload logs (the rest are only counted in the
+/// store's report).
+const MAX_SKIPPED_LOGGED: usize = 20;
+
+/// Most reloads alive at once, counting ones given up after [`RELOAD_DEADLINE`] whose
+/// thread is still blocked; further requests are refused (logged) until one ends.
+const MAX_RELOAD_THREADS: usize = 4;
+
+/// What woke the signal loop.
+enum LoopEvent {
+    Stop,
+    Changed,
+    Reload(&'static str),
+    ReloadDone,
+    ReloadOverdue,
+}
+
+/// Sleep until `at`, or for ever when `None` (a `select!` branch that never fires).
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Decrements the count of live reload threads when dropped.
+struct AliveGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for AliveGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Reloads in flight, seen from the signal loop: at most one running, requests meanwhile
+/// merged into one pending, a deadline per reload, a bound on threads left blocked.
+struct Reloads {
+    /// The reload running now and when it is overdue.
+    running: Option<(tokio::task::JoinHandle<()>, tokio::time::Instant)>,
+    /// A request that came while one was running: started when it ends.
+    pending: Option<&'static str>,
+    /// Reload threads alive (the running one and any given up but still blocked).
+    alive: Arc<std::sync::atomic::AtomicUsize>,
+    deadline: Duration,
+}
+
+/// What [`Reloads::request`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Requested {
+    Started,
+    /// Merged into the request that runs when the current reload ends.
+    Queued,
+    /// This many reload threads are alive (blocked): none started.
+    Refused(usize),
+}
+
+impl Reloads {
+    fn new(deadline: Duration) -> Self {
+        Reloads {
+            running: None,
+            pending: None,
+            alive: Arc::default(),
+            deadline,
+        }
+    }
+
+    /// Start a reload (`work` on the blocking pool) unless one is running or too many
+    /// threads are blocked.
+    fn request(
+        &mut self,
+        cause: &'static str,
+        work: impl FnOnce(&'static str) + Send + 'static,
+    ) -> Requested {
+        if self.running.is_some() {
+            self.pending = Some(cause);
+            return Requested::Queued;
+        }
+        let alive = self.alive.load(Ordering::Acquire);
+        if alive >= MAX_RELOAD_THREADS {
+            return Requested::Refused(alive);
+        }
+        self.alive.fetch_add(1, Ordering::AcqRel);
+        let guard = AliveGuard(self.alive.clone());
+        let h = tokio::task::spawn_blocking(move || {
+            // Counted down however the reload ends (a panic included).
+            let _alive = guard;
+            work(cause);
+        });
+        self.running = Some((h, tokio::time::Instant::now() + self.deadline));
+        Requested::Started
+    }
+
+    /// Resolves when the running reload ends (never when none runs).
+    async fn finished(&mut self) {
+        match &mut self.running {
+            Some((h, _)) => {
+                let _ = h.await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.running.as_ref().map(|r| r.1)
+    }
+
+    /// The running reload ended: the pending request to start now, if any.
+    fn done(&mut self) -> Option<&'static str> {
+        self.running = None;
+        self.pending.take()
+    }
+
+    /// The running reload passed its deadline: detached, not stopped (a thread blocked in
+    /// the kernel cannot be). Returns the pending request to start now, if any.
+    fn overdue(&mut self) -> Option<&'static str> {
+        self.running = None;
+        self.pending.take()
+    }
+}
+
+/// Start a reload for `cause` (or queue it), logging a refusal.
+fn start_reload(reloads: &mut Reloads, s: &Arc<Shared>, cause: &'static str) {
+    let s2 = s.clone();
+    let r = reloads.request(cause, move |cause| {
+        let seq = s2.reload_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        reload(&s2, cause, seq)
+    });
+    if let Requested::Refused(alive) = r {
+        s.metrics.reload(false);
+        log::event(
+            Level::Error,
+            "reload_failed",
+            &[
+                ("what", &"all"),
+                ("cause", &cause),
+                (
+                    "reason",
+                    &format!("{alive} earlier reloads are still blocked; not starting another"),
+                ),
+            ],
+        );
+    }
+}
+
+/// The running reload passed [`RELOAD_DEADLINE`]: log it, make sure its late result is
+/// discarded, and start what was pending.
+fn reload_overdue(reloads: &mut Reloads, s: &Arc<Shared>) {
+    let pending = reloads.overdue();
+    // A late result must not be installed: a reload installs only while `reload_seq` is
+    // still its own number.
+    s.reload_seq.fetch_add(1, Ordering::AcqRel);
+    s.metrics.reload(false);
+    log::event(
+        Level::Error,
+        "reload_failed",
+        &[
+            ("what", &"all"),
+            (
+                "reason",
+                &format!(
+                    "did not finish within {} s; given up, serving what was loaded before",
+                    reloads.deadline.as_secs()
+                ),
+            ),
+        ],
+    );
+    if let Some(cause) = pending {
+        start_reload(reloads, s, cause);
+    }
+}
 
 /// Watch the directories holding the configured files (so atomic replacement by rename
 /// is seen) and report changes to the files themselves, the SNI directory and client-CA
@@ -550,7 +760,9 @@ fn watch_files(
 }
 
 /// Reload certificates (and the client-CA store). A failure keeps what was serving.
-fn reload(s: &Shared, cause: &str) {
+/// `seq`: this reload's number; its certificates are installed only if no later reload
+/// started meanwhile (one given up after [`RELOAD_DEADLINE`] must not win late).
+fn reload(s: &Shared, cause: &str, seq: u64) {
     let t = Instant::now();
     let certs = CertIndex::load(
         &s.cfg.cert,
@@ -573,8 +785,10 @@ fn reload(s: &Shared, cause: &str) {
                 "certificates_loaded",
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
-            crate::compress::warm(index.chains(), &s.cfg.compress);
-            s.resolver.replace(index);
+            if s.reload_seq.load(Ordering::Acquire) == seq {
+                crate::compress::warm(index.chains(), &s.cfg.compress);
+                s.resolver.replace(index);
+            }
         }
         Err(e) => {
             ok = false;
@@ -590,7 +804,17 @@ fn reload(s: &Shared, cause: &str) {
         match store.reload() {
             // A reload that finds exactly the same anchors keeps the anchor-set generation
             // that resumption is bound to: saved sessions stay valid.
-            Ok(out) => anchors_changed = out.anchors_changed,
+            Ok(out) => {
+                // What was skipped, as at start (a damaged file among good ones).
+                for e in out.report.errors.iter().take(MAX_SKIPPED_LOGGED) {
+                    log::event(
+                        Level::Warn,
+                        "client_ca_skipped",
+                        &[("path", &e.path.display()), ("reason", &e.reason)],
+                    );
+                }
+                anchors_changed = out.anchors_changed;
+            }
             Err(e) => {
                 ok = false;
                 log::event(
@@ -863,6 +1087,69 @@ async fn metrics_loop(l: TcpListener, m: Arc<Metrics>, mut stop: watch::Receiver
             );
             let _ = c.write_all(resp.as_bytes()).await;
             let _ = c.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+
+    /// One reload at a time, requests meanwhile merged into one, a deadline after which a
+    /// blocked reload is left behind, and a bound on how many are left behind.
+    #[test]
+    fn reloads_coalesce_time_out_and_are_bounded() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async {
+            let mut r = Reloads::new(Duration::from_millis(50));
+            // Each reload blocks until released (a stuck file system).
+            let (release, gate) = std::sync::mpsc::channel::<()>();
+            let gate = Arc::new(std::sync::Mutex::new(gate));
+            let stuck = |gate: Arc<std::sync::Mutex<std::sync::mpsc::Receiver<()>>>| {
+                move |_: &'static str| {
+                    let _ = gate.lock().map(|g| g.recv());
+                }
+            };
+            assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Started);
+            assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Queued);
+            assert_eq!(
+                r.request("file_change", stuck(gate.clone())),
+                Requested::Queued
+            );
+            // Not finished before its deadline; the deadline fires.
+            let at = r.deadline().unwrap_or_else(|| panic!("no deadline"));
+            tokio::select! {
+                _ = r.finished() => panic!("a blocked reload finished"),
+                _ = tokio::time::sleep_until(at) => {}
+            }
+            assert_eq!(r.overdue(), Some("file_change"));
+            assert!(r.deadline().is_none());
+            // Left-behind reloads count against the bound.
+            for _ in 1..MAX_RELOAD_THREADS {
+                assert_eq!(r.request("sighup", stuck(gate.clone())), Requested::Started);
+                assert_eq!(r.overdue(), None);
+            }
+            assert_eq!(
+                r.request("sighup", stuck(gate.clone())),
+                Requested::Refused(MAX_RELOAD_THREADS)
+            );
+            // Once they end, reloads start again and finish.
+            for _ in 0..MAX_RELOAD_THREADS {
+                let _ = release.send(());
+            }
+            let t = Instant::now();
+            while r.alive.load(Ordering::Acquire) > 0 {
+                assert!(t.elapsed() < Duration::from_secs(10));
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert_eq!(r.request("sighup", |_| {}), Requested::Started);
+            tokio::time::timeout(Duration::from_secs(10), r.finished())
+                .await
+                .unwrap_or_else(|_| panic!("a quick reload did not finish"));
+            assert_eq!(r.done(), None);
         });
     }
 }

@@ -9,8 +9,8 @@
 //! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
 
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::{self, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use ::time::format_description::well_known::Rfc3339;
@@ -508,14 +508,22 @@ pub(crate) fn san_string(s: &SanType) -> String {
     }
 }
 
+/// Largest CA index `index` reads: 1 GiB (about three million certificates).
+pub const MAX_INDEX_BYTES: u64 = 1 << 30;
+
 fn read_serials(index: &Path) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
-    let f = match File::open(index) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(PkiError::io(index, e)),
+    // Opened non-blocking and checked to be a regular file (a FIFO here would hang the
+    // CA); read line by line, so its size is bounded by MAX_INDEX_BYTES only in `index`.
+    let f = match tlskit_io::open_regular(index) {
+        Ok((f, _)) => f,
+        Err(tlskit_io::ReadError {
+            kind: tlskit_io::ReadErrorKind::Io(e),
+            ..
+        }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e.into()),
     };
-    for (n, line) in BufReader::new(f).lines().enumerate() {
+    for (n, line) in BufReader::new(f.take(MAX_INDEX_BYTES)).lines().enumerate() {
         let line = line.map_err(|e| PkiError::io(index, e))?;
         if line.trim().is_empty() {
             continue;
@@ -702,7 +710,7 @@ pub fn issue_to_file(
 /// The entries of a CA's index.
 pub fn index(dir: &Path) -> Result<Vec<IndexEntry>> {
     let p = dir.join(INDEX);
-    let text = fs::read_to_string(&p).map_err(|e| PkiError::io(&p, e))?;
+    let text = tlskit_io::read_to_string(&p, MAX_INDEX_BYTES)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()

@@ -15,6 +15,10 @@ pub enum PkiError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// An input file could not be read: missing, not a regular file (FIFO, device), or
+    /// larger than its limit (named in the message).
+    #[error(transparent)]
+    Read(#[from] tlskit_io::ReadError),
     /// The output file exists and `--force` was not given.
     #[error("{}: already exists (use --force to replace it)", path.display())]
     Exists {
@@ -76,6 +80,17 @@ pub enum PkiError {
     /// Another error with its explanation.
     #[error("{0}")]
     Other(String),
+}
+
+impl From<tlskit_io::WriteError> for PkiError {
+    fn from(e: tlskit_io::WriteError) -> Self {
+        match e {
+            tlskit_io::WriteError::Exists { path } => PkiError::Exists { path },
+            tlskit_io::WriteError::Io { path, source } => PkiError::Io { path, source },
+            // WriteError is non_exhaustive.
+            other => PkiError::Other(other.to_string()),
+        }
+    }
 }
 
 impl PkiError {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 /// Largest file the store reads (bundle, DER file or snapshot source file): 64 MiB.
 /// Larger files are reported as [`IssueKind::TooLarge`] and skipped. A snapshot file is
-/// mapped, not read, and has its own limit ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
+/// read whole after its header is checked, and has its own limit
+/// ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Most problems of one kind ([`IssueKind::tag`]) a load keeps with their paths; the
@@ -147,13 +148,26 @@ pub enum SnapshotError {
     CorruptAnchors { count: usize, first: u32 },
 }
 
+/// " (PATH: reason)" for the first issue, and the count of the others.
+fn nothing_detail(issues: &[LoadIssue], counts: &BTreeMap<&'static str, usize>) -> String {
+    let total = counts.values().sum::<usize>().max(issues.len());
+    match issues.first() {
+        None if total == 0 => String::new(),
+        None => format!(" ({total} problem(s) reported)"),
+        Some(first) if total <= 1 => format!(" ({first})"),
+        Some(first) => format!(" ({first}; and {} more problem(s))", total - 1),
+    }
+}
+
 /// Store-level failures.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// No source yielded a single anchor. Carries the per-file issues (at most
     /// [`MAX_ISSUES_PER_KIND`] of each kind) and (+) the count of every issue by kind.
-    #[error("nothing loadable: no trust anchor found ({} problem(s) reported)", .counts.values().sum::<usize>().max(.issues.len()))]
+    /// Displays the first problem itself (a reload that keeps the last good store logs
+    /// why), then how many more there were.
+    #[error("nothing loadable: no trust anchor found{}", nothing_detail(.issues, .counts))]
     NothingLoadable {
         issues: Vec<LoadIssue>,
         counts: BTreeMap<&'static str, usize>,

@@ -1,6 +1,6 @@
 //! tlskit-store: trust anchors loaded from any CA source in linear time, indexed by
-//! subject, key identifier and fingerprint, compiled to a mapped snapshot, and reloaded
-//! live.
+//! subject, key identifier and fingerprint, compiled to a snapshot file that opens in a
+//! few milliseconds, and reloaded live.
 //!
 //! * [`load`] / [`StoreBuilder`]: PEM bundles, DER files, directories (Debian and OpenSSL
 //!   hashed layouts), the system default, snapshots. Bad input is reported per file
@@ -13,9 +13,9 @@
 //! * [`text`]: the one escaping function for text from certificates, files and peers,
 //!   and PEM errors as messages that quote none of the input.
 //!
-//! Unsafe code is denied crate-wide; the single exception is the reviewed `mmap` call in
-//! `snapshot::map_file`.
-#![deny(unsafe_code)]
+//! No unsafe code: a snapshot is read into memory, never mapped (a mapped file truncated
+//! or rewritten in place would crash the process with SIGBUS).
+#![forbid(unsafe_code)]
 
 mod arena;
 mod builder;

@@ -1,4 +1,4 @@
-//! Snapshot files: a store compiled to one file that a process maps and uses at once.
+//! Snapshot files: a store compiled to one file that a process reads and uses at once.
 //!
 //! # Format (version 1, little-endian)
 //!
@@ -18,8 +18,9 @@
 //!
 //! # Integrity: what is checked when
 //!
-//! Opening must take well under a millisecond at 100,000 anchors, so it cannot hash the
-//! ~40 MB of DER. Instead:
+//! Opening reads the whole file into memory (huge-page anonymous memory; never a mapping
+//! of the file, see `read_whole`), and must stay far inside a server's start budget at
+//! 100,000 anchors, so it does not hash or parse the ~40 MB of DER. Instead:
 //! * **at open**: magic, version, the header's xxh3, that every section lies inside the
 //!   file and the file ends where the header says (truncation or extension is rejected),
 //!   the table layout, and the xxh3 of the index part (hash tables, subject/SKI chains,
@@ -36,11 +37,13 @@
 //! a damaged index could only cause a miss, never a wrong anchor.
 //!
 //! Snapshots are written to a temporary file in the target directory and renamed over the
-//! target, so a reader never sees a half-written file and a mapped file is never rewritten
-//! in place (see the `SAFETY` comment in [`map_file`]).
+//! target (tlskit-io's writer), so a reader never sees a half-written file. A process that
+//! opened a snapshot holds its own copy: whatever happens to the file afterwards
+//! (truncated, rewritten in place, replaced) cannot change or crash it; a reload reads
+//! the file again and, if it is damaged, keeps the store it has.
 
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -48,6 +51,7 @@ use std::sync::Arc;
 
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::arena::Arena;
 use crate::error::{IssueKind, LoadIssue, SnapshotError, StoreError};
 use crate::store::{Bytes, CaNames, Checker, Core, Layout, TrustStore};
 
@@ -56,8 +60,9 @@ pub const MAGIC: &[u8; 8] = b"TLSKSNAP";
 /// The format version this code reads and writes.
 pub const VERSION: u32 = 1;
 const HEADER_LEN: usize = 128;
-/// Largest snapshot accepted (offsets inside are u32 for DER).
-pub const MAX_SNAPSHOT_BYTES: u64 = 8 << 30;
+/// Largest snapshot accepted: 2 GiB (about 3.6 million anchors). The file is read into
+/// memory, and only after its header has been checked (see `precheck_header`).
+pub const MAX_SNAPSHOT_BYTES: u64 = 2 << 30;
 
 /// One source a snapshot was built from, to detect staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,10 +125,11 @@ impl SourceRecord {
     }
 }
 
-/// Where a mapped store came from.
+/// Where a snapshot store came from.
 pub(crate) struct SnapshotMeta {
     pub(crate) path: PathBuf,
-    pub(crate) map: Arc<memmap2::Mmap>,
+    /// The whole file, read into memory.
+    pub(crate) file: Arc<Bytes>,
     pub(crate) sources_range: (usize, usize),
     pub(crate) sources_xxh3: u64,
     pub(crate) created: u64,
@@ -133,15 +139,11 @@ pub(crate) struct SnapshotMeta {
 
 /// Does the file at `path` start with the snapshot magic?
 pub fn has_magic(path: &Path) -> bool {
-    // Only regular files: opening a FIFO would block until a writer comes, and a device
-    // is never a snapshot.
-    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return false;
-    }
+    // Only regular files, checked on the opened handle (opened non-blocking): a FIFO
+    // would block until a writer comes, and a device is never a snapshot.
     let mut m = [0u8; 8];
-    fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut m))
-        .is_ok_and(|_| &m == MAGIC)
+    tlskit_io::open_regular(path)
+        .is_ok_and(|(mut f, _)| f.read_exact(&mut m).is_ok() && &m == MAGIC)
 }
 
 fn u32_at(b: &[u8], o: usize) -> u32 {
@@ -154,28 +156,79 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// Map a snapshot file read-only.
-#[allow(unsafe_code)]
-fn map_file(file: &fs::File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: `Mmap::map` is unsafe because the returned slice would change (or the
-    // process take SIGBUS) if the file were modified or truncated while mapped. tlskit
-    // never modifies a snapshot in place: `write_snapshot` writes a new temporary file
-    // and renames it over the old name, which replaces the directory entry and leaves
-    // the inode we mapped untouched until the last mapping is dropped. Only a process
-    // that writes into the snapshot file itself (not tlskit; the file should be
-    // writable only by its owner) could break this. The mapping is read-only and all
-    // access goes through bounds-checked slices; its contents are treated as
-    // untrusted bytes and checked as described in the module documentation.
-    unsafe { memmap2::Mmap::map(file) }
+/// Before reading a whole file: its header must be a snapshot header (magic, version,
+/// checksum) that accounts for exactly `len` bytes, so a large file that is not a snapshot
+/// (or not this one) costs 128 bytes of reading, not its size in memory. Everything is
+/// checked again on the copy read afterwards (the file may change in between).
+fn precheck_header(file: &fs::File, len: u64) -> Result<(), SnapshotError> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut h, 0)
+        .map_err(|e| SnapshotError::Io(e.to_string()))?;
+    if &h[..8] != MAGIC {
+        return Err(SnapshotError::BadMagic);
+    }
+    let version = u32_at(&h, 8);
+    if version != VERSION {
+        return Err(SnapshotError::WrongVersion {
+            found: version,
+            supported: VERSION,
+        });
+    }
+    if xxh3_64(&h[..120]) != u64_at(&h, 120) {
+        return Err(SnapshotError::HeaderChecksum);
+    }
+    let end = u64_at(&h, 80).saturating_add(u64_at(&h, 88));
+    if end != len {
+        return Err(SnapshotError::Truncated(format!(
+            "header says {end} bytes, file has {len}"
+        )));
+    }
+    Ok(())
+}
+
+/// Read the whole snapshot (`len` bytes, already checked against
+/// [`MAX_SNAPSHOT_BYTES`]) into fresh memory: huge-page anonymous memory from 2 MiB on
+/// (the store arena's [`Arena`]), so the copy costs little more than the bytes themselves.
+///
+/// The store never maps the file: a mapping would let anyone who can write the file
+/// (`truncate`, `cp new.snap s.snap`) crash every process using it with SIGBUS, or change
+/// anchors under a running verifier. A copy is immune to both, and what it holds is
+/// exactly what was checked. A file that shrinks while being read is reported as
+/// truncated; one that grows is caught by the header's length check.
+fn read_whole(mut file: fs::File, len: u64) -> Result<Bytes, SnapshotError> {
+    let len = usize::try_from(len).map_err(|_| SnapshotError::TooLarge(len))?;
+    let mut buf = Arena::new();
+    buf.reserve_large(len);
+    buf.resize(len, 0);
+    let mut got = 0;
+    while got < len {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => {
+                return Err(SnapshotError::Truncated(format!(
+                    "file shrank to {got} bytes while being read (expected {len})"
+                )))
+            }
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(SnapshotError::Io(e.to_string())),
+        }
+    }
+    Ok(buf.into_bytes())
 }
 
 impl TrustStore {
-    /// Open a snapshot: map it and check the header and index (see the module docs).
-    /// Anchors are verified lazily before their first use.
+    /// Open a snapshot: read it into memory and check the header and index (see the
+    /// module docs). Anchors are verified lazily before their first use.
     pub fn open_snapshot(path: &Path) -> Result<TrustStore, SnapshotError> {
-        let io = |e: std::io::Error| SnapshotError::Io(format!("{}: {e}", path.display()));
-        let file = fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let (file, md) = tlskit_io::open_regular(path).map_err(|e| match e.kind {
+            tlskit_io::ReadErrorKind::NotRegular(what) => {
+                SnapshotError::Io(format!("not a regular file ({what}): refused"))
+            }
+            other => SnapshotError::Io(other.to_string()),
+        })?;
+        let io = |e: std::io::Error| SnapshotError::Io(e.to_string());
+        let len = md.len();
         if len > MAX_SNAPSHOT_BYTES {
             return Err(SnapshotError::TooLarge(len));
         }
@@ -191,8 +244,10 @@ impl TrustStore {
                 "{len} bytes, shorter than the {HEADER_LEN}-byte header"
             )));
         }
-        let map = Arc::new(map_file(&file).map_err(io)?);
+        precheck_header(&file, len)?;
+        let map = Arc::new(read_whole(file, len)?);
         let h = map
+            .as_slice()
             .get(..HEADER_LEN)
             .ok_or(SnapshotError::Truncated("short header".into()))?;
         if &h[..8] != MAGIC {
@@ -242,6 +297,7 @@ impl TrustStore {
             )));
         }
         let index = map
+            .as_slice()
             .get(t_off as usize..t_off as usize + off.index_len)
             .ok_or(SnapshotError::Layout("index part"))?;
         if xxh3_64(index) != u64_at(h, 104) {
@@ -249,7 +305,7 @@ impl TrustStore {
         }
         let meta = SnapshotMeta {
             path: path.to_path_buf(),
-            map: Arc::clone(&map),
+            file: Arc::clone(&map),
             sources_range: (s_off as usize, s_len as usize),
             sources_xxh3: u64_at(h, 112),
             created: u64_at(h, 96),
@@ -260,24 +316,24 @@ impl TrustStore {
             names: CaNames {
                 checked: std::sync::OnceLock::new(),
                 core: Core {
-                    tables: Bytes::Mapped {
-                        map: Arc::clone(&map),
+                    tables: Bytes::Shared {
+                        all: Arc::clone(&map),
                         start: t_off as usize,
                         len: off.index_len,
                     },
                     // Within the tables section (its length, off.total, was checked).
-                    recs: Bytes::Mapped {
-                        map: Arc::clone(&map),
+                    recs: Bytes::Shared {
+                        all: Arc::clone(&map),
                         start: t_off as usize + off.recs,
                         len: off.sha - off.recs,
                     },
-                    sha: Bytes::Mapped {
-                        map: Arc::clone(&map),
+                    sha: Bytes::Shared {
+                        all: Arc::clone(&map),
                         start: t_off as usize + off.sha,
                         len: off.total - off.sha,
                     },
-                    der: Bytes::Mapped {
-                        map,
+                    der: Bytes::Shared {
+                        all: map,
                         start: d_off as usize,
                         len: d_len as usize,
                     },
@@ -332,7 +388,8 @@ impl TrustStore {
         };
         let (o, l) = m.sources_range;
         let b = m
-            .map
+            .file
+            .as_slice()
             .get(o..o + l)
             .ok_or(SnapshotError::Layout("sources section"))?;
         if xxh3_64(b) != m.sources_xxh3 {
@@ -428,43 +485,16 @@ impl TrustStore {
 }
 
 /// Write `parts` to `path` atomically: a temporary file in the same directory, fsync,
-/// rename over `path`, fsync the directory.
+/// rename over `path`, fsync the directory (tlskit-io's [`tlskit_io::replace`]). The file
+/// is never written in place.
 pub fn atomic_write(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
-    let err = |e: std::io::Error| StoreError::Write {
+    tlskit_io::replace(path, parts, false).map_err(|e| StoreError::Write {
         path: path.to_path_buf(),
-        reason: e.to_string(),
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(".{name}.tmp.{}.{nanos}", std::process::id()));
-    let result = (|| {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        for p in parts {
-            f.write_all(p)?;
-        }
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.map_err(err)
+        reason: match e {
+            tlskit_io::WriteError::Io { source, .. } => source.to_string(),
+            other => other.to_string(),
+        },
+    })
 }
 
 /// Load `sources` and write them as a snapshot at `out`. Returns the load report.

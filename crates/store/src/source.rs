@@ -476,6 +476,18 @@ const ELOOP: i32 = 40;
 #[cfg(not(target_os = "linux"))]
 const ELOOP: i32 = 62;
 
+/// The issue for a file tlskit-io refused or could not read.
+fn read_issue(path: &Path, e: tlskit_io::ReadError) -> LoadIssue {
+    match e.kind {
+        tlskit_io::ReadErrorKind::Io(e) => io_issue(path, &e),
+        tlskit_io::ReadErrorKind::NotRegular(_) => LoadIssue::new(path, IssueKind::NotRegular),
+        tlskit_io::ReadErrorKind::TooLarge { size, limit } => {
+            LoadIssue::new(path, IssueKind::TooLarge { size, limit })
+        }
+        other => LoadIssue::new(path, IssueKind::Unreadable(other.to_string())),
+    }
+}
+
 fn io_issue(path: &Path, e: &std::io::Error) -> LoadIssue {
     if e.raw_os_error() == Some(ELOOP) {
         LoadIssue::new(path, IssueKind::SymlinkLoop)
@@ -628,35 +640,48 @@ impl StoreBuilder {
             ));
             return;
         }
-        let file = match fs::File::open(path) {
-            Ok(f) => f,
+        // Open without blocking and check the opened file: the path may have been replaced
+        // (by a FIFO, a device, another file) since the `stat` above. Anything but the
+        // regular file that was checked is refused before a byte is read.
+        let (file, md, key) = match tlskit_io::open_regular(path) {
+            Ok((f, now)) if (now.dev(), now.ino()) == key => (f, now, key),
+            // Replaced by another regular file meanwhile (an atomic rename by whoever
+            // updates it): read the new one, unless that one was read already.
+            Ok((f, now)) if self.seen_inodes.insert((now.dev(), now.ino())) => {
+                let key = (now.dev(), now.ino());
+                (f, now, key)
+            }
+            Ok(_) => {
+                report.push_issue(LoadIssue::new(
+                    path,
+                    IssueKind::Unreadable("replaced while being read".into()),
+                ));
+                return;
+            }
             Err(e) => {
-                report.push_issue(io_issue(path, &e));
+                report.push_issue(read_issue(path, e));
                 return;
             }
         };
+        if md.len() > MAX_FILE_BYTES {
+            report.push_issue(LoadIssue::new(
+                path,
+                IssueKind::TooLarge {
+                    size: md.len(),
+                    limit: MAX_FILE_BYTES,
+                },
+            ));
+            return;
+        }
         if md.len() > STREAM_MIN_BYTES as u64 {
             self.add_stream(file, &md, key, path, abs, report);
             return;
         }
         let mut buf = std::mem::take(&mut self.read_buf);
         buf.clear();
-        buf.reserve(md.len() as usize + 1);
-        // Bound the read even if the file grew after the metadata call.
-        let read = file.take(MAX_FILE_BYTES + 1).read_to_end(&mut buf);
-        if let Err(e) = read {
-            report.push_issue(io_issue(path, &e));
-            self.read_buf = buf;
-            return;
-        }
-        if buf.len() as u64 > MAX_FILE_BYTES {
-            report.push_issue(LoadIssue::new(
-                path,
-                IssueKind::TooLarge {
-                    size: buf.len() as u64,
-                    limit: MAX_FILE_BYTES,
-                },
-            ));
+        // Bounded even if the file grew after the fstat.
+        if let Err(e) = tlskit_io::read_open_into(file, &md, path, MAX_FILE_BYTES, &mut buf) {
+            report.push_issue(read_issue(path, e));
             self.read_buf = buf;
             return;
         }
@@ -1035,9 +1060,9 @@ impl StoreBuilder {
     }
 }
 
-/// Load sources into a new store (generation 1). A single snapshot source is mapped, not
-/// copied. Fails with [`StoreError::NothingLoadable`] (carrying every issue) when no
-/// source yields an anchor.
+/// Load sources into a new store (generation 1). A single snapshot source is used as it
+/// is (read into memory once, not rebuilt). Fails with [`StoreError::NothingLoadable`]
+/// (carrying every issue) when no source yields an anchor.
 pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> {
     let started = Instant::now();
     if let [Source::Snapshot(p)] = sources {

@@ -1,4 +1,4 @@
-//! The trust store: one byte layout shared by stores built in memory and stores mapped
+//! The trust store: one byte layout shared by stores built in memory and stores read
 //! from a snapshot file, so there is a single lookup path.
 //!
 //! Layout (all integers little-endian): an index buffer, the records, the fingerprints and
@@ -13,7 +13,7 @@
 //!   subj_next[n]       u32   next anchor with the same subject + 1, 0 = end (insertion order)
 //!   ski_next[n]        u32   next anchor with the same SKI + 1
 //!   names[m]           u32   first anchor of each distinct subject, in first-seen order
-//! record part (verified per anchor on first use when mapped; see snapshot.rs)
+//! record part (verified per anchor on first use for a snapshot store; see snapshot.rs)
 //!   recs[n]            40 B  der_off der_len subj_off subj_len ski_off ski_len (u32),
 //!                            not_before not_after (i64)
 //!   sha[n]             32 B  SHA-256 of the anchor's DER
@@ -153,7 +153,7 @@ impl Layout {
 }
 
 /// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
-/// [`crate::arena`]) or borrowed from a shared read-only mapping of a snapshot file.
+/// [`crate::arena`]) or a section of a snapshot file read into memory (shared by the store's four parts).
 pub(crate) enum Bytes {
     Owned(Vec<u8>),
     /// `map[..len]`; no longer written once the store is built.
@@ -161,8 +161,9 @@ pub(crate) enum Bytes {
         map: memmap2::MmapMut,
         len: usize,
     },
-    Mapped {
-        map: Arc<memmap2::Mmap>,
+    /// `all[start..start + len]`: one section of a snapshot file read into memory.
+    Shared {
+        all: Arc<Bytes>,
         start: usize,
         len: usize,
     },
@@ -170,12 +171,12 @@ pub(crate) enum Bytes {
 
 impl Bytes {
     /// Bytes of memory held: the capacity of an owned buffer or anonymous mapping, the
-    /// length of a file mapping.
+    /// length of a snapshot section.
     pub(crate) fn allocated(&self) -> usize {
         match self {
             Bytes::Owned(v) => v.capacity(),
             Bytes::Anon { map, .. } => map.len(),
-            Bytes::Mapped { len, .. } => *len,
+            Bytes::Shared { len, .. } => *len,
         }
     }
     #[inline]
@@ -184,14 +185,16 @@ impl Bytes {
             Bytes::Owned(v) => v,
             // The arena keeps len <= map.len().
             Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
-            // start..start+len was bounds-checked against the mapping when the snapshot was
+            // start..start+len was bounds-checked against the file when the snapshot was
             // opened; `get` keeps this panic-free even so.
-            Bytes::Mapped { map, start, len } => map.get(*start..start + len).unwrap_or(&[]),
+            Bytes::Shared { all, start, len } => {
+                all.as_slice().get(*start..start + len).unwrap_or(&[])
+            }
         }
     }
 }
 
-/// Lazy per-anchor integrity state of a mapped store: two bits per anchor.
+/// Lazy per-anchor integrity state of a snapshot store: two bits per anchor.
 pub(crate) struct Checker {
     ok: Vec<AtomicU64>,
     bad: Vec<AtomicU64>,
@@ -220,7 +223,7 @@ impl Checker {
 }
 
 /// Does this anchor's DER hash to its recorded fingerprint, and do the recorded fields
-/// match what the DER says? (Used for mapped anchors before their first use.)
+/// match what the DER says? (Used for snapshot anchors before their first use.)
 pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
     use sha2::Digest;
     let digest: [u8; 32] = sha2::Sha256::digest(a.der).into();
@@ -250,7 +253,7 @@ pub(crate) struct Core {
     pub(crate) der: Bytes,
     pub(crate) lay: Layout,
     pub(crate) off: Offsets,
-    /// `Some` for stores mapped from a snapshot: anchors are verified before first use.
+    /// `Some` for stores read from a snapshot: anchors are verified before first use.
     pub(crate) check: Option<Checker>,
 }
 
@@ -306,7 +309,7 @@ impl Core {
         ))
     }
 
-    /// The anchor, verified first if this store is mapped. `None` if it fails the check.
+    /// The anchor, verified first if this store was read from a snapshot. `None` if it fails the check.
     pub(crate) fn anchor(&self, i: u32) -> Option<Anchor<'_>> {
         let (a, r) = self.raw(i)?;
         match &self.check {
@@ -422,7 +425,7 @@ impl<'a> Anchor<'a> {
 /// (This struct also holds the store's data, so `TrustStore::ca_names` is free.)
 pub struct CaNames {
     pub(crate) core: Core,
-    /// For a mapped store: (count, encoded length) of the names that pass their anchor's
+    /// For a snapshot store: (count, encoded length) of the names that pass their anchor's
     /// integrity check, computed on first use. The header's figures are not trusted for
     /// what is sent (a corrupted anchor's name is never sent, so it must not be counted).
     pub(crate) checked: std::sync::OnceLock<(usize, usize)>,
@@ -447,7 +450,7 @@ impl CaNames {
     pub fn encoded_len(&self) -> usize {
         self.counts().1
     }
-    /// Built stores know their figures; a mapped store counts what passes the per-anchor
+    /// Built stores know their figures; a snapshot store counts what passes the per-anchor
     /// checks once (this verifies the names' anchors, so it is not done at open).
     fn counts(&self) -> (usize, usize) {
         if self.core.check.is_none() {
@@ -465,7 +468,7 @@ impl CaNames {
 }
 
 /// An immutable trust store: anchors, indexes and the CA-name list. Send + Sync; share it
-/// as `Arc<TrustStore>`. Built in memory ([`crate::StoreBuilder`]) or mapped from a
+/// as `Arc<TrustStore>`. Built in memory ([`crate::StoreBuilder`]) or read from a
 /// snapshot ([`TrustStore::open_snapshot`]); the API is the same.
 pub struct TrustStore {
     pub(crate) generation: u64,
@@ -516,7 +519,7 @@ impl TrustStore {
     pub(crate) fn set_generation(&mut self, g: u64) {
         self.generation = g;
     }
-    /// Number of anchors (unique certificates). For a store mapped from a snapshot this is
+    /// Number of anchors (unique certificates). For a store read from a snapshot this is
     /// the count recorded in the file: an anchor that fails its integrity check is still
     /// counted but never returned (see [`TrustStore::verify_all`]).
     pub fn len(&self) -> usize {
@@ -525,7 +528,7 @@ impl TrustStore {
     pub fn is_empty(&self) -> bool {
         self.core().lay.n == 0
     }
-    /// Every anchor in insertion order (mapped stores skip anchors failing their check).
+    /// Every anchor in insertion order (snapshot stores skip anchors failing their check).
     pub fn anchors(&self) -> impl Iterator<Item = Anchor<'_>> + '_ {
         let c = self.core();
         (0..c.lay.n).filter_map(move |i| c.anchor(i))
@@ -591,8 +594,8 @@ impl TrustStore {
         self.core().der.as_slice().len()
     }
     /// Bytes this store occupies: DER arena (its allocated capacity, which may exceed the
-    /// DER it holds), records, fingerprints, indexes, integrity bits (for a mapped store:
-    /// the mapped sections it uses).
+    /// DER it holds), records, fingerprints, indexes, integrity bits (for a snapshot store:
+    /// the sections of the file it uses).
     pub fn memory_bytes(&self) -> usize {
         let c = self.core();
         std::mem::size_of::<Self>()
@@ -602,7 +605,7 @@ impl TrustStore {
             + c.der.allocated()
             + c.check.as_ref().map_or(0, Checker::memory)
     }
-    /// Whether this store is mapped from a snapshot file.
+    /// Whether this store was read from a snapshot file.
     pub fn is_snapshot(&self) -> bool {
         self.snapshot.is_some()
     }

@@ -185,14 +185,74 @@ fn build_is_atomic_and_replaces() {
     text.push_str(&ca("Third").pem);
     fs::write(&bundle, text).unwrap();
     build_snapshot(&[Source::File(bundle)], &snap).unwrap();
-    // The old mapping still reads its (old, intact) file.
+    // The old store still holds its (old, intact) content.
     before.verify_all().unwrap();
     assert_eq!(before.len(), 2);
     assert_eq!(TrustStore::open_snapshot(&snap).unwrap().len(), 3);
     let leftovers: Vec<_> = fs::read_dir(d.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".tmp."))
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
         .collect();
     assert!(leftovers.is_empty());
+}
+
+/// Every anchor's DER, subject lookup and integrity check, as a list to compare.
+fn everything(s: &TrustStore) -> Vec<(Vec<u8>, usize)> {
+    s.verify_all().unwrap();
+    s.anchors()
+        .map(|a| (a.der().to_vec(), s.by_subject(a.subject()).count()))
+        .collect()
+}
+
+/// A snapshot in use whose file is truncated, then rewritten in place (what `truncate -s
+/// 0` and `cp other.snap roots.snap` do): the open store is unaffected, since it holds its
+/// own copy. A mapped file took the process down with SIGBUS on the next lookup.
+#[test]
+fn open_store_survives_its_file_truncated_or_rewritten_in_place() {
+    let (_d, _bundle, snap) = fixture(300);
+    let store = TrustStore::open_snapshot(&snap).unwrap();
+    let want = everything(&store);
+    assert_eq!(want.len(), 300);
+    let len = fs::metadata(&snap).unwrap().len();
+    let f = fs::OpenOptions::new().write(true).open(&snap).unwrap();
+    f.set_len(0).unwrap();
+    assert!(everything(&store) == want);
+    // Rewritten in place with other bytes of the same length.
+    use std::os::unix::fs::FileExt;
+    f.set_len(len).unwrap();
+    f.write_all_at(&vec![0x5a; len as usize], 0).unwrap();
+    assert!(everything(&store) == want);
+    // And reopening the damaged file is refused, not trusted.
+    assert!(TrustStore::open_snapshot(&snap).is_err());
+}
+
+/// A big file that starts like a snapshot but whose header does not account for it is
+/// refused after reading its 128-byte header, not read whole into memory.
+#[test]
+fn big_file_with_a_bad_header_is_not_read_whole() {
+    let (d, _bundle, snap) = fixture(3);
+    let big = d.path().join("big.snap");
+    let head = fs::read(&snap).unwrap();
+    let f = fs::File::create(&big).unwrap();
+    use std::io::Write;
+    (&f).write_all(&head[..128]).unwrap();
+    f.set_len(1 << 30).unwrap();
+    let t = std::time::Instant::now();
+    let e = TrustStore::open_snapshot(&big).err().unwrap();
+    assert!(
+        matches!(&e, SnapshotError::Truncated(m) if m.contains("file has 1073741824")),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+    // Over the limit: refused by its size alone.
+    f.set_len(tlskit_store::MAX_SNAPSHOT_BYTES + 1).unwrap();
+    assert!(matches!(
+        TrustStore::open_snapshot(&big),
+        Err(SnapshotError::TooLarge(_))
+    ));
 }

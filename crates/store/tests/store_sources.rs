@@ -412,3 +412,69 @@ fn many_rounds_match_the_whole_buffer_path() {
         assert!(issues(&br).len() > 5);
     }
 }
+
+/// A regular file swapped for a FIFO (and back) while loads run: the swap can land between
+/// the loader's `stat` and its `open`. Every load must finish (the opened handle is checked,
+/// and opening is non-blocking); each either loads the CA or reports the FIFO. Before, a
+/// load could block for ever in `open()`.
+#[test]
+fn fifo_swapped_in_between_stat_and_open_never_blocks() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+    let d = tempfile::tempdir().unwrap();
+    let reg = d.path().join("reg.pem");
+    fs::write(&reg, ca("Swap").pem).unwrap();
+    let fifo = d.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let target = d.path().join("x.pem");
+    fs::copy(&reg, &target).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let toggler = {
+        let (stop, dir) = (stop.clone(), d.path().to_path_buf());
+        let (reg, fifo, target) = (reg.clone(), fifo.clone(), target.clone());
+        std::thread::spawn(move || {
+            let tmp = dir.join("swap.tmp");
+            let mut flips = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let from = if flips.is_multiple_of(2) { &fifo } else { &reg };
+                let _ = fs::remove_file(&tmp);
+                fs::hard_link(from, &tmp).unwrap();
+                fs::rename(&tmp, &target).unwrap();
+                flips += 1;
+            }
+            flips
+        })
+    };
+    let (tx, rx) = mpsc::channel();
+    let t2 = target.clone();
+    std::thread::spawn(move || {
+        let (mut loaded, mut refused) = (0, 0);
+        // For 3 s (the window between stat and open is a few microseconds wide).
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_secs(3) {
+            match load(&[Source::File(t2.clone())]) {
+                Ok(_) => loaded += 1,
+                Err(tlskit_store::StoreError::NothingLoadable { issues, .. }) => {
+                    let k = &issues[0].reason;
+                    assert!(
+                        matches!(k, IssueKind::NotRegular | IssueKind::Unreadable(_)),
+                        "{k}"
+                    );
+                    refused += 1;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let _ = tx.send((loaded, refused));
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+    stop.store(true, Ordering::Relaxed);
+    let flips = toggler.join().unwrap();
+    let (loaded, refused) = got.expect("a load blocked (on the FIFO)");
+    eprintln!("{loaded} loaded, {refused} refused, {flips} swaps");
+    assert!(loaded > 0 && refused > 0, "{loaded} {refused}");
+}

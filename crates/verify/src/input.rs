@@ -28,35 +28,12 @@ fn err(path: &Path, reason: impl Into<String>) -> InputError {
 }
 
 /// Largest certificate or CRL file read: 64 MiB (the store's per-file limit). A bigger
-/// file (a 2 GB sparse file, an endless pipe) is refused without reading past it.
-pub const MAX_INPUT_BYTES: u64 = 64 << 20;
+/// file (a 2 GB sparse file) is refused before reading; a FIFO or device (an endless
+/// pipe, `/dev/zero`) is refused without reading at all (tlskit-io's bounded reader).
+pub const MAX_INPUT_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
 
 fn read(path: &Path) -> Result<Vec<u8>, InputError> {
-    use std::io::Read;
-    let too_large = |size: u64| {
-        err(
-            path,
-            format!("file too large ({size} bytes; limit {MAX_INPUT_BYTES} bytes)"),
-        )
-    };
-    let f = std::fs::File::open(path).map_err(|e| err(path, format!("cannot read: {e}")))?;
-    if let Ok(md) = f.metadata() {
-        if md.is_file() && md.len() > MAX_INPUT_BYTES {
-            return Err(too_large(md.len()));
-        }
-    }
-    // Bounded even when the size is unknown (a pipe) or the file grows while read.
-    let mut buf = Vec::new();
-    f.take(MAX_INPUT_BYTES + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| err(path, format!("cannot read: {e}")))?;
-    if buf.len() as u64 > MAX_INPUT_BYTES {
-        return Err(err(
-            path,
-            format!("file too large (more than {MAX_INPUT_BYTES} bytes)"),
-        ));
-    }
-    Ok(buf)
+    tlskit_io::read(path, MAX_INPUT_BYTES).map_err(|e| err(path, e.kind.to_string()))
 }
 
 fn is_pem(bytes: &[u8]) -> bool {

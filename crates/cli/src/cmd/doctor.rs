@@ -401,9 +401,12 @@ fn long_chain(
         dir.join("chain.pem"),
         dir.join("key.pem"),
     );
-    std::fs::write(&root_p, root.pem())?;
-    std::fs::write(&chain_p, format!("{}{}", leaf.pem(), inter.pem()))?;
-    std::fs::write(&key_p, leaf_key.serialize_pem())?;
+    // Through the one writer (temporary file + rename; the key 0600), like every file
+    // tlskit writes.
+    tlskit_io::write_atomic(&root_p, root.pem().as_bytes(), false, false)?;
+    let chain = format!("{}{}", leaf.pem(), inter.pem());
+    tlskit_io::write_atomic(&chain_p, chain.as_bytes(), false, false)?;
+    tlskit_io::write_atomic(&key_p, leaf_key.serialize_pem().as_bytes(), true, false)?;
     Ok((root_p, chain_p, key_p))
 }
 

@@ -28,8 +28,10 @@ Examples:
 printed on stderr for each address (and READY=1 sent to systemd when NOTIFY_SOCKET is set:
 dist/tlskit.service). SIGHUP, or a change to the certificate, key, SNI or client-CA files
 (unless --no-watch), reloads certificates and the client-CA store without dropping
-connections. SIGTERM stops accepting and lets open connections finish, for up to
---shutdown-grace seconds. Exit 2 on bad configuration.";
+connections; a failed reload keeps what is serving and logs why, and a reload is given up
+after 30 s. SIGTERM stops accepting and lets open connections finish, for up to
+--shutdown-grace seconds, whatever a reload is doing. Files that are not regular files
+(FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:

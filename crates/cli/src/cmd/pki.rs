@@ -181,8 +181,10 @@ pub(crate) struct PasswordArgs {
 impl PasswordArgs {
     fn get(&self) -> anyhow::Result<String> {
         if let Some(f) = &self.password_file {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("{}: cannot read the password file", f.display()))?;
+            // A password file is one line: 64 KiB is plenty, and a FIFO or device is
+            // refused rather than waited on.
+            let text =
+                tlskit_io::read_to_string(f, 64 << 10).context("cannot read the password file")?;
             return Ok(text.lines().next().unwrap_or("").to_string());
         }
         match std::env::var(&self.password_env) {

@@ -129,6 +129,17 @@ impl Pki {
         write(&self.path(key), &k.serialize_pem());
     }
 
+    /// Another client certificate from the client root, as `NAME.pem`/`NAME.key` (a chain
+    /// the server has not verified before: its verification must consult the store).
+    pub fn client_cert(&self, name: &str) {
+        let k = p256();
+        let c = leaf_params(name, &[], true)
+            .signed_by(&k, &self.client_root)
+            .expect("client");
+        write(&self.path(&format!("{name}.pem")), &c.pem());
+        write(&self.path(&format!("{name}.key")), &k.serialize_pem());
+    }
+
     /// A leaf with `n` extra DNS names (about 31 bytes each): a long, compressible chain.
     pub fn long_chain(&self, chain: &str, key: &str, n: usize) {
         let mut names: Vec<String> = vec![
