@@ -9,7 +9,7 @@
 //! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
 
 use std::collections::HashSet;
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
