@@ -99,6 +99,11 @@ pub struct ServeConfig {
     pub proxy_protocol: bool,
     /// Reload when the certificate, key, SNI directory or client-CA files change.
     pub watch: bool,
+    /// Get and renew the certificate from an ACME CA (`cert`/`key` may then be empty
+    /// paths: the ACME certificate is the default).
+    pub acme: Option<crate::acme::AcmeSettings>,
+    /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
+    pub http_listen: Option<SocketAddr>,
 }
 
 /// A TLS protocol version.
@@ -142,6 +147,8 @@ impl ServeConfig {
             ticket_rotation: Duration::from_secs(6 * 3600),
             proxy_protocol: false,
             watch: true,
+            acme: None,
+            http_listen: None,
         }
     }
 }
@@ -158,6 +165,17 @@ struct Shared {
     stopping: AtomicBool,
     /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
     stop: watch::Sender<bool>,
+    /// ACME certificate management (`--acme`).
+    acme: Option<crate::acme::manager::ServerAcme>,
+}
+
+/// The `--cert`/`--key` pair, absent with `--acme` and no `--cert`.
+fn default_pair(cfg: &ServeConfig) -> Option<(&std::path::Path, &std::path::Path)> {
+    if cfg.acme.is_some() && cfg.cert.as_os_str().is_empty() {
+        None
+    } else {
+        Some((&cfg.cert, &cfg.key))
+    }
 }
 
 /// A configured, bound server that has not started accepting yet.
@@ -283,7 +301,7 @@ impl Server {
         }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let (index, issues) =
-            CertIndex::load(&cfg.cert, &cfg.key, cfg.sni_dir.as_deref(), &provider)?;
+            CertIndex::load_optional(default_pair(&cfg), cfg.sni_dir.as_deref(), &provider)?;
         for i in &issues {
             log::event(
                 Level::Warn,
@@ -296,7 +314,34 @@ impl Server {
         // Compress the chains now, off the handshake path (the first clients then get a
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
-        let resolver = Arc::new(SniResolver::new(index));
+        let metrics = Arc::new(Metrics::default());
+        let acme = match &cfg.acme {
+            Some(settings) => {
+                let http = match cfg.http_listen {
+                    Some(a) => Some(crate::sock::listener(a, 1024)?),
+                    None => None,
+                };
+                let https_port = cfg.listen.first().map_or(443, |a| a.port());
+                Some(crate::acme::manager::ServerAcme::prepare(
+                    settings.clone(),
+                    http,
+                    https_port,
+                    provider.clone(),
+                    metrics.clone(),
+                    cfg.compress.clone(),
+                )?)
+            }
+            None if cfg.http_listen.is_some() => {
+                return Err(NetError::Config(
+                    "a plain HTTP listener is only used with ACME".into(),
+                ))
+            }
+            None => None,
+        };
+        let resolver = Arc::new(match &acme {
+            Some(a) => SniResolver::with_acme(index, a.managed.clone()),
+            None => SniResolver::new(index),
+        });
         let store = if cfg.client_ca.is_empty() {
             None
         } else {
@@ -377,10 +422,11 @@ impl Server {
                 resolver,
                 store,
                 tls,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 limit,
                 stopping: AtomicBool::new(false),
                 stop: watch::channel(false).0,
+                acme,
             }),
             listeners,
             metrics_listener,
@@ -448,6 +494,9 @@ async fn run_async(
         let l = TcpListener::from_std(l)?;
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
+    if let Some(a) = &shared.acme {
+        a.start(stop_rx.clone())?;
+    }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     loop {
         tokio::select! {
@@ -505,7 +554,10 @@ fn watch_files(
 ) -> Result<notify::RecommendedWatcher, notify::Error> {
     use notify::{RecursiveMode, Watcher};
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert), abs(&cfg.key)];
+    let mut files: Vec<PathBuf> = match default_pair(cfg) {
+        Some((c, k)) => vec![abs(c), abs(k)],
+        None => Vec::new(),
+    };
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(d) = &cfg.sni_dir {
         dirs.push(abs(d));
@@ -546,12 +598,8 @@ fn watch_files(
 /// Reload certificates (and the client-CA store). A failure keeps what was serving.
 fn reload(s: &Shared, cause: &str) {
     let t = Instant::now();
-    let certs = CertIndex::load(
-        &s.cfg.cert,
-        &s.cfg.key,
-        s.cfg.sni_dir.as_deref(),
-        &s.provider,
-    );
+    let certs =
+        CertIndex::load_optional(default_pair(&s.cfg), s.cfg.sni_dir.as_deref(), &s.provider);
     let mut ok = true;
     match certs {
         Ok((index, issues)) => {
@@ -651,9 +699,13 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     }
     let local = tcp.local_addr().unwrap_or(peer);
     let start = Instant::now();
-    let acceptor = tokio_rustls::TlsAcceptor::from(s.tls.clone());
-    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(t)) => t,
+    // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
+    // with the validation certificate and closed here.
+    let alpn_cfg = s.acme.as_ref().and_then(|a| a.alpn_config.as_ref());
+    let accept = crate::acme::accept(tcp, &s.tls, alpn_cfg);
+    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, accept).await {
+        Ok(Ok(crate::acme::Accepted::Tls(t))) => *t,
+        Ok(Ok(crate::acme::Accepted::Validation)) => return,
         Ok(Err(e)) => {
             s.metrics.handshake(Outcome::Failed, 0.0);
             log::event(
