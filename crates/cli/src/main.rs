@@ -59,6 +59,9 @@ enum Command {
     Connect(cmd::net::ConnectArgs),
     /// Measure where a TLS handshake spends its round trips, for any server.
     Probe(cmd::probe::ProbeArgs),
+    /// Certificates from an ACME CA (Let's Encrypt): issue, renew, revoke.
+    #[command(subcommand)]
+    Acme(cmd::acme::AcmeCmd),
 }
 
 #[derive(Subcommand)]
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::net::serve(a),
         Command::Connect(a) => cmd::net::connect(a),
         Command::Probe(a) => cmd::probe::run(a),
+        Command::Acme(c) => cmd::acme::run(c),
     };
     output::finish(result)
 }

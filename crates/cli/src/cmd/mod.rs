@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub(crate) mod acme;
 pub(crate) mod doctor;
 pub(crate) mod net;
 pub(crate) mod pki;
