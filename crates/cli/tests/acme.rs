@@ -62,8 +62,17 @@ impl Drop for Pebble {
 }
 
 impl Pebble {
-    /// None (with a message) when Pebble is not installed, outside CI.
+    /// Pebble with one 90-day profile. None (with a message) when Pebble is not
+    /// installed, outside CI.
     fn start() -> Option<Self> {
+        Self::start_with(serde_json::json!({
+            "default": {"description": "90 days", "validityPeriod": 7776000}
+        }))
+    }
+
+    /// Pebble with these profiles (Pebble picks one at random for an order that names
+    /// none, so tests that need a lifetime offer only that one).
+    fn start_with(profiles: serde_json::Value) -> Option<Self> {
         let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
@@ -115,10 +124,7 @@ impl Pebble {
             "externalAccountBindingRequired": false,
             "retryAfter": {"authz": 1, "order": 1},
             "keyAlgorithm": "ecdsa",
-            "profiles": {
-                "default": {"description": "90 days", "validityPeriod": 7776000},
-                "tiny": {"description": "seconds", "validityPeriod": 12}
-            }
+            "profiles": profiles
         }});
         std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
         let dns = format!("127.0.0.1:{}", p.dns_port);
@@ -238,9 +244,9 @@ fn account_file(storage: &Path) -> PathBuf {
     files[0].clone()
 }
 
-/// Serial (hex, upper case as openssl prints it) of the certificate served for `name`.
+/// Serial (hex, as openssl prints it) of the certificate served for `name`.
 fn served_serial(port: u16, name: &str) -> Option<String> {
-    let mut child = Command::new("openssl")
+    let o = Command::new("openssl")
         .args([
             "s_client",
             "-connect",
@@ -249,25 +255,15 @@ fn served_serial(port: u16, name: &str) -> Option<String> {
             name,
         ])
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
+        .output()
         .expect("openssl");
-    let mut out = String::new();
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    let _ = child.wait();
+    let out = String::from_utf8_lossy(&o.stdout);
     let begin = out.find("-----BEGIN CERTIFICATE-----")?;
     let end = out.find("-----END CERTIFICATE-----")? + "-----END CERTIFICATE-----".len();
-    let mut x = Command::new("openssl")
-        .args(["x509", "-noout", "-serial"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("openssl x509");
-    x.stdin.take()?.write_all(out[begin..end].as_bytes()).ok()?;
-    let o = x.wait_with_output().ok()?;
-    let line = String::from_utf8_lossy(&o.stdout).trim().to_string();
-    line.strip_prefix("serial=").map(str::to_string)
+    let tmp = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(tmp.path(), &out[begin..end]).expect("write");
+    Some(file_serial(tmp.path())).filter(|s| !s.is_empty())
 }
 
 fn file_serial(pem: &Path) -> String {
@@ -435,7 +431,7 @@ fn acme_renew_when_due_or_forced_then_revoke() {
     let (code, out, err) = run("renew", &[]);
     assert_eq!(code, 0, "{err}");
     let r = json(&out);
-    assert_eq!(r["renewed"], false, "{out}");
+    assert_eq!(r["renewed"], false, "{out}\n{err}");
     assert_eq!(r["reason"], "not_due");
     assert_eq!(file_serial(&chain), first);
     // Forced.
@@ -619,7 +615,11 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
 
 #[test]
 fn acme_serve_http01_short_lived_renewal_keeps_connections() {
-    let Some(p) = Pebble::start() else { return };
+    let Some(p) = Pebble::start_with(serde_json::json!({
+        "tiny": {"description": "12 seconds", "validityPeriod": 12}
+    })) else {
+        return;
+    };
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let http = format!("127.0.0.1:{}", p.http_port);

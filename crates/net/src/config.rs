@@ -127,6 +127,16 @@ mod tests {
         assert_eq!(c.cert, Some(dir.path().join("c.pem")));
         assert_eq!(c.key, Some(PathBuf::from("/k.pem")));
         assert_eq!(c.max_connections, Some(5));
+        std::fs::write(
+            &p,
+            "acme = \"https://ca.test/dir\"\ndomain = [\"a.test\"]\nacme_storage = \"st\"\nacme_challenge = \"http-01\"\nhttp_listen = \"127.0.0.1:80\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let c = FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.acme.as_deref(), Some("https://ca.test/dir"));
+        assert_eq!(c.domain, Some(vec!["a.test".to_string()]));
+        assert_eq!(c.acme_storage, Some(dir.path().join("st")));
+        assert_eq!(c.http_listen.as_deref(), Some("127.0.0.1:80"));
         std::fs::write(&p, "lisen = 1\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(FileConfig::load(&p).is_err());
     }

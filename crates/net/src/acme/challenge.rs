@@ -307,3 +307,54 @@ async fn http_one(mut c: TcpStream, ch: &Challenges, other: HttpOther) -> std::i
 fn not_found() -> String {
     "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acme::storage::FsStorage;
+
+    #[test]
+    fn validation_certificate_carries_the_critical_acme_identifier() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let ck =
+            validation_cert("a.test", "token.thumb", &provider).unwrap_or_else(|e| panic!("{e}"));
+        let der = ck.cert.first().unwrap_or_else(|| panic!("no cert"));
+        let (_, c) = x509_parser::parse_x509_certificate(der).unwrap_or_else(|e| panic!("{e}"));
+        let oid = x509_parser::der_parser::oid!(1.3.6 .1 .5 .5 .7 .1 .31);
+        let ext = c
+            .extensions()
+            .iter()
+            .find(|e| e.oid == oid)
+            .unwrap_or_else(|| panic!("no acmeIdentifier"));
+        assert!(ext.critical);
+        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, b"token.thumb");
+        // OCTET STRING (0x04, 32) holding the digest.
+        assert_eq!(&ext.value[..2], &[0x04, 0x20]);
+        assert_eq!(&ext.value[2..], digest.as_ref());
+        let names = crate::acme::leaf_info(der).map(|i| i.names);
+        assert_eq!(names, Some(vec!["a.test".to_string()]));
+    }
+
+    #[test]
+    fn answers_published_and_withdrawn() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let storage: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(dir.path()).unwrap_or_else(|e| panic!("{e}")));
+        let ch = Challenges::new(
+            storage,
+            Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        );
+        ch.set_http("tok", "tok.thumb")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ch.http_answer("tok").as_deref(), Some("tok.thumb"));
+        assert_eq!(ch.http_answer("other"), None);
+        ch.clear_http("tok");
+        assert_eq!(ch.http_answer("tok"), None);
+        ch.set_tls_alpn("a.test", "x.y")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(ch.alpn_cert("a.test").is_some());
+        assert!(ch.alpn_cert("b.test").is_none());
+        ch.clear_tls_alpn("a.test");
+        assert!(ch.alpn_cert("a.test").is_none());
+    }
+}

@@ -21,6 +21,10 @@ use crate::log::{self, Level};
 /// How long one order may wait for validation and for the certificate.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Order polling: first look after 100 ms, then doubling (instant-acme honours the CA's
+/// `Retry-After` when it sends one). A nearby CA is usually done at the first look; the
+/// former 250 ms start cost about 0.3 s of the 0.7 s from start to first certificate.
+
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against `roots` (empty: the system store) with tlskit's verifier.
 fn http_client(roots: &[Source]) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
@@ -222,9 +226,7 @@ pub(crate) async fn obtain(
                 .await
                 .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
         }
-        let retry = RetryPolicy::new()
-            .initial_delay(Duration::from_millis(250))
-            .timeout(ORDER_TIMEOUT);
+        let retry = poll_policy();
         let status = match order.poll_ready(&retry).await {
             Ok(s) => s,
             Err(instant_acme::Error::Api(p)) => {
@@ -273,13 +275,20 @@ pub(crate) async fn obtain(
         .await
         .map_err(|e| AcmeError::acme("finalize", &what, e))?;
     let retry = RetryPolicy::new()
-        .initial_delay(Duration::from_millis(250))
+        .initial_delay(Duration::from_millis(100))
         .timeout(ORDER_TIMEOUT);
     let chain = order
         .poll_certificate(&retry)
         .await
         .map_err(|e| AcmeError::acme("certificate download", &what, e))?;
     Ok(chain)
+}
+
+fn poll_policy() -> RetryPolicy {
+    RetryPolicy::new()
+        .initial_delay(Duration::from_millis(100))
+        .backoff(2.0)
+        .timeout(ORDER_TIMEOUT)
 }
 
 /// "DOMAIN: TYPE: DETAIL" for every failed challenge of the order (re-read from the CA).
@@ -333,6 +342,15 @@ pub(crate) async fn renewal_window(
             let end = SystemTime::from(info.suggested_window.end);
             let span = end.duration_since(start).unwrap_or_default();
             let at = start + span.mul_f64(rand01.clamp(0.0, 1.0));
+            log::event(
+                Level::Info,
+                "acme_renewal_info",
+                &[
+                    ("window_start", &super::unix(start)),
+                    ("window_end", &super::unix(end)),
+                    ("retry_after_s", &retry.as_secs()),
+                ],
+            );
             Ok(Some((at, retry)))
         }
         Err(instant_acme::Error::Unsupported(_)) => Ok(None),

@@ -383,3 +383,61 @@ impl Manager {
         Ok(Duration::ZERO)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_names_exact_and_wildcard() {
+        let m = Managed {
+            cert: ArcSwapOption::empty(),
+            names: vec!["a.test".into(), "*.w.test".into()],
+        };
+        assert!(m.manages(Some("a.test")));
+        assert!(m.manages(Some("x.w.test")));
+        assert!(!m.manages(Some("w.test")));
+        assert!(!m.manages(Some("y.x.w.test")));
+        assert!(!m.manages(Some("b.test")));
+        assert!(!m.manages(None));
+        assert!(m.current().is_none());
+    }
+
+    #[test]
+    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = AcmeSettings::new(
+            "https://ca.test/dir".into(),
+            vec!["a.test".into()],
+            dir.path().join("s"),
+        );
+        settings.retry_base = Duration::from_secs(4);
+        let storage: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let m = Manager {
+            settings,
+            challenges: Arc::new(Challenges::new(storage.clone(), provider.clone())),
+            storage,
+            managed: Arc::new(Managed {
+                cert: ArcSwapOption::empty(),
+                names: Vec::new(),
+            }),
+            metrics: Arc::new(Metrics::default()),
+            provider,
+            name: "a.test".into(),
+            compress: Vec::new(),
+        };
+        for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..20 {
+                let d = m.retry_delay(n);
+                assert!(d >= Duration::from_secs(full) / 2, "{n}: {d:?}");
+                assert!(d <= Duration::from_secs(full), "{n}: {d:?}");
+                seen.insert(d);
+            }
+            // Jittered: not the same delay every time.
+            assert!(seen.len() > 1, "{n}");
+        }
+    }
+}
