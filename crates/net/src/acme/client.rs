@@ -21,9 +21,6 @@ use crate::log::{self, Level};
 /// How long one order may wait for validation and for the certificate.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Order polling: first look after 100 ms, then doubling (instant-acme honours the CA's
-/// `Retry-After` when it sends one). A nearby CA is usually done at the first look; the
-/// former 250 ms start cost about 0.3 s of the 0.7 s from start to first certificate.
 
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against `roots` (empty: the system store) with tlskit's verifier.
@@ -284,6 +281,9 @@ pub(crate) async fn obtain(
     Ok(chain)
 }
 
+/// Order polling: first look after 100 ms, then doubling (instant-acme honours the CA's
+/// `Retry-After` when it sends one). A nearby CA is usually done at the first look; the
+/// former 250 ms start cost about 0.3 s of the 0.7 s from start to first certificate.
 fn poll_policy() -> RetryPolicy {
     RetryPolicy::new()
         .initial_delay(Duration::from_millis(100))
