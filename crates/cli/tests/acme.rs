@@ -715,6 +715,8 @@ fn acme_serve_directory_down_serves_stored_certificate_and_retries() {
     let log = srv.stderr();
     assert!(log.contains("event=acme_failed"), "{log}");
     assert!(log.contains("serving=true"), "{log}");
+    // The log says how long the served certificate still has (about 90 days).
+    assert!(log.contains("expires_in_s=777"), "{log}");
     assert_eq!(
         served_serial(p.tls_port, "srv.test").as_deref(),
         Some(first.as_str())

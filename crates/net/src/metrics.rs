@@ -42,6 +42,7 @@ struct Acme {
     enabled: std::sync::atomic::AtomicBool,
     orders_ok: AtomicU64,
     orders_failed: AtomicU64,
+    errors: AtomicU64,
     not_after: AtomicU64,
     next_renewal: AtomicU64,
 }
@@ -97,6 +98,9 @@ impl Metrics {
         }
         .fetch_add(1, Relaxed);
     }
+    pub(crate) fn acme_error(&self) {
+        self.acme.errors.fetch_add(1, Relaxed);
+    }
     pub(crate) fn acme_not_after(&self, unix: u64) {
         self.acme.not_after.store(unix, Relaxed);
     }
@@ -121,6 +125,13 @@ impl Metrics {
             s,
             "tlskit_acme_orders_total{{result=\"failed\"}} {}",
             self.acme.orders_failed.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_errors_total ACME failures of any step (directory, account, renewal information, order, storage); each is retried.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_errors_total counter");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_errors_total {}",
+            self.acme.errors.load(Relaxed)
         );
         let _ = writeln!(s, "# HELP tlskit_acme_certificate_expiry_timestamp_seconds notAfter of the ACME certificate served (0: none).");
         let _ = writeln!(

@@ -21,7 +21,6 @@ use crate::log::{self, Level};
 /// How long one order may wait for validation and for the certificate.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 
-
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against `roots` (empty: the system store) with tlskit's verifier.
 fn http_client(roots: &[Source]) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {

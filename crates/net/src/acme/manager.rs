@@ -242,8 +242,18 @@ impl Manager {
                 }
                 Err(e) => {
                     failures = failures.saturating_add(1);
-                    self.metrics.acme_order(false);
+                    self.metrics.acme_error();
                     let d = self.retry_delay(failures);
+                    // How long the certificate being served still has.
+                    let left = self
+                        .managed
+                        .current()
+                        .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)))
+                        .map(|i| {
+                            i.not_after
+                                .duration_since(SystemTime::now())
+                                .map_or(0, |d| d.as_secs())
+                        });
                     log::event(
                         Level::Error,
                         "acme_failed",
@@ -251,7 +261,11 @@ impl Manager {
                             ("name", &clean(&self.name)),
                             ("attempt", &failures),
                             ("retry_in_s", &format!("{:.1}", d.as_secs_f64())),
-                            ("serving", &self.managed.current().is_some()),
+                            ("serving", &left.is_some()),
+                            (
+                                "expires_in_s",
+                                &left.map_or_else(|| "-".to_string(), |l| l.to_string()),
+                            ),
                             ("reason", &e),
                         ],
                     );
@@ -348,7 +362,20 @@ impl Manager {
             profile: self.settings.profile.as_deref(),
             replaces,
         };
-        let chain = client::obtain(&acct, &req, &key, &self.challenges).await?;
+        // Another process sharing the storage may have renewed while this one waited for
+        // the lock: take its certificate instead of ordering again.
+        if let Some(ck) = self.newer_stored().await {
+            drop(lock);
+            self.install(ck, "storage");
+            return Ok(Duration::ZERO);
+        }
+        let chain = match client::obtain(&acct, &req, &key, &self.challenges).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.metrics.acme_order(false);
+                return Err(e);
+            }
+        };
         let stored = StoredCert {
             chain_pem: chain,
             key_pem: key.serialize_pem(),
@@ -365,22 +392,46 @@ impl Manager {
                 .map_err(|e| AcmeError::Config(e.to_string()))??;
         }
         drop(lock);
+        self.metrics.acme_order(true);
+        self.install(ck, "order");
+        Ok(Duration::ZERO)
+    }
+
+    /// A stored certificate other than the one served, usable and issued later.
+    async fn newer_stored(&self) -> Option<Arc<CertifiedKey>> {
+        let s = self.storage.clone();
+        let n = self.name.clone();
+        let stored = tokio::task::spawn_blocking(move || s.load_cert(&n))
+            .await
+            .ok()?
+            .ok()??;
+        let ck = usable(&stored, &self.managed.names, &self.provider).ok()?;
+        let new = leaf_info(ck.cert.first()?)?;
+        match self.managed.current() {
+            None => Some(ck),
+            Some(cur) => {
+                let cur = leaf_info(cur.cert.first()?)?;
+                (new.serial != cur.serial && new.not_before > cur.not_before).then_some(ck)
+            }
+        }
+    }
+
+    fn install(&self, ck: Arc<CertifiedKey>, from: &str) {
         let info = ck.cert.first().and_then(|c| leaf_info(c));
         let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
         crate::compress::warm(vec![ck.clone()], &self.compress);
         self.managed.install(ck);
-        self.metrics.acme_order(true);
         self.metrics.acme_not_after(not_after);
         log::event(
             Level::Info,
             "acme_certificate_installed",
             &[
                 ("name", &clean(&self.name)),
+                ("from", &from),
                 ("serial", &info.map(|i| i.serial).unwrap_or_default()),
                 ("not_after", &not_after),
             ],
         );
-        Ok(Duration::ZERO)
     }
 }
 
