@@ -690,7 +690,7 @@ fn acme_serve_http01_short_lived_renewal_keeps_connections() {
 }
 
 #[test]
-fn acme_serve_directory_down_serves_stored_certificate_and_retries() {
+fn acme_serve_directory_down_serves_stored_certificate_and_retries_then_ca_reset() {
     let Some(mut p) = Pebble::start() else { return };
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
@@ -721,4 +721,32 @@ fn acme_serve_directory_down_serves_stored_certificate_and_retries() {
         served_serial(p.tls_port, "srv.test").as_deref(),
         Some(first.as_str())
     );
+    drop(srv);
+
+    // The CA comes back reset (a new Pebble knows neither the account nor the
+    // certificate) and a name is added: the order meets accountDoesNotExist, a new account
+    // is made (the old credentials kept as a backup) and the new certificate served.
+    p.start_pebble();
+    let srv = serve_acme(
+        &p,
+        &storage,
+        &["--acme-retry", "0.2", "--domain", "new.test"],
+    );
+    let second = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "new.test").filter(|s| *s != first)
+    })
+    .unwrap_or_else(|| panic!("no new certificate: {}\n{}", srv.stderr(), p.log()));
+    assert_eq!(
+        served_serial(p.tls_port, "srv.test").as_deref(),
+        Some(second.as_str())
+    );
+    let log = srv.stderr();
+    assert!(log.contains("accountDoesNotExist"), "{log}");
+    assert!(log.contains("event=acme_account_created"), "{log}");
+    let names: Vec<String> = std::fs::read_dir(storage.join("accounts"))
+        .expect("accounts")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with(".bak")), "{names:?}");
 }

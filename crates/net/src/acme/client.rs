@@ -68,13 +68,22 @@ pub(crate) struct Endpoint<'a> {
     pub(crate) email: Option<&'a str>,
 }
 
-/// The stored account for this directory, or a new one (stored before use).
+/// Whether the CA says the account does not exist (it was reset, or deactivated).
+pub(crate) fn account_gone(e: &AcmeError) -> bool {
+    matches!(e, AcmeError::Protocol { reason, .. } if reason.contains("accountDoesNotExist"))
+}
+
+/// The stored account for this directory, or a new one (stored before use). With
+/// `fresh`, a new account replaces the stored one (kept as a backup by the storage).
 pub(crate) async fn account(
     ep: &Endpoint<'_>,
     storage: &Arc<dyn AcmeStorage>,
+    fresh: bool,
 ) -> Result<(Account, bool), AcmeError> {
     let http = http_client(ep.roots)?;
-    let stored = {
+    let stored = if fresh {
+        None
+    } else {
         let s = storage.clone();
         let d = ep.directory.to_string();
         tokio::task::spawn_blocking(move || s.load_account(&d))

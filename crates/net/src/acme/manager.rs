@@ -234,13 +234,20 @@ impl Manager {
     async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut account: Option<instant_acme::Account> = None;
         let mut failures: u32 = 0;
+        let mut fresh_account = false;
         loop {
-            let wait = match self.step(&mut account).await {
+            let wait = match self.step(&mut account, fresh_account).await {
                 Ok(d) => {
                     failures = 0;
+                    fresh_account = false;
                     d
                 }
                 Err(e) => {
+                    // The CA no longer knows the account: a new one at the next attempt.
+                    if client::account_gone(&e) {
+                        account = None;
+                        fresh_account = true;
+                    }
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
@@ -286,6 +293,7 @@ impl Manager {
     async fn step(
         &self,
         account: &mut Option<instant_acme::Account>,
+        fresh_account: bool,
     ) -> Result<Duration, AcmeError> {
         let acct = match account {
             Some(a) => a.clone(),
@@ -295,7 +303,7 @@ impl Manager {
                     roots: &self.settings.roots,
                     email: self.settings.email.as_deref(),
                 };
-                let (a, _) = client::account(&ep, &self.storage).await?;
+                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
                 *account = Some(a.clone());
                 a
             }

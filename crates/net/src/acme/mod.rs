@@ -452,7 +452,7 @@ async fn issue_async(
                 roots: &s.roots,
                 email: s.email.as_deref(),
             };
-            let (a, created) = client::account(&ep, &storage).await?;
+            let (a, created) = client::account(&ep, &storage, false).await?;
             (a, storage, created)
         }
     };
@@ -546,7 +546,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             roots: &s.roots,
             email: s.email.as_deref(),
         };
-        let (account, _) = client::account(&ep, &storage).await?;
+        let (account, _) = client::account(&ep, &storage, false).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
             None => ("missing", SystemTime::now()),
@@ -621,7 +621,7 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
             roots: &s.roots,
             email: s.email.as_deref(),
         };
-        let (account, _) = client::account(&ep, &storage).await?;
+        let (account, _) = client::account(&ep, &storage, false).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
             .revoke(&instant_acme::RevocationRequest {

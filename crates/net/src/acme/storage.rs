@@ -51,7 +51,8 @@ pub trait IssuanceLock: Send {}
 pub trait AcmeStorage: Send + Sync {
     /// The stored account credentials (JSON) for this directory URL, if any.
     fn load_account(&self, directory: &str) -> Result<Option<Vec<u8>>, AcmeError>;
-    /// Store the account credentials (JSON; they hold the account key).
+    /// Store the account credentials (JSON; they hold the account key). Credentials
+    /// already stored are kept as a backup, never just overwritten.
     fn store_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError>;
     /// The stored certificate for `name`, if any.
     fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError>;
@@ -233,6 +234,18 @@ impl AcmeStorage for FsStorage {
 
     fn store_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
         let p = self.account_path(directory);
+        if p.exists() {
+            // The CA forgot the account (a reset staging or test CA): keep the old
+            // credentials beside the new ones.
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let backup = p.with_extension(format!("json.{secs}.bak"));
+            std::fs::hard_link(&p, &backup).map_err(|e| AcmeError::Storage {
+                path: backup.clone(),
+                reason: e,
+            })?;
+        }
         write_private_atomic(&p, credentials).map_err(|e| AcmeError::Storage { path: p, reason: e })
     }
 
