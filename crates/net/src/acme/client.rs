@@ -54,10 +54,64 @@ fn http_client(roots: &[Source]) -> Result<Box<dyn instant_acme::HttpClient>, Ac
         .https_only()
         .enable_http1()
         .build();
-    let client: hyper_util::client::legacy::Client<_, instant_acme::BodyWrapper<bytes::Bytes>> =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(https);
-    Ok(Box::new(client))
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(https);
+    Ok(Box::new(Bounded(client)))
+}
+
+/// Longest a request to the CA may take, response body included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest response body accepted from the CA (a chain is a few KiB).
+const MAX_BODY: usize = 1 << 20;
+
+type Hyper = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    instant_acme::BodyWrapper<bytes::Bytes>,
+>;
+
+/// The hyper client with a deadline on every request and a bound on every response
+/// body: what the CA sends is untrusted, and a CA that hangs must not hold the renewal
+/// task forever.
+struct Bounded(Hyper);
+
+impl instant_acme::HttpClient for Bounded {
+    fn request(
+        &self,
+        req: http::Request<instant_acme::BodyWrapper<bytes::Bytes>>,
+    ) -> std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<instant_acme::BytesResponse, instant_acme::Error>,
+                > + Send,
+        >,
+    > {
+        let fut = self.0.request(req);
+        Box::pin(async move {
+            let rsp = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                let rsp = fut
+                    .await
+                    .map_err(|e| instant_acme::Error::Other(Box::new(e)))?;
+                // Read the body here, under the same deadline and within the bound.
+                let (parts, body) = rsp.into_parts();
+                let bytes =
+                    http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_BODY))
+                        .await
+                        .map_err(instant_acme::Error::Other)?
+                        .to_bytes();
+                Ok::<_, instant_acme::Error>(http::Response::from_parts(
+                    parts,
+                    http_body_util::Full::new(bytes),
+                ))
+            })
+            .await
+            .map_err(|_| {
+                instant_acme::Error::Other(
+                    format!("no answer within {} s", REQUEST_TIMEOUT.as_secs()).into(),
+                )
+            })??;
+            Ok(instant_acme::BytesResponse::from(rsp))
+        })
+    }
 }
 
 /// Where the ACME server is and how to talk to it.
