@@ -462,8 +462,9 @@ fn acme_renew_when_due_or_forced_then_revoke() {
 fn acme_failing_challenge_names_the_domain_and_the_problem() {
     let Some(p) = Pebble::start() else { return };
     let t = tempfile::tempdir().expect("tempdir");
-    // Our responder on a port Pebble does not use: Pebble finds nothing on httpPort.
-    let wrong = format!("127.0.0.1:{}", free_port());
+    // Our responder on a port of the kernel's choosing (port 0), never Pebble's httpPort:
+    // Pebble finds nothing there.
+    let wrong = "127.0.0.1:0".to_string();
     let (code, _, err) = acme(
         &p,
         &t.path().join("acme"),
