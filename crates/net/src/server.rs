@@ -315,29 +315,7 @@ impl Server {
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
         let metrics = Arc::new(Metrics::default());
-        let acme = match &cfg.acme {
-            Some(settings) => {
-                let http = match cfg.http_listen {
-                    Some(a) => Some(crate::sock::listener(a, 1024)?),
-                    None => None,
-                };
-                let https_port = cfg.listen.first().map_or(443, |a| a.port());
-                Some(crate::acme::manager::ServerAcme::prepare(
-                    settings.clone(),
-                    http,
-                    https_port,
-                    provider.clone(),
-                    metrics.clone(),
-                    cfg.compress.clone(),
-                )?)
-            }
-            None if cfg.http_listen.is_some() => {
-                return Err(NetError::Config(
-                    "a plain HTTP listener is only used with ACME".into(),
-                ))
-            }
-            None => None,
-        };
+        let acme = crate::acme::manager::ServerAcme::for_config(&cfg, &provider, &metrics)?;
         let resolver = Arc::new(match &acme {
             Some(a) => SniResolver::with_acme(index, a.managed.clone()),
             None => SniResolver::new(index),

@@ -160,6 +160,36 @@ impl ServerAcme {
         })
     }
 
+    /// `serve`'s ACME part, when `--acme` is on: the plain HTTP listener bound, the
+    /// storage opened, a stored certificate loaded.
+    pub(crate) fn for_config(
+        cfg: &crate::server::ServeConfig,
+        provider: &Arc<CryptoProvider>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Option<Self>, crate::NetError> {
+        let Some(settings) = &cfg.acme else {
+            if cfg.http_listen.is_some() {
+                return Err(crate::NetError::Config(
+                    "a plain HTTP listener is only used with ACME".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let http = match cfg.http_listen {
+            Some(a) => Some(crate::sock::listener(a, 1024)?),
+            None => None,
+        };
+        let https_port = cfg.listen.first().map_or(443, |a| a.port());
+        Ok(Some(Self::prepare(
+            settings.clone(),
+            http,
+            https_port,
+            provider.clone(),
+            metrics.clone(),
+            cfg.compress.clone(),
+        )?))
+    }
+
     /// Start the renewal task and the plain HTTP listener (on the running runtime).
     pub(crate) fn start(&self, stop: tokio::sync::watch::Receiver<bool>) -> std::io::Result<()> {
         if let Some(l) = self.http.lock().ok().and_then(|mut h| h.take()) {
