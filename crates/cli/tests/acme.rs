@@ -580,6 +580,11 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     assert_eq!(file_serial(&stored), first);
     let log = srv.stderr();
     assert!(log.contains("event=acme_certificate_installed"), "{log}");
+    // Pebble's validation came to the server's own TLS listener.
+    assert!(
+        log.contains("event=acme_tlsalpn01_answered sni=srv.test"),
+        "{log}"
+    );
     assert!(!log.contains("PRIVATE KEY"));
     let metrics = http_get(&srv.metrics_addr());
     assert!(

@@ -167,9 +167,12 @@ pub(crate) async fn accept(
     };
     let start =
         tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp).await?;
-    if is_validation(&start.client_hello()) {
+    let hello = start.client_hello();
+    if is_validation(&hello) {
+        let sni = hello.server_name().map(super::clean).unwrap_or_default();
         let mut s = start.into_stream(acme.clone()).await?;
         let _ = s.shutdown().await;
+        log::event(Level::Info, "acme_tlsalpn01_answered", &[("sni", &sni)]);
         return Ok(Accepted::Validation);
     }
     Ok(Accepted::Tls(Box::new(
