@@ -128,8 +128,8 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
         ca.directory.clone(),
         domains
             .into_iter()
-            .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
-            .collect(),
+            .map(|d| tlskit_net::acme::domain(&d))
+            .collect::<Result<_, _>>()?,
         storage,
     );
     s.email = ca.acme_email.clone();

@@ -272,8 +272,8 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<Strin
             url,
             domains
                 .iter()
-                .map(|d| d.trim_end_matches('.').to_ascii_lowercase())
-                .collect(),
+                .map(|d| tlskit_net::acme::domain(d))
+                .collect::<Result<_, _>>()?,
             storage,
         );
         s.email = a.acme_email.clone().or(f.acme_email.clone());

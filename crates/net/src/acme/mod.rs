@@ -104,6 +104,12 @@ impl AcmeSettings {
             ));
         }
         for d in &self.domains {
+            if domain(d).ok().as_deref() != Some(d.as_str()) {
+                return Err(AcmeError::Config(format!(
+                    "{}: not a DNS name in A-label form",
+                    clean(d)
+                )));
+            }
             let body = d.strip_prefix("*.").unwrap_or(d);
             let ok = !body.is_empty()
                 && body.len() <= 253
@@ -129,6 +135,14 @@ impl AcmeSettings {
         }
         Ok(())
     }
+}
+
+/// A domain name as ACME wants it: A-labels by UTS #46 (`tlskit_verify::names`, the
+/// one place names are converted), lower case, no trailing dot; a leading `*.` kept.
+pub fn domain(input: &str) -> Result<String, AcmeError> {
+    tlskit_verify::names::DnsName::parse(input)
+        .map(|d| d.ascii().to_string())
+        .map_err(|e| AcmeError::Config(clean(&e.to_string())))
 }
 
 /// What can go wrong getting a certificate.
@@ -675,6 +689,14 @@ mod tests {
         );
         assert!(s.check().is_ok());
         s.domains.push("bad name".into());
+        assert!(s.check().is_err());
+        s.domains.pop();
+        assert_eq!(
+            domain("Bücher.Test.").ok().as_deref(),
+            Some("xn--bcher-kva.test")
+        );
+        assert!(domain("a\u{2024}test").is_err());
+        s.domains.push("Bücher.test".into());
         assert!(s.check().is_err());
         s.domains.pop();
         s.directory = "http://ca.test/dir".into();
