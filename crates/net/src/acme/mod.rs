@@ -374,7 +374,8 @@ pub struct RenewReport {
     /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past two thirds),
     /// `missing` (no certificate yet), `not_due`.
     pub reason: &'static str,
-    /// When renewal is due (Unix seconds), for the certificate that is now in place.
+    /// When renewal is due (Unix seconds): by the CA's window or the lifetime rule for a
+    /// certificate that was not renewed; two thirds of the lifetime of a new one.
     pub due: u64,
     /// The issuance, when one happened.
     pub issued: Option<IssueReport>,
