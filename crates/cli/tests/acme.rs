@@ -585,6 +585,24 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         log.contains("event=acme_tlsalpn01_answered sni=srv.test"),
         "{log}"
     );
+    // The served chain verifies against Pebble's root, and a client offering other ALPN
+    // protocols is not disturbed by acme-tls/1 (the echo responder negotiates none).
+    let root = t.path().join("pebble-root.pem");
+    p.issuing_root(&root);
+    let (code, v) = net_support::connect_json(&[
+        &format!("127.0.0.1:{}", p.tls_port),
+        "--servername",
+        "srv.test",
+        "--roots",
+        &s(&root),
+        "--alpn",
+        "h2",
+        "--alpn",
+        "http/1.1",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["alpn"], serde_json::Value::Null, "{v}");
     assert!(!log.contains("PRIVATE KEY"));
     let metrics = http_get(&srv.metrics_addr());
     assert!(
