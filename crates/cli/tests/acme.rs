@@ -433,6 +433,12 @@ fn acme_renew_when_due_or_forced_then_revoke() {
     let r = json(&out);
     assert_eq!(r["renewed"], false, "{out}\n{err}");
     assert_eq!(r["reason"], "not_due");
+    // From cron: nothing at all on stdout or stderr when not due.
+    let mut quiet = vec!["renew"];
+    quiet.extend(base);
+    quiet.push("-q");
+    let (code, out, err) = acme(&p, &storage, &quiet);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
     assert_eq!(file_serial(&chain), first);
     // Forced.
     let (code, out, err) = run("renew", &["--force"]);

@@ -24,7 +24,8 @@ Examples:
       --http-listen 0.0.0.0:80 && systemctl reload nginx
   tlskit acme revoke --directory URL --cert chain.pem
 
-The account is created once and kept (with its key, 0600) in --acme-storage
+Progress is logged on stderr with --log-level info (default: warnings only); renew -q
+prints nothing when not due. The account is created once and kept (with its key, 0600) in --acme-storage
 [default: $HOME/.local/share/tlskit/acme]. Exit 0 done (renew: also when not due),
 2 error (the CA's problem document is quoted).";
 
@@ -60,6 +61,9 @@ pub(crate) struct CaArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
+    #[arg(long, value_name = "LEVEL", default_value = "warn")]
+    log_level: String,
 }
 
 #[derive(clap::Args)]
@@ -93,6 +97,9 @@ pub(crate) struct RenewArgs {
     /// Renew now, whatever the schedule says.
     #[arg(long)]
     force: bool,
+    /// Print nothing when the certificate is not due (for cron, which mails any output).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -177,7 +184,23 @@ fn print_issued(r: &IssueReport) {
     println!("  challenge: {}, {:.0} ms", r.challenge, r.ms);
 }
 
+fn set_log_level(ca: &CaArgs) -> anyhow::Result<()> {
+    let l = tlskit_net::log::Level::parse(&ca.log_level).with_context(|| {
+        format!(
+            "--log-level {}: use off, error, warn, info or debug",
+            ca.log_level
+        )
+    })?;
+    tlskit_net::log::set_level(l);
+    Ok(())
+}
+
 pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
+    set_log_level(match &cmd {
+        AcmeCmd::Issue(a) => &a.ca,
+        AcmeCmd::Renew(a) => &a.issue.ca,
+        AcmeCmd::Revoke(a) => &a.ca,
+    })?;
     match cmd {
         AcmeCmd::Issue(a) => {
             let o = issue_options(&a)?;
@@ -196,7 +219,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
             } else if let Some(i) = &r.issued {
                 println!("renewed ({})", r.reason);
                 print_issued(i);
-            } else {
+            } else if !a.quiet {
                 println!("not due: renewal at {} (Unix time)", r.due);
             }
         }
