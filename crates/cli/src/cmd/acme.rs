@@ -21,13 +21,13 @@ Examples:
       --tls-listen 0.0.0.0:443
   # From cron, daily: renews only when due (the CA's ARI window, else 2/3 of the lifetime)
   tlskit acme renew --directory URL --domain www.example.com --key key.pem -o chain.pem \\
-      --http-listen 0.0.0.0:80 && systemctl reload nginx
+      --http-listen 0.0.0.0:80 --json | grep -q '\"renewed\": *true' && systemctl reload nginx
   tlskit acme revoke --directory URL --cert chain.pem
 
 Progress is logged on stderr with --log-level info (default: warnings only); renew -q
-prints nothing when not due. The account is created once and kept (with its key, 0600) in --acme-storage
-[default: $HOME/.local/share/tlskit/acme]. Exit 0 done (renew: also when not due),
-2 error (the CA's problem document is quoted).";
+prints nothing when not due. The account is created once and kept (with its key, 0600)
+in --acme-storage [default: $HOME/.local/share/tlskit/acme]. Exit 0 done (renew: also
+when not due), 2 error (the CA's problem document is quoted).";
 
 /// `tlskit acme ...`.
 #[derive(clap::Subcommand)]
