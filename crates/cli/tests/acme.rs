@@ -517,6 +517,21 @@ fn acme_unwritable_storage_is_an_error_at_start() {
     assert!(err.contains(&s(&file)), "{err}");
     assert!(!err.contains("listening on"), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(10));
+    // The same from the TOML configuration file (keys named as the flags).
+    let cfg = t.path().join("serve.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "listen = [\"127.0.0.1:0\"]\nacme = \"https://127.0.0.1:9/dir\"\n\
+             domain = [\"x.test\"]\nacme_storage = \"{}\"\n",
+            s(&bad)
+        ),
+    )
+    .expect("write");
+    let o = tlskit(&["serve", "--config", &s(&cfg)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&s(&file)), "{err}");
     let o = tlskit(&[
         "acme",
         "issue",
