@@ -473,7 +473,8 @@ async fn run_async(
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
     if let Some(a) = &shared.acme {
-        a.start(stop_rx.clone())?;
+        // Redirects name the port actually bound (`--listen` may say :0).
+        a.start(stop_rx.clone(), addrs.first().map_or(443, |a| a.port()))?;
     }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     loop {

@@ -63,7 +63,6 @@ pub(crate) struct ServerAcme {
     http: Mutex<Option<std::net::TcpListener>>,
     task: Mutex<Option<Manager>>,
     challenges: Arc<Challenges>,
-    https_port: u16,
 }
 
 impl std::fmt::Debug for ServerAcme {
@@ -78,7 +77,6 @@ impl ServerAcme {
     pub(crate) fn prepare(
         settings: AcmeSettings,
         http_listen: Option<std::net::TcpListener>,
-        https_port: u16,
         provider: Arc<CryptoProvider>,
         metrics: Arc<Metrics>,
         compress: Vec<crate::server::Compression>,
@@ -156,7 +154,6 @@ impl ServerAcme {
             http: Mutex::new(http_listen),
             task: Mutex::new(Some(task)),
             challenges,
-            https_port,
         })
     }
 
@@ -179,25 +176,28 @@ impl ServerAcme {
             Some(a) => Some(crate::sock::listener(a, 1024)?),
             None => None,
         };
-        let https_port = cfg.listen.first().map_or(443, |a| a.port());
         Ok(Some(Self::prepare(
             settings.clone(),
             http,
-            https_port,
             provider.clone(),
             metrics.clone(),
             cfg.compress.clone(),
         )?))
     }
 
-    /// Start the renewal task and the plain HTTP listener (on the running runtime).
-    pub(crate) fn start(&self, stop: tokio::sync::watch::Receiver<bool>) -> std::io::Result<()> {
+    /// Start the renewal task and the plain HTTP listener (on the running runtime), which
+    /// redirects to `https_port`.
+    pub(crate) fn start(
+        &self,
+        stop: tokio::sync::watch::Receiver<bool>,
+        https_port: u16,
+    ) -> std::io::Result<()> {
         if let Some(l) = self.http.lock().ok().and_then(|mut h| h.take()) {
             let l = tokio::net::TcpListener::from_std(l)?;
             tokio::spawn(challenge::http_loop(
                 l,
                 self.challenges.clone(),
-                HttpOther::Redirect(self.https_port),
+                HttpOther::Redirect(https_port),
                 stop.clone(),
             ));
         }
