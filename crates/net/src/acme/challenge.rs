@@ -338,6 +338,69 @@ mod tests {
         assert_eq!(names, Some(vec!["a.test".to_string()]));
     }
 
+    async fn ask(addr: std::net::SocketAddr, req: &[u8]) -> String {
+        let mut c = TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let _ = c.write_all(req).await;
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out).await;
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[tokio::test]
+    async fn http01_answers_redirects_and_bounds() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let storage: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(dir.path()).unwrap_or_else(|e| panic!("{e}")));
+        let ch = Arc::new(Challenges::new(
+            storage,
+            Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+        ));
+        ch.set_http("tok", "tok.thumb")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let l = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let addr = l.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(http_loop(l, ch, HttpOther::Redirect(8443), rx));
+        let r = ask(
+            addr,
+            b"GET /.well-known/acme-challenge/tok HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        )
+        .await;
+        assert!(
+            r.starts_with("HTTP/1.1 200") && r.ends_with("\r\n\r\ntok.thumb"),
+            "{r}"
+        );
+        let r = ask(
+            addr,
+            b"GET /.well-known/acme-challenge/other HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        )
+        .await;
+        assert!(r.starts_with("HTTP/1.1 404"), "{r}");
+        let r = ask(addr, b"GET /p?q HTTP/1.1\r\nhost: A.test:80\r\n\r\n").await;
+        assert!(r.starts_with("HTTP/1.1 301"), "{r}");
+        assert!(
+            r.contains("\r\nLocation: https://A.test:8443/p?q\r\n"),
+            "{r}"
+        );
+        // Hostile Host headers and paths are refused, never echoed.
+        let r = ask(addr, b"GET / HTTP/1.1\r\nHost: a.test\x1b[2J\r\n\r\n").await;
+        assert!(r.starts_with("HTTP/1.1 400"), "{r}");
+        let r = ask(addr, b"GET /a\rLocation:x HTTP/1.1\r\nHost: a.test\r\n\r\n").await;
+        assert!(
+            r.starts_with("HTTP/1.1 400") || r.starts_with("HTTP/1.1 301"),
+            "{r}"
+        );
+        assert!(!r.contains("Location:x"), "{r}");
+        let mut long = b"GET / HTTP/1.1\r\nX: ".to_vec();
+        long.extend(std::iter::repeat_n(b'a', 9000));
+        let r = ask(addr, &long).await;
+        assert!(r.starts_with("HTTP/1.1 431"), "{r}");
+    }
+
     #[test]
     fn answers_published_and_withdrawn() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
