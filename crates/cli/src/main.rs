@@ -63,6 +63,9 @@ enum Command {
     Completions(cmd::install::CompletionsArgs),
     /// Write manual pages: tlskit.1 and one page per subcommand.
     Man(cmd::install::ManArgs),
+    /// Certificates from an ACME CA (Let's Encrypt): issue, renew, revoke.
+    #[command(subcommand)]
+    Acme(cmd::acme::AcmeCmd),
 }
 
 #[derive(Subcommand)]
@@ -122,6 +125,7 @@ fn main() -> ExitCode {
         Command::Probe(a) => cmd::probe::run(a),
         Command::Completions(a) => cmd::install::completions(a),
         Command::Man(a) => cmd::install::man(a),
+        Command::Acme(c) => cmd::acme::run(c),
     };
     output::finish(result)
 }

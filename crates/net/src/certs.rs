@@ -105,9 +105,9 @@ fn leaf_dns_names(ck: &CertifiedKey) -> Vec<String> {
     names
 }
 
-/// One certificate set: a default and the SNI index.
+/// One certificate set: a default (absent when ACME provides it) and the SNI index.
 pub struct CertIndex {
-    default: Arc<CertifiedKey>,
+    default: Option<Arc<CertifiedKey>>,
     exact: HashMap<String, Arc<CertifiedKey>>,
     /// `*.example.com` is stored under `example.com`.
     wildcard: HashMap<String, Arc<CertifiedKey>>,
@@ -143,12 +143,25 @@ impl CertIndex {
         sni_dir: Option<&Path>,
         provider: &CryptoProvider,
     ) -> Result<(Self, Vec<PairIssue>), NetError> {
-        let default = load_certified_key(cert, key, provider)?;
+        Self::load_optional(Some((cert, key)), sni_dir, provider)
+    }
+
+    /// As [`CertIndex::load`], with the default pair optional (`serve --acme` without
+    /// `--cert`: the ACME certificate is the default).
+    pub fn load_optional(
+        pair: Option<(&Path, &Path)>,
+        sni_dir: Option<&Path>,
+        provider: &CryptoProvider,
+    ) -> Result<(Self, Vec<PairIssue>), NetError> {
+        let default = match pair {
+            Some((cert, key)) => Some(load_certified_key(cert, key, provider)?),
+            None => None,
+        };
         let mut idx = Self {
             default: default.clone(),
             exact: HashMap::new(),
             wildcard: HashMap::new(),
-            pairs: 1,
+            pairs: usize::from(pair.is_some()),
         };
         let mut issues = Vec::new();
         if let Some(dir) = sni_dir {
@@ -190,8 +203,10 @@ impl CertIndex {
             }
         }
         // The default certificate also answers for its own names.
-        for n in leaf_dns_names(&default) {
-            idx.insert(&n, default.clone());
+        if let Some(default) = default {
+            for n in leaf_dns_names(&default) {
+                idx.insert(&n, default.clone());
+            }
         }
         Ok((idx, issues))
     }
@@ -214,7 +229,9 @@ impl CertIndex {
     pub fn chains(&self) -> Vec<Arc<CertifiedKey>> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        let all = std::iter::once(&self.default)
+        let all = self
+            .default
+            .iter()
             .chain(self.exact.values())
             .chain(self.wildcard.values());
         for ck in all {
@@ -230,15 +247,16 @@ impl CertIndex {
         self.exact.len() + self.wildcard.len()
     }
 
-    /// The certificate for an SNI name (already lower case from rustls), or the default.
-    pub fn lookup(&self, sni: Option<&str>) -> Arc<CertifiedKey> {
+    /// The certificate for an SNI name (already lower case from rustls), or the default
+    /// (none only when there is no default pair).
+    pub fn lookup(&self, sni: Option<&str>) -> Option<Arc<CertifiedKey>> {
         if let Some(name) = sni {
             if let Some(ck) = self.exact.get(name) {
-                return ck.clone();
+                return Some(ck.clone());
             }
             if let Some((_, parent)) = name.split_once('.') {
                 if let Some(ck) = self.wildcard.get(parent) {
-                    return ck.clone();
+                    return Some(ck.clone());
                 }
             }
         }
@@ -246,10 +264,12 @@ impl CertIndex {
     }
 }
 
-/// rustls certificate resolver over a replaceable [`CertIndex`].
+/// rustls certificate resolver over a replaceable [`CertIndex`], and the ACME
+/// certificate when `serve --acme` manages one.
 #[derive(Debug)]
 pub struct SniResolver {
     index: ArcSwap<CertIndex>,
+    acme: Option<Arc<crate::acme::Managed>>,
 }
 
 impl SniResolver {
@@ -257,6 +277,15 @@ impl SniResolver {
     pub fn new(index: CertIndex) -> Self {
         Self {
             index: ArcSwap::from_pointee(index),
+            acme: None,
+        }
+    }
+    /// Serve the ACME certificate for its names (and as the default when `index` has
+    /// none), `index` for the rest.
+    pub fn with_acme(index: CertIndex, acme: Arc<crate::acme::Managed>) -> Self {
+        Self {
+            index: ArcSwap::from_pointee(index),
+            acme: Some(acme),
         }
     }
     /// Replace the index; handshakes in flight keep the one they started with.
@@ -271,6 +300,17 @@ impl SniResolver {
 
 impl ResolvesServerCert for SniResolver {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.index.load().lookup(hello.server_name()))
+        let sni = hello.server_name();
+        if let Some(m) = &self.acme {
+            if m.manages(sni) {
+                if let Some(ck) = m.current() {
+                    return Some(ck);
+                }
+            }
+        }
+        self.index
+            .load()
+            .lookup(sni)
+            .or_else(|| self.acme.as_ref()?.current())
     }
 }

@@ -12,6 +12,11 @@
 //! metrics = "127.0.0.1:9100"
 //! handshake_timeout = 10
 //! max_connections = 10000
+//! # Certificates from an ACME CA instead of cert/key:
+//! # acme = "https://acme-v02.api.letsencrypt.org/directory"
+//! # domain = ["www.example.com"]
+//! # acme_storage = "/var/lib/tlskit/acme"
+//! # http_listen = "[::]:80"
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -64,6 +69,26 @@ pub struct FileConfig {
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.
     pub log_level: Option<String>,
+    /// ACME directory URL.
+    pub acme: Option<String>,
+    /// ACME certificate names.
+    pub domain: Option<Vec<String>>,
+    /// ACME storage directory.
+    pub acme_storage: Option<PathBuf>,
+    /// ACME account contact.
+    pub acme_email: Option<String>,
+    /// Trust anchors for the CA's HTTPS.
+    pub acme_roots: Option<Vec<String>>,
+    /// `tls-alpn-01` or `http-01`.
+    pub acme_challenge: Option<String>,
+    /// ACME certificate profile.
+    pub acme_profile: Option<String>,
+    /// Seconds.
+    pub acme_recheck: Option<f64>,
+    /// Seconds.
+    pub acme_retry: Option<f64>,
+    /// Plain HTTP listener address.
+    pub http_listen: Option<String>,
 }
 
 impl FileConfig {
@@ -75,7 +100,7 @@ impl FileConfig {
         let mut c: Self =
             toml::from_str(&text).map_err(|e| NetError::file(path, e.message().to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        for p in [&mut c.cert, &mut c.key, &mut c.sni_dir]
+        for p in [&mut c.cert, &mut c.key, &mut c.sni_dir, &mut c.acme_storage]
             .into_iter()
             .flatten()
         {
@@ -104,6 +129,16 @@ mod tests {
         assert_eq!(c.cert, Some(dir.path().join("c.pem")));
         assert_eq!(c.key, Some(PathBuf::from("/k.pem")));
         assert_eq!(c.max_connections, Some(5));
+        std::fs::write(
+            &p,
+            "acme = \"https://ca.test/dir\"\ndomain = [\"a.test\"]\nacme_storage = \"st\"\nacme_challenge = \"http-01\"\nhttp_listen = \"127.0.0.1:80\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let c = FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.acme.as_deref(), Some("https://ca.test/dir"));
+        assert_eq!(c.domain, Some(vec!["a.test".to_string()]));
+        assert_eq!(c.acme_storage, Some(dir.path().join("st")));
+        assert_eq!(c.http_listen.as_deref(), Some("127.0.0.1:80"));
         std::fs::write(&p, "lisen = 1\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(FileConfig::load(&p).is_err());
     }

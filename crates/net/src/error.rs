@@ -65,6 +65,9 @@ pub enum NetError {
         /// chained as a source, so it is printed once).
         reason: crate::starttls::StarttlsError,
     },
+    /// ACME: storage, the CA, validation.
+    #[error(transparent)]
+    Acme(#[from] crate::acme::AcmeError),
     /// Any other I/O error (runtime start, relaying).
     #[error("{0}")]
     Io(#[from] std::io::Error),

@@ -6,6 +6,7 @@
 //! the handshake starts, and rustls hands each flight to the kernel in one vectored
 //! write, so a long certificate chain costs no extra round trip beyond TCP's window.
 
+pub mod acme;
 mod certs;
 mod client;
 pub mod compress;

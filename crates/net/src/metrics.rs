@@ -33,6 +33,18 @@ pub struct Metrics {
     buckets: [AtomicU64; BUCKETS.len()],
     duration_count: AtomicU64,
     duration_sum_ns: AtomicU64,
+    acme: Acme,
+}
+
+/// ACME counters (rendered only when ACME is on).
+#[derive(Debug, Default)]
+struct Acme {
+    enabled: std::sync::atomic::AtomicBool,
+    orders_ok: AtomicU64,
+    orders_failed: AtomicU64,
+    errors: AtomicU64,
+    not_after: AtomicU64,
+    next_renewal: AtomicU64,
 }
 
 impl Metrics {
@@ -74,6 +86,70 @@ impl Metrics {
             &self.reloads_failed
         }
         .fetch_add(1, Relaxed);
+    }
+    pub(crate) fn acme_enable(&self) {
+        self.acme.enabled.store(true, Relaxed);
+    }
+    pub(crate) fn acme_order(&self, ok: bool) {
+        if ok {
+            &self.acme.orders_ok
+        } else {
+            &self.acme.orders_failed
+        }
+        .fetch_add(1, Relaxed);
+    }
+    pub(crate) fn acme_error(&self) {
+        self.acme.errors.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn acme_not_after(&self, unix: u64) {
+        self.acme.not_after.store(unix, Relaxed);
+    }
+    pub(crate) fn acme_next_renewal(&self, unix: u64) {
+        self.acme.next_renewal.store(unix, Relaxed);
+    }
+    fn render_acme(&self, s: &mut String) {
+        if !self.acme.enabled.load(Relaxed) {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "# HELP tlskit_acme_orders_total ACME certificate orders by result."
+        );
+        let _ = writeln!(s, "# TYPE tlskit_acme_orders_total counter");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_orders_total{{result=\"ok\"}} {}",
+            self.acme.orders_ok.load(Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "tlskit_acme_orders_total{{result=\"failed\"}} {}",
+            self.acme.orders_failed.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_errors_total ACME failures of any step (directory, account, renewal information, order, storage); each is retried.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_errors_total counter");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_errors_total {}",
+            self.acme.errors.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_certificate_expiry_timestamp_seconds notAfter of the ACME certificate served (0: none).");
+        let _ = writeln!(
+            s,
+            "# TYPE tlskit_acme_certificate_expiry_timestamp_seconds gauge"
+        );
+        let _ = writeln!(
+            s,
+            "tlskit_acme_certificate_expiry_timestamp_seconds {}",
+            self.acme.not_after.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_renewal_due_timestamp_seconds When the ACME certificate is due for renewal (0: not known yet).");
+        let _ = writeln!(s, "# TYPE tlskit_acme_renewal_due_timestamp_seconds gauge");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_renewal_due_timestamp_seconds {}",
+            self.acme.next_renewal.load(Relaxed)
+        );
     }
     /// Connections open now.
     pub fn active(&self) -> i64 {
@@ -161,6 +237,7 @@ impl Metrics {
             "tlskit_reloads_total{{result=\"failed\"}} {}",
             self.reloads_failed.load(Relaxed)
         );
+        self.render_acme(&mut s);
         s
     }
 }

@@ -99,6 +99,11 @@ pub struct ServeConfig {
     pub proxy_protocol: bool,
     /// Reload when the certificate, key, SNI directory or client-CA files change.
     pub watch: bool,
+    /// Get and renew the certificate from an ACME CA (`cert`/`key` may then be empty
+    /// paths: the ACME certificate is the default).
+    pub acme: Option<crate::acme::AcmeSettings>,
+    /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
+    pub http_listen: Option<SocketAddr>,
 }
 
 /// A TLS protocol version.
@@ -142,6 +147,8 @@ impl ServeConfig {
             ticket_rotation: Duration::from_secs(6 * 3600),
             proxy_protocol: false,
             watch: true,
+            acme: None,
+            http_listen: None,
         }
     }
 }
@@ -160,6 +167,17 @@ struct Shared {
     reload_seq: std::sync::atomic::AtomicU64,
     /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
     stop: watch::Sender<bool>,
+    /// ACME certificate management (`--acme`).
+    acme: Option<crate::acme::manager::ServerAcme>,
+}
+
+/// The `--cert`/`--key` pair, absent with `--acme` and no `--cert`.
+fn default_pair(cfg: &ServeConfig) -> Option<(&std::path::Path, &std::path::Path)> {
+    if cfg.acme.is_some() && cfg.cert.as_os_str().is_empty() {
+        None
+    } else {
+        Some((&cfg.cert, &cfg.key))
+    }
 }
 
 /// A configured, bound server that has not started accepting yet.
@@ -285,7 +303,7 @@ impl Server {
         }
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let (index, issues) =
-            CertIndex::load(&cfg.cert, &cfg.key, cfg.sni_dir.as_deref(), &provider)?;
+            CertIndex::load_optional(default_pair(&cfg), cfg.sni_dir.as_deref(), &provider)?;
         for i in &issues {
             log::event(
                 Level::Warn,
@@ -298,7 +316,12 @@ impl Server {
         // Compress the chains now, off the handshake path (the first clients then get a
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
-        let resolver = Arc::new(SniResolver::new(index));
+        let metrics = Arc::new(Metrics::default());
+        let acme = crate::acme::manager::ServerAcme::for_config(&cfg, &provider, &metrics)?;
+        let resolver = Arc::new(match &acme {
+            Some(a) => SniResolver::with_acme(index, a.managed.clone()),
+            None => SniResolver::new(index),
+        });
         let store = if cfg.client_ca.is_empty() {
             None
         } else {
@@ -379,11 +402,12 @@ impl Server {
                 resolver,
                 store,
                 tls,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 limit,
                 stopping: AtomicBool::new(false),
                 reload_seq: std::sync::atomic::AtomicU64::new(0),
                 stop: watch::channel(false).0,
+                acme,
             }),
             listeners,
             metrics_listener,
@@ -450,6 +474,10 @@ async fn run_async(
     if let Some(l) = metrics_listener {
         let l = TcpListener::from_std(l)?;
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
+    }
+    if let Some(a) = &shared.acme {
+        // Redirects name the port actually bound (`--listen` may say :0).
+        a.start(stop_rx.clone(), addrs.first().map_or(443, |a| a.port()))?;
     }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     // The signal loop never waits on a reload: reloads run on the blocking pool, at most
@@ -721,7 +749,10 @@ fn watch_files(
 ) -> Result<notify::RecommendedWatcher, notify::Error> {
     use notify::{RecursiveMode, Watcher};
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert), abs(&cfg.key)];
+    let mut files: Vec<PathBuf> = match default_pair(cfg) {
+        Some((c, k)) => vec![abs(c), abs(k)],
+        None => Vec::new(),
+    };
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(d) = &cfg.sni_dir {
         dirs.push(abs(d));
@@ -764,12 +795,8 @@ fn watch_files(
 /// started meanwhile (one given up after [`RELOAD_DEADLINE`] must not win late).
 fn reload(s: &Shared, cause: &str, seq: u64) {
     let t = Instant::now();
-    let certs = CertIndex::load(
-        &s.cfg.cert,
-        &s.cfg.key,
-        s.cfg.sni_dir.as_deref(),
-        &s.provider,
-    );
+    let certs =
+        CertIndex::load_optional(default_pair(&s.cfg), s.cfg.sni_dir.as_deref(), &s.provider);
     let mut ok = true;
     match certs {
         Ok((index, issues)) => {
@@ -881,9 +908,13 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     }
     let local = tcp.local_addr().unwrap_or(peer);
     let start = Instant::now();
-    let acceptor = tokio_rustls::TlsAcceptor::from(s.tls.clone());
-    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(t)) => t,
+    // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
+    // with the validation certificate and closed here.
+    let alpn_cfg = s.acme.as_ref().and_then(|a| a.alpn_config.as_ref());
+    let accept = crate::acme::accept(tcp, &s.tls, alpn_cfg);
+    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, accept).await {
+        Ok(Ok(crate::acme::Accepted::Tls(t))) => *t,
+        Ok(Ok(crate::acme::Accepted::Validation)) => return,
         Ok(Err(e)) => {
             s.metrics.handshake(Outcome::Failed, 0.0);
             log::event(

@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub(crate) mod acme;
 pub(crate) mod doctor;
 pub(crate) mod install;
 pub(crate) mod net;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use tlskit_net::acme::{AcmeSettings, ChallengeKind};
 use tlskit_net::starttls::Starttls;
 use tlskit_net::{
     CaHints, Compression, ConnectOptions, FileConfig, Mode, ServeConfig, Server, TlsVersion,
@@ -23,6 +24,11 @@ Examples:
       --respond http --client-ca clients.pem
   # Everything from a file (flags override it)
   tlskit serve --config /etc/tlskit/serve.toml
+  # Certificate from Let's Encrypt, got and renewed by the server (TLS-ALPN-01 on :443)
+  tlskit serve --listen [::]:443 --backend 127.0.0.1:8080 \
+      --acme https://acme-v02.api.letsencrypt.org/directory --domain www.example.com \
+      --acme-storage /var/lib/tlskit/acme --acme-email hostmaster@example.com \
+      --http-listen [::]:80
 
 --cert holds the leaf certificate followed by its chain. Once ready, `listening on ADDR` is
 printed on stderr for each address (and READY=1 sent to systemd when NOTIFY_SOCKET is set:
@@ -124,6 +130,36 @@ struct ServeFlags {
     /// Log level: off, error, warn, info (default), debug (one line per connection).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Get and renew the certificate from this ACME directory URL (--cert/--key optional).
+    #[arg(long, value_name = "DIRECTORY_URL")]
+    acme: Option<String>,
+    /// DNS name of the ACME certificate (repeatable).
+    #[arg(long, value_name = "NAME")]
+    domain: Vec<String>,
+    /// ACME storage directory: account, certificates (created 0700).
+    #[arg(long, value_name = "DIR")]
+    acme_storage: Option<PathBuf>,
+    /// Contact address for the ACME account.
+    #[arg(long, value_name = "ADDR")]
+    acme_email: Option<String>,
+    /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_roots: Vec<String>,
+    /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
+    #[arg(long, value_name = "tls-alpn-01|http-01")]
+    acme_challenge: Option<String>,
+    /// ACME certificate profile to ask for (e.g. `shortlived`).
+    #[arg(long, value_name = "NAME")]
+    acme_profile: Option<String>,
+    /// Most seconds between two renewal checks (the CA's Retry-After when shorter) [default: 21600].
+    #[arg(long, value_name = "SECS")]
+    acme_recheck: Option<f64>,
+    /// Seconds before the first retry after an ACME failure; doubles up to 1 h, jittered [default: 5].
+    #[arg(long, value_name = "SECS")]
+    acme_retry: Option<f64>,
+    /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
+    #[arg(long, value_name = "ADDR")]
+    http_listen: Option<String>,
 }
 
 /// Arguments of `tlskit connect`.
@@ -215,9 +251,65 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<Strin
     if listen.is_empty() {
         bail!("no address to listen on (--listen ADDR)");
     }
-    let cert = a.cert.or(f.cert).context("--cert FILE is required")?;
-    let key = a.key.or(f.key).context("--key FILE is required")?;
+    let acme_url = a.acme.clone().or(f.acme.clone());
+    let (cert, key) = match (a.cert.or(f.cert), a.key.or(f.key), &acme_url) {
+        (Some(c), Some(k), _) => (c, k),
+        (None, None, Some(_)) => (PathBuf::new(), PathBuf::new()),
+        (None, _, _) => bail!("--cert FILE is required"),
+        (Some(_), None, _) => bail!("--key FILE is required"),
+    };
     let mut cfg = ServeConfig::new(addrs(&listen, "--listen")?, cert, key);
+    if let Some(url) = acme_url {
+        let domains = if a.domain.is_empty() {
+            f.domain.clone().unwrap_or_default()
+        } else {
+            a.domain.clone()
+        };
+        if domains.is_empty() {
+            bail!("--acme needs at least one --domain NAME");
+        }
+        let storage = a
+            .acme_storage
+            .clone()
+            .or(f.acme_storage.clone())
+            .context("--acme needs --acme-storage DIR")?;
+        let mut s = AcmeSettings::new(
+            url,
+            domains
+                .iter()
+                .map(|d| tlskit_net::acme::domain(d))
+                .collect::<Result<_, _>>()?,
+            storage,
+        );
+        s.email = a.acme_email.clone().or(f.acme_email.clone());
+        let roots = if a.acme_roots.is_empty() {
+            f.acme_roots.clone().unwrap_or_default()
+        } else {
+            a.acme_roots.clone()
+        };
+        s.roots = roots.iter().map(|r| Source::from_arg(r)).collect();
+        if let Some(c) = a.acme_challenge.clone().or(f.acme_challenge.clone()) {
+            s.challenge = ChallengeKind::parse(&c)
+                .with_context(|| format!("--acme-challenge {c}: use tls-alpn-01 or http-01"))?;
+        }
+        s.profile = a.acme_profile.clone().or(f.acme_profile.clone());
+        if let Some(v) = a.acme_recheck.or(f.acme_recheck) {
+            s.recheck = secs(v, "--acme-recheck")?;
+        }
+        if let Some(v) = a.acme_retry.or(f.acme_retry) {
+            s.retry_base = secs(v, "--acme-retry")?;
+        }
+        cfg.acme = Some(s);
+    } else if !a.domain.is_empty() || a.acme_storage.is_some() {
+        bail!("--domain and --acme-storage need --acme DIRECTORY_URL");
+    }
+    if let Some(h) = a.http_listen.clone().or(f.http_listen.clone()) {
+        cfg.http_listen = Some(
+            *addrs(&[h], "--http-listen")?
+                .first()
+                .context("--http-listen: no address")?,
+        );
+    }
     cfg.sni_dir = a.sni_dir.or(f.sni_dir);
     let backend = a
         .backend

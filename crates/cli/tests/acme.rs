@@ -1,0 +1,797 @@
+//! ACME end to end against a real Pebble (Let's Encrypt's ACME test server, which
+//! validates for real and randomly rejects nonces) with pebble-challtestsrv answering DNS
+//! (every name resolves to 127.0.0.1). Each test runs its own Pebble on random loopback
+//! ports, with its own TLS certificate for the directory (made here with rcgen; the
+//! tests pass its root as `--acme-roots`). `scripts/setup` installs both programs into
+//! ~/go/bin; under CI=true a missing Pebble fails the tests.
+
+#[path = "net_support/mod.rs"]
+mod net_support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use net_support::{free_port, tlskit, wait_port, Serve, BIN};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Where scripts/setup puts Pebble, then PATH.
+fn find(program: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(h) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(h).join("go/bin"));
+    }
+    dirs.push(PathBuf::from("/usr/local/bin"));
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    dirs.into_iter()
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Pebble + challtestsrv, killed on drop.
+struct Pebble {
+    dir: tempfile::TempDir,
+    children: Vec<Child>,
+    port: u16,
+    /// The plain HTTP port Pebble validates HTTP-01 on.
+    http_port: u16,
+    /// The TLS port Pebble validates TLS-ALPN-01 on.
+    tls_port: u16,
+    roots: PathBuf,
+    exe: PathBuf,
+    dns_port: u16,
+    mgmt_port: u16,
+}
+
+impl Drop for Pebble {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Pebble {
+    /// Pebble with one 90-day profile. None (with a message) when Pebble is not
+    /// installed, outside CI.
+    fn start() -> Option<Self> {
+        Self::start_with(serde_json::json!({
+            "default": {"description": "90 days", "validityPeriod": 7776000}
+        }))
+    }
+
+    /// Pebble with these profiles (Pebble picks one at random for an order that names
+    /// none, so tests that need a lifetime offer only that one).
+    fn start_with(profiles: serde_json::Value) -> Option<Self> {
+        let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
+            }
+            eprintln!("SKIPPED: pebble not installed (run scripts/setup)");
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The directory's own TLS certificate: a root and a leaf for 127.0.0.1.
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "pebble directory test root");
+        ca.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let root =
+            CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root");
+        let mut leaf =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("params");
+        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let leaf_key = KeyPair::generate().expect("key");
+        let leaf = leaf.signed_by(&leaf_key, &root).expect("leaf");
+        let roots = dir.path().join("roots.pem");
+        std::fs::write(&roots, root.pem()).expect("write");
+        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).expect("write");
+        std::fs::write(dir.path().join("key.pem"), leaf_key.serialize_pem()).expect("write");
+        let mut p = Self {
+            dir,
+            children: Vec::new(),
+            port: free_port(),
+            http_port: free_port(),
+            tls_port: free_port(),
+            roots,
+            exe: pebble,
+            dns_port: free_port(),
+            mgmt_port: free_port(),
+        };
+        let cfg = serde_json::json!({"pebble": {
+            "listenAddress": format!("127.0.0.1:{}", p.port),
+            "managementListenAddress": format!("127.0.0.1:{}", p.mgmt_port),
+            "certificate": s(&p.dir.path().join("cert.pem")),
+            "privateKey": s(&p.dir.path().join("key.pem")),
+            "httpPort": p.http_port,
+            "tlsPort": p.tls_port,
+            "ocspResponderURL": "",
+            "externalAccountBindingRequired": false,
+            "retryAfter": {"authz": 1, "order": 1},
+            "keyAlgorithm": "ecdsa",
+            "profiles": profiles
+        }});
+        std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
+        let dns = format!("127.0.0.1:{}", p.dns_port);
+        let chall = Command::new(chall)
+            .args([
+                "-dnsserver",
+                &dns,
+                "-defaultIPv4",
+                "127.0.0.1",
+                "-defaultIPv6",
+                "",
+            ])
+            .args(["-http01", "", "-https01", "", "-tlsalpn01", "", "-doh", ""])
+            .args(["-management", &format!("127.0.0.1:{}", free_port())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn pebble-challtestsrv");
+        p.children.push(chall);
+        p.start_pebble();
+        Some(p)
+    }
+
+    /// (Re)start Pebble itself on the same ports (a new CA each time, as Pebble does).
+    fn start_pebble(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("pebble.log")).expect("log");
+        let child = Command::new(&self.exe)
+            .arg("-config")
+            .arg(self.dir.path().join("pebble.json"))
+            .args(["-dnsserver", &format!("127.0.0.1:{}", self.dns_port)])
+            .env("PEBBLE_VA_NOSLEEP", "1")
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn pebble");
+        self.children.push(child);
+        assert!(
+            wait_port(self.port, Duration::from_secs(20)),
+            "pebble did not listen: {}",
+            self.log()
+        );
+    }
+
+    fn stop_pebble(&mut self) {
+        if let Some(mut c) = self.children.pop() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default()
+    }
+
+    fn directory(&self) -> String {
+        format!("https://127.0.0.1:{}/dir", self.port)
+    }
+
+    /// Pebble's issuing root (regenerated at each start), for verifying what it issued.
+    fn issuing_root(&self, out: &Path) {
+        let o = Command::new("curl")
+            .args(["-sS", "--fail", "--cacert"])
+            .arg(&self.roots)
+            .arg(format!("https://127.0.0.1:{}/roots/0", self.mgmt_port))
+            .arg("-o")
+            .arg(out)
+            .output()
+            .expect("curl");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+/// `tlskit acme ...` with the CA flags filled in.
+fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut all = vec![args[0]];
+    let dir = p.directory();
+    let st = s(storage);
+    let roots = s(&p.roots);
+    all.extend([
+        "--directory",
+        &dir,
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+    ]);
+    all.extend(&args[1..]);
+    let mut cmd = vec!["acme"];
+    cmd.extend(all);
+    let o = tlskit(&cmd);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// The only account file in the storage.
+fn account_file(storage: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(storage.join("accounts"))
+        .expect("accounts dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// Serial (hex, as openssl prints it) of the certificate served for `name`.
+fn served_serial(port: u16, name: &str) -> Option<String> {
+    let o = Command::new("openssl")
+        .args([
+            "s_client",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+            "-servername",
+            name,
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("openssl");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let begin = out.find("-----BEGIN CERTIFICATE-----")?;
+    let end = out.find("-----END CERTIFICATE-----")? + "-----END CERTIFICATE-----".len();
+    let tmp = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(tmp.path(), &out[begin..end]).expect("write");
+    Some(file_serial(tmp.path())).filter(|s| !s.is_empty())
+}
+
+fn file_serial(pem: &Path) -> String {
+    let o = Command::new("openssl")
+        .args(["x509", "-noout", "-serial", "-in"])
+        .arg(pem)
+        .output()
+        .expect("openssl");
+    String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .trim_start_matches("serial=")
+        .to_string()
+}
+
+fn http_get(addr: &str) -> String {
+    let mut c = TcpStream::connect(addr).expect("connect metrics");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .expect("write");
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out);
+    out
+}
+
+/// Wait until `f` returns Some, polling.
+fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn acme_issue_over_http01_and_tls_alpn01_reuses_the_account() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let key = t.path().join("key.pem");
+    let chain = t.path().join("chain.pem");
+    let http = format!("127.0.0.1:{}", p.http_port);
+    let (code, out, err) = acme(
+        &p,
+        &storage,
+        &[
+            "issue",
+            "--domain",
+            "a.test",
+            "--domain",
+            "www.a.test",
+            "--key",
+            &s(&key),
+            "-o",
+            &s(&chain),
+            "--http-listen",
+            &http,
+            "--acme-email",
+            "ops@a.test",
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}\npebble: {}", p.log());
+    let r = json(&out);
+    assert_eq!(r["challenge"], "http-01");
+    assert_eq!(r["key_created"], true);
+    assert_eq!(r["account_created"], true);
+    let mut names: Vec<String> = r["domains"]
+        .as_array()
+        .expect("domains")
+        .iter()
+        .map(|v| v.as_str().expect("str").to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.test", "www.a.test"]);
+    assert_eq!(mode(&storage), 0o700);
+    assert_eq!(mode(&key), 0o600);
+    let account = account_file(&storage);
+    assert_eq!(mode(&account), 0o600);
+    let account_bytes = std::fs::read(&account).expect("account");
+    // No key material on the terminal.
+    assert!(!err.contains("PRIVATE KEY") && !out.contains("PRIVATE KEY"));
+
+    // The chain verifies against Pebble's issuing root for the name.
+    let root = t.path().join("pebble-root.pem");
+    p.issuing_root(&root);
+    let v = tlskit(&[
+        "verify",
+        "--cert",
+        &s(&chain),
+        "--roots",
+        &s(&root),
+        "--host",
+        "www.a.test",
+    ]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+
+    // TLS-ALPN-01, same storage: the account (and its key) is reused, the key file too.
+    let tls = format!("127.0.0.1:{}", p.tls_port);
+    let chain2 = t.path().join("chain2.pem");
+    let (code, out, err) = acme(
+        &p,
+        &storage,
+        &[
+            "issue",
+            "--domain",
+            "b.test",
+            "--key",
+            &s(&key),
+            "-o",
+            &s(&chain2),
+            "--tls-listen",
+            &tls,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}\npebble: {}", p.log());
+    let r = json(&out);
+    assert_eq!(r["challenge"], "tls-alpn-01");
+    assert_eq!(r["account_created"], false);
+    assert_eq!(r["key_created"], false);
+    assert_eq!(std::fs::read(&account).expect("account"), account_bytes);
+    let v = tlskit(&[
+        "verify",
+        "--cert",
+        &s(&chain2),
+        "--roots",
+        &s(&root),
+        "--host",
+        "b.test",
+    ]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+#[test]
+fn acme_renew_when_due_or_forced_then_revoke() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let key = s(&t.path().join("key.pem"));
+    let chain = t.path().join("chain.pem");
+    let http = format!("127.0.0.1:{}", p.http_port);
+    let base = [
+        "--domain",
+        "r.test",
+        "--key",
+        &key,
+        "-o",
+        &s(&chain),
+        "--http-listen",
+        &http,
+    ];
+    let run = |sub: &str, extra: &[&str]| {
+        let mut a = vec![sub];
+        a.extend(base);
+        a.extend(extra);
+        a.push("--json");
+        acme(&p, &storage, &a)
+    };
+    let (code, _, err) = run("issue", &[]);
+    assert_eq!(code, 0, "{err}");
+    let first = file_serial(&chain);
+    // Fresh 90-day certificate: not due (ARI window is weeks away).
+    let (code, out, err) = run("renew", &[]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    assert_eq!(r["renewed"], false, "{out}\n{err}");
+    assert_eq!(r["reason"], "not_due");
+    // From cron: nothing at all on stdout or stderr when not due.
+    let mut quiet = vec!["renew"];
+    quiet.extend(base);
+    quiet.push("-q");
+    let (code, out, err) = acme(&p, &storage, &quiet);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+    assert_eq!(file_serial(&chain), first);
+    // Forced.
+    let (code, out, err) = run("renew", &["--force"]);
+    assert_eq!(code, 0, "{err}\n{}", p.log());
+    let r = json(&out);
+    assert_eq!(r["renewed"], true);
+    assert_eq!(r["reason"], "forced");
+    let second = file_serial(&chain);
+    assert_ne!(second, first);
+    // Revoke, then the CA says so again: exit 2 quoting the problem document.
+    let (code, out, err) = acme(&p, &storage, &["revoke", "--cert", &s(&chain), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["revoked"], true);
+    let (code, _, err) = acme(&p, &storage, &["revoke", "--cert", &s(&chain)]);
+    assert_eq!(code, 2);
+    assert!(err.contains("alreadyRevoked"), "{err}");
+    // A revoked certificate is due at once (Pebble's ARI says so).
+    let (code, out, err) = run("renew", &[]);
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    assert_eq!(r["renewed"], true, "{out}");
+    assert_eq!(r["reason"], "ari");
+    assert_ne!(file_serial(&chain), second);
+}
+
+#[test]
+fn acme_failing_challenge_names_the_domain_and_the_problem() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    // Our responder on a port of the kernel's choosing (port 0), never Pebble's httpPort:
+    // Pebble finds nothing there.
+    let wrong = "127.0.0.1:0".to_string();
+    let (code, _, err) = acme(
+        &p,
+        &t.path().join("acme"),
+        &[
+            "issue",
+            "--domain",
+            "fail.test",
+            "--key",
+            &s(&t.path().join("k.pem")),
+            "-o",
+            &s(&t.path().join("c.pem")),
+            "--http-listen",
+            &wrong,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("fail.test"), "{err}");
+    assert!(err.contains("urn:ietf:params:acme:error:"), "{err}");
+    assert!(err.contains("detail="), "{err}");
+    assert!(!t.path().join("c.pem").exists());
+}
+
+#[test]
+fn acme_unwritable_storage_is_an_error_at_start() {
+    // No CA needed: the storage is checked before anything else.
+    let t = tempfile::tempdir().expect("tempdir");
+    let file = t.path().join("plain-file");
+    std::fs::write(&file, b"x").expect("write");
+    let bad = file.join("acme");
+    let t0 = Instant::now();
+    let o = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--acme",
+        "https://127.0.0.1:9/dir",
+        "--domain",
+        "x.test",
+        "--acme-storage",
+        &s(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&s(&file)), "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    // The same from the TOML configuration file (keys named as the flags).
+    let cfg = t.path().join("serve.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "listen = [\"127.0.0.1:0\"]\nacme = \"https://127.0.0.1:9/dir\"\n\
+             domain = [\"x.test\"]\nacme_storage = \"{}\"\n",
+            s(&bad)
+        ),
+    )
+    .expect("write");
+    let o = tlskit(&["serve", "--config", &s(&cfg)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&s(&file)), "{err}");
+    let o = tlskit(&[
+        "acme",
+        "issue",
+        "--directory",
+        "https://127.0.0.1:9/dir",
+        "--acme-storage",
+        &s(&bad),
+        "--domain",
+        "x.test",
+        "--key",
+        &s(&t.path().join("k")),
+        "-o",
+        &s(&t.path().join("c")),
+        "--http-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&s(&file)));
+}
+
+fn serve_acme(p: &Pebble, storage: &Path, extra: &[&str]) -> Serve {
+    let listen = format!("127.0.0.1:{}", p.tls_port);
+    let dir = p.directory();
+    let st = s(storage);
+    let roots = s(&p.roots);
+    let mut args = vec![
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+    ];
+    args.extend(extra);
+    Serve::start(&args)
+}
+
+#[test]
+fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let t0 = Instant::now();
+    let srv = serve_acme(
+        &p,
+        &storage,
+        &["--acme-recheck", "1", "--metrics", "127.0.0.1:0"],
+    );
+    // Nothing to serve until the first certificate; then Pebble's.
+    let first = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "srv.test")
+    })
+    .unwrap_or_else(|| panic!("no certificate served: {}\n{}", srv.stderr(), p.log()));
+    let elapsed = t0.elapsed();
+    eprintln!(
+        "ACME start to first certificate served: {} ms",
+        elapsed.as_millis()
+    );
+    let stored = storage.join("certs/srv.test.pem");
+    assert_eq!(mode(&stored), 0o600);
+    assert_eq!(file_serial(&stored), first);
+    let log = srv.stderr();
+    assert!(log.contains("event=acme_certificate_installed"), "{log}");
+    // Pebble's validation came to the server's own TLS listener.
+    assert!(
+        log.contains("event=acme_tlsalpn01_answered sni=srv.test"),
+        "{log}"
+    );
+    // The served chain verifies against Pebble's root, and a client offering other ALPN
+    // protocols is not disturbed by acme-tls/1 (the echo responder negotiates none).
+    let root = t.path().join("pebble-root.pem");
+    p.issuing_root(&root);
+    let (code, v) = net_support::connect_json(&[
+        &format!("127.0.0.1:{}", p.tls_port),
+        "--servername",
+        "srv.test",
+        "--roots",
+        &s(&root),
+        "--alpn",
+        "h2",
+        "--alpn",
+        "http/1.1",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["alpn"], serde_json::Value::Null, "{v}");
+    assert!(!log.contains("PRIVATE KEY"));
+    let metrics = http_get(&srv.metrics_addr());
+    assert!(
+        metrics.contains("tlskit_acme_orders_total{result=\"ok\"} 1"),
+        "{metrics}"
+    );
+
+    // Revoked: Pebble's ARI says "renew now"; the server replaces it.
+    let (code, _, err) = acme(&p, &storage, &["revoke", "--cert", &s(&stored)]);
+    assert_eq!(code, 0, "{err}");
+    let second = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "srv.test").filter(|s| *s != first)
+    })
+    .unwrap_or_else(|| panic!("revoked certificate not replaced: {}", srv.stderr()));
+    assert_eq!(file_serial(&stored), second);
+    drop(srv);
+
+    // Restart: the stored certificate is served at once, no new order.
+    let account = std::fs::read(account_file(&storage)).expect("account");
+    let srv = serve_acme(&p, &storage, &[]);
+    assert_eq!(
+        served_serial(p.tls_port, "srv.test").as_deref(),
+        Some(second.as_str())
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = srv.stderr();
+    assert!(log.contains("event=acme_certificate_loaded"), "{log}");
+    assert!(!log.contains("event=acme_order_start"), "{log}");
+    assert_eq!(
+        std::fs::read(account_file(&storage)).expect("account"),
+        account
+    );
+}
+
+#[test]
+fn acme_serve_http01_short_lived_renewal_keeps_connections() {
+    let Some(p) = Pebble::start_with(serde_json::json!({
+        "tiny": {"description": "12 seconds", "validityPeriod": 12}
+    })) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let http = format!("127.0.0.1:{}", p.http_port);
+    let srv = serve_acme(
+        &p,
+        &storage,
+        &[
+            "--acme-challenge",
+            "http-01",
+            "--http-listen",
+            &http,
+            "--acme-profile",
+            "tiny",
+            "--acme-recheck",
+            "1",
+        ],
+    );
+    let first = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "srv.test")
+    })
+    .unwrap_or_else(|| panic!("no certificate served: {}\n{}", srv.stderr(), p.log()));
+    // The plain listener redirects what is not a challenge.
+    let mut c = TcpStream::connect(&http).expect("connect");
+    c.write_all(b"GET /x?y=1 HTTP/1.1\r\nHost: srv.test\r\n\r\n")
+        .expect("write");
+    let mut resp = String::new();
+    let _ = c.read_to_string(&mut resp);
+    assert!(resp.starts_with("HTTP/1.1 301"), "{resp}");
+    assert!(
+        resp.contains(&format!("Location: https://srv.test:{}/x?y=1", p.tls_port)),
+        "{resp}"
+    );
+
+    // A connection open across the renewal keeps working.
+    p.issuing_root(&t.path().join("root.pem"));
+    let mut held = Command::new(BIN)
+        .args([
+            "connect",
+            &format!("127.0.0.1:{}", p.tls_port),
+            "--servername",
+            "srv.test",
+            "--roots",
+            &s(&t.path().join("root.pem")),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("connect");
+    // The 12-second certificate is renewed inside its lifetime.
+    let second = until(Duration::from_secs(40), || {
+        served_serial(p.tls_port, "srv.test").filter(|s| *s != first)
+    })
+    .unwrap_or_else(|| panic!("not renewed: {}", srv.stderr()));
+    assert_ne!(second, first);
+    let mut stdin = held.stdin.take().expect("stdin");
+    stdin.write_all(b"still here\n").expect("write");
+    drop(stdin);
+    let out = held.wait_with_output().expect("connect output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("still here"), "{text}");
+    assert!(
+        srv.stderr()
+            .matches("event=acme_certificate_installed")
+            .count()
+            >= 2
+    );
+}
+
+#[test]
+fn acme_serve_directory_down_serves_stored_certificate_and_retries_then_ca_reset() {
+    let Some(mut p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let srv = serve_acme(&p, &storage, &[]);
+    let first = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "srv.test")
+    })
+    .unwrap_or_else(|| panic!("no certificate served: {}\n{}", srv.stderr(), p.log()));
+    drop(srv);
+    p.stop_pebble();
+    // The CA is down: the stored certificate is served at once, attempts are retried.
+    let srv = serve_acme(&p, &storage, &["--acme-retry", "0.2"]);
+    assert_eq!(
+        served_serial(p.tls_port, "srv.test").as_deref(),
+        Some(first.as_str())
+    );
+    assert!(
+        srv.wait_log("attempt=3", Duration::from_secs(20)),
+        "{}",
+        srv.stderr()
+    );
+    let log = srv.stderr();
+    assert!(log.contains("event=acme_failed"), "{log}");
+    assert!(log.contains("serving=true"), "{log}");
+    // The log says how long the served certificate still has (about 90 days).
+    assert!(log.contains("expires_in_s=777"), "{log}");
+    assert_eq!(
+        served_serial(p.tls_port, "srv.test").as_deref(),
+        Some(first.as_str())
+    );
+    drop(srv);
+
+    // The CA comes back reset (a new Pebble knows neither the account nor the
+    // certificate) and a name is added: the order meets accountDoesNotExist, a new account
+    // is made (the old credentials kept as a backup) and the new certificate served.
+    p.start_pebble();
+    let srv = serve_acme(
+        &p,
+        &storage,
+        &["--acme-retry", "0.2", "--domain", "new.test"],
+    );
+    let second = until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "new.test").filter(|s| *s != first)
+    })
+    .unwrap_or_else(|| panic!("no new certificate: {}\n{}", srv.stderr(), p.log()));
+    assert_eq!(
+        served_serial(p.tls_port, "srv.test").as_deref(),
+        Some(second.as_str())
+    );
+    let log = srv.stderr();
+    assert!(log.contains("accountDoesNotExist"), "{log}");
+    assert!(log.contains("event=acme_account_created"), "{log}");
+    let names: Vec<String> = std::fs::read_dir(storage.join("accounts"))
+        .expect("accounts")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.iter().any(|n| n.ends_with(".bak")), "{names:?}");
+}

@@ -1,0 +1,532 @@
+//! `tlskit serve --acme`: the managed certificate (behind an `ArcSwapOption`, swapped in
+//! without touching connections, as the SNI index is on reload) and the task that gets
+//! and renews it.
+//!
+//! Schedule: a stored certificate that is valid and covers the names is served at once.
+//! Renewal is due at a uniformly random instant of the CA's ARI window (RFC 9773), asked
+//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at two thirds of
+//! the lifetime. A failure (CA down, validation refused) is retried after `retry_base`,
+//! doubled at each failure up to one hour, with equal jitter (half fixed, half random);
+//! the certificate being served is only replaced by a new one that was issued, checked
+//! against its key and stored.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwapOption;
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+
+use super::challenge::{self, Challenges, HttpOther};
+use super::client::{self, Endpoint, OrderRequest};
+use super::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
+use super::{certified, clean, leaf_info, two_thirds, unix, AcmeError, AcmeSettings};
+use crate::log::{self, Level};
+use crate::metrics::Metrics;
+
+/// Longest wait between retries after failures.
+const RETRY_MAX: Duration = Duration::from_secs(3600);
+
+/// The certificate ACME keeps for a set of names, read by the server's resolver.
+#[derive(Debug)]
+pub struct Managed {
+    cert: ArcSwapOption<CertifiedKey>,
+    names: Vec<String>,
+}
+
+impl Managed {
+    /// The certificate now served, if any.
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        self.cert.load_full()
+    }
+
+    /// Whether `sni` is one of the managed names (exact, or under a managed wildcard).
+    pub fn manages(&self, sni: Option<&str>) -> bool {
+        let Some(n) = sni else { return false };
+        self.names.iter().any(|m| match m.strip_prefix("*.") {
+            Some(parent) => n.split_once('.').is_some_and(|(_, p)| p == parent),
+            None => m == n,
+        })
+    }
+
+    fn install(&self, ck: Arc<CertifiedKey>) {
+        self.cert.store(Some(ck));
+    }
+}
+
+/// Everything `serve` holds for ACME.
+pub(crate) struct ServerAcme {
+    pub(crate) managed: Arc<Managed>,
+    /// The TLS-ALPN-01 configuration (ALPN `acme-tls/1`, validation certificates).
+    pub(crate) alpn_config: Option<Arc<ServerConfig>>,
+    http: Mutex<Option<std::net::TcpListener>>,
+    task: Mutex<Option<Manager>>,
+    challenges: Arc<Challenges>,
+}
+
+impl std::fmt::Debug for ServerAcme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerAcme").finish_non_exhaustive()
+    }
+}
+
+impl ServerAcme {
+    /// Open the storage (an unwritable directory is an error now), load a stored
+    /// certificate when it is usable, bind the plain HTTP listener.
+    pub(crate) fn prepare(
+        settings: AcmeSettings,
+        http_listen: Option<std::net::TcpListener>,
+        provider: Arc<CryptoProvider>,
+        metrics: Arc<Metrics>,
+        compress: Vec<crate::server::Compression>,
+    ) -> Result<Self, AcmeError> {
+        settings.check()?;
+        if settings.challenge == super::ChallengeKind::Http01 && http_listen.is_none() {
+            return Err(AcmeError::Config(
+                "the http-01 challenge needs a plain HTTP listener (port 80)".into(),
+            ));
+        }
+        let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&settings.storage)?);
+        let names: Vec<String> = settings
+            .domains
+            .iter()
+            .map(|d| d.to_ascii_lowercase())
+            .collect();
+        let managed = Arc::new(Managed {
+            cert: ArcSwapOption::empty(),
+            names,
+        });
+        let name = cert_name(&settings.domains);
+        metrics.acme_enable();
+        match storage.load_cert(&name) {
+            Ok(Some(stored)) => match usable(&stored, &managed.names, &provider) {
+                Ok(ck) => {
+                    let info = ck.cert.first().and_then(|c| leaf_info(c));
+                    let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
+                    metrics.acme_not_after(not_after);
+                    log::event(
+                        Level::Info,
+                        "acme_certificate_loaded",
+                        &[
+                            ("name", &clean(&name)),
+                            ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                            ("not_after", &not_after),
+                        ],
+                    );
+                    managed.install(ck);
+                }
+                Err(why) => log::event(
+                    Level::Warn,
+                    "acme_stored_certificate_unusable",
+                    &[("name", &clean(&name)), ("reason", &why)],
+                ),
+            },
+            Ok(None) => log::event(
+                Level::Info,
+                "acme_no_certificate",
+                &[("name", &clean(&name))],
+            ),
+            Err(e) => log::event(
+                Level::Warn,
+                "acme_stored_certificate_unusable",
+                &[("name", &clean(&name)), ("reason", &e)],
+            ),
+        }
+        let challenges = Arc::new(Challenges::new(storage.clone(), provider.clone()));
+        let alpn_config = match settings.challenge {
+            super::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
+            super::ChallengeKind::Http01 => None,
+        };
+        let task = Manager {
+            settings,
+            storage,
+            challenges: challenges.clone(),
+            managed: managed.clone(),
+            metrics,
+            provider,
+            name,
+            compress,
+        };
+        Ok(Self {
+            managed,
+            alpn_config,
+            http: Mutex::new(http_listen),
+            task: Mutex::new(Some(task)),
+            challenges,
+        })
+    }
+
+    /// `serve`'s ACME part, when `--acme` is on: the plain HTTP listener bound, the
+    /// storage opened, a stored certificate loaded.
+    pub(crate) fn for_config(
+        cfg: &crate::server::ServeConfig,
+        provider: &Arc<CryptoProvider>,
+        metrics: &Arc<Metrics>,
+    ) -> Result<Option<Self>, crate::NetError> {
+        let Some(settings) = &cfg.acme else {
+            if cfg.http_listen.is_some() {
+                return Err(crate::NetError::Config(
+                    "a plain HTTP listener is only used with ACME".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let http = match cfg.http_listen {
+            Some(a) => Some(crate::sock::listener(a, 1024)?),
+            None => None,
+        };
+        Ok(Some(Self::prepare(
+            settings.clone(),
+            http,
+            provider.clone(),
+            metrics.clone(),
+            cfg.compress.clone(),
+        )?))
+    }
+
+    /// Start the renewal task and the plain HTTP listener (on the running runtime), which
+    /// redirects to `https_port`.
+    pub(crate) fn start(
+        &self,
+        stop: tokio::sync::watch::Receiver<bool>,
+        https_port: u16,
+    ) -> std::io::Result<()> {
+        if let Some(l) = self.http.lock().ok().and_then(|mut h| h.take()) {
+            let l = tokio::net::TcpListener::from_std(l)?;
+            tokio::spawn(challenge::http_loop(
+                l,
+                self.challenges.clone(),
+                HttpOther::Redirect(https_port),
+                stop.clone(),
+            ));
+        }
+        if let Some(m) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            tokio::spawn(m.run(stop));
+        }
+        Ok(())
+    }
+}
+
+/// A stored pair that can be served: parses, key matches, covers every name, not expired.
+fn usable(
+    stored: &StoredCert,
+    names: &[String],
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
+    let ck = certified(&stored.chain_pem, &stored.key_pem, provider)?;
+    let info = ck
+        .cert
+        .first()
+        .and_then(|c| leaf_info(c))
+        .ok_or("the certificate cannot be parsed")?;
+    if info.not_after <= SystemTime::now() {
+        return Err(format!("expired at {}", unix(info.not_after)));
+    }
+    if let Some(missing) = names.iter().find(|n| !info.names.contains(n)) {
+        return Err(format!("does not cover {}", clean(missing)));
+    }
+    Ok(ck)
+}
+
+/// The renewal task.
+struct Manager {
+    settings: AcmeSettings,
+    storage: Arc<dyn AcmeStorage>,
+    challenges: Arc<Challenges>,
+    managed: Arc<Managed>,
+    metrics: Arc<Metrics>,
+    provider: Arc<CryptoProvider>,
+    name: String,
+    compress: Vec<crate::server::Compression>,
+}
+
+impl Manager {
+    fn rand01(&self) -> f64 {
+        let mut b = [0u8; 8];
+        if self.provider.secure_random.fill(&mut b).is_err() {
+            return 0.5;
+        }
+        (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Delay before retry number `failures` (1, 2, ...): base × 2^(n-1), at most one
+    /// hour, half of it fixed and half random.
+    fn retry_delay(&self, failures: u32) -> Duration {
+        let d = self
+            .settings
+            .retry_base
+            .saturating_mul(1u32 << failures.saturating_sub(1).min(20))
+            .min(RETRY_MAX);
+        d / 2 + (d / 2).mul_f64(self.rand01())
+    }
+
+    async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut account: Option<instant_acme::Account> = None;
+        let mut failures: u32 = 0;
+        let mut fresh_account = false;
+        loop {
+            let wait = match self.step(&mut account, fresh_account).await {
+                Ok(d) => {
+                    failures = 0;
+                    fresh_account = false;
+                    d
+                }
+                Err(e) => {
+                    // The CA no longer knows the account: a new one at the next attempt.
+                    if client::account_gone(&e) {
+                        account = None;
+                        fresh_account = true;
+                    }
+                    failures = failures.saturating_add(1);
+                    self.metrics.acme_error();
+                    let d = self.retry_delay(failures);
+                    // How long the certificate being served still has.
+                    let left = self
+                        .managed
+                        .current()
+                        .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)))
+                        .map(|i| {
+                            i.not_after
+                                .duration_since(SystemTime::now())
+                                .map_or(0, |d| d.as_secs())
+                        });
+                    log::event(
+                        Level::Error,
+                        "acme_failed",
+                        &[
+                            ("name", &clean(&self.name)),
+                            ("attempt", &failures),
+                            ("retry_in_s", &format!("{:.1}", d.as_secs_f64())),
+                            ("serving", &left.is_some()),
+                            (
+                                "expires_in_s",
+                                &left.map_or_else(|| "-".to_string(), |l| l.to_string()),
+                            ),
+                            ("reason", &e),
+                        ],
+                    );
+                    d
+                }
+            };
+            if wait.is_zero() {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// One pass: Ok(time to sleep) or the failure to retry.
+    async fn step(
+        &self,
+        account: &mut Option<instant_acme::Account>,
+        fresh_account: bool,
+    ) -> Result<Duration, AcmeError> {
+        let acct = match account {
+            Some(a) => a.clone(),
+            None => {
+                let ep = Endpoint {
+                    directory: &self.settings.directory,
+                    roots: &self.settings.roots,
+                    email: self.settings.email.as_deref(),
+                };
+                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
+                *account = Some(a.clone());
+                a
+            }
+        };
+        let now = SystemTime::now();
+        let mut replaces = None;
+        let mut reason = "missing";
+        if let Some(ck) = self.managed.current() {
+            let leaf = ck
+                .cert
+                .first()
+                .ok_or_else(|| AcmeError::Config("empty chain".into()))?;
+            let info =
+                leaf_info(leaf).ok_or_else(|| AcmeError::Config("unparsable leaf".into()))?;
+            let (due, recheck, why) =
+                match client::renewal_window(&acct, leaf, self.rand01()).await? {
+                    Some((at, retry)) => {
+                        replaces = client::cert_id(leaf);
+                        (
+                            at.min(info.not_after),
+                            retry.min(self.settings.recheck),
+                            "ari",
+                        )
+                    }
+                    None => (two_thirds(&info), self.settings.recheck, "lifetime"),
+                };
+            self.metrics.acme_next_renewal(unix(due));
+            if due > now {
+                let sleep = due
+                    .duration_since(now)
+                    .unwrap_or_default()
+                    .min(recheck)
+                    .max(Duration::from_millis(200));
+                log::event(
+                    Level::Debug,
+                    "acme_renewal_scheduled",
+                    &[
+                        ("name", &clean(&self.name)),
+                        ("due", &unix(due)),
+                        ("by", &why),
+                        ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
+                    ],
+                );
+                return Ok(sleep);
+            }
+            reason = why;
+        }
+        log::event(
+            Level::Info,
+            "acme_order_start",
+            &[("name", &clean(&self.name)), ("reason", &reason)],
+        );
+        let lock = {
+            let s = self.storage.clone();
+            let n = self.name.clone();
+            tokio::task::spawn_blocking(move || s.lock(&n, Duration::from_secs(300)))
+                .await
+                .map_err(|e| AcmeError::Config(e.to_string()))??
+        };
+        let key = rcgen::KeyPair::generate().map_err(|e| AcmeError::Config(e.to_string()))?;
+        let req = OrderRequest {
+            domains: &self.settings.domains,
+            kind: self.settings.challenge,
+            profile: self.settings.profile.as_deref(),
+            replaces,
+        };
+        // Another process sharing the storage may have renewed while this one waited for
+        // the lock: take its certificate instead of ordering again.
+        if let Some(ck) = self.newer_stored().await {
+            drop(lock);
+            self.install(ck, "storage");
+            return Ok(Duration::ZERO);
+        }
+        let chain = match client::obtain(&acct, &req, &key, &self.challenges).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.metrics.acme_order(false);
+                return Err(e);
+            }
+        };
+        let stored = StoredCert {
+            chain_pem: chain,
+            key_pem: key.serialize_pem(),
+        };
+        let ck = usable(&stored, &self.managed.names, &self.provider).map_err(|why| {
+            AcmeError::Config(format!("the CA's certificate is not usable: {why}"))
+        })?;
+        {
+            let s = self.storage.clone();
+            let n = self.name.clone();
+            let st = stored.clone();
+            tokio::task::spawn_blocking(move || s.store_cert(&n, &st))
+                .await
+                .map_err(|e| AcmeError::Config(e.to_string()))??;
+        }
+        drop(lock);
+        self.metrics.acme_order(true);
+        self.install(ck, "order");
+        Ok(Duration::ZERO)
+    }
+
+    /// A stored certificate other than the one served, usable and issued later.
+    async fn newer_stored(&self) -> Option<Arc<CertifiedKey>> {
+        let s = self.storage.clone();
+        let n = self.name.clone();
+        let stored = tokio::task::spawn_blocking(move || s.load_cert(&n))
+            .await
+            .ok()?
+            .ok()??;
+        let ck = usable(&stored, &self.managed.names, &self.provider).ok()?;
+        let new = leaf_info(ck.cert.first()?)?;
+        match self.managed.current() {
+            None => Some(ck),
+            Some(cur) => {
+                let cur = leaf_info(cur.cert.first()?)?;
+                (new.serial != cur.serial && new.not_before > cur.not_before).then_some(ck)
+            }
+        }
+    }
+
+    fn install(&self, ck: Arc<CertifiedKey>, from: &str) {
+        let info = ck.cert.first().and_then(|c| leaf_info(c));
+        let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
+        crate::compress::warm(vec![ck.clone()], &self.compress);
+        self.managed.install(ck);
+        self.metrics.acme_not_after(not_after);
+        log::event(
+            Level::Info,
+            "acme_certificate_installed",
+            &[
+                ("name", &clean(&self.name)),
+                ("from", &from),
+                ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                ("not_after", &not_after),
+            ],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_names_exact_and_wildcard() {
+        let m = Managed {
+            cert: ArcSwapOption::empty(),
+            names: vec!["a.test".into(), "*.w.test".into()],
+        };
+        assert!(m.manages(Some("a.test")));
+        assert!(m.manages(Some("x.w.test")));
+        assert!(!m.manages(Some("w.test")));
+        assert!(!m.manages(Some("y.x.w.test")));
+        assert!(!m.manages(Some("b.test")));
+        assert!(!m.manages(None));
+        assert!(m.current().is_none());
+    }
+
+    #[test]
+    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = AcmeSettings::new(
+            "https://ca.test/dir".into(),
+            vec!["a.test".into()],
+            dir.path().join("s"),
+        );
+        settings.retry_base = Duration::from_secs(4);
+        let storage: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let m = Manager {
+            settings,
+            challenges: Arc::new(Challenges::new(storage.clone(), provider.clone())),
+            storage,
+            managed: Arc::new(Managed {
+                cert: ArcSwapOption::empty(),
+                names: Vec::new(),
+            }),
+            metrics: Arc::new(Metrics::default()),
+            provider,
+            name: "a.test".into(),
+            compress: Vec::new(),
+        };
+        for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..20 {
+                let d = m.retry_delay(n);
+                assert!(d >= Duration::from_secs(full) / 2, "{n}: {d:?}");
+                assert!(d <= Duration::from_secs(full), "{n}: {d:?}");
+                seen.insert(d);
+            }
+            // Jittered: not the same delay every time.
+            assert!(seen.len() > 1, "{n}");
+        }
+    }
+}
