@@ -12,6 +12,8 @@
 //! metrics = "127.0.0.1:9100"
 //! handshake_timeout = 10
 //! max_connections = 10000
+//! log_format = "json"
+//! expiry_warning_days = 21
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -64,6 +66,10 @@ pub struct FileConfig {
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.
     pub log_level: Option<String>,
+    /// `text|json`.
+    pub log_format: Option<String>,
+    /// Days before a served certificate's notAfter from which start and reloads warn.
+    pub expiry_warning_days: Option<u32>,
 }
 
 impl FileConfig {

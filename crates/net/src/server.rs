@@ -99,6 +99,8 @@ pub struct ServeConfig {
     pub proxy_protocol: bool,
     /// Reload when the certificate, key, SNI directory or client-CA files change.
     pub watch: bool,
+    /// Start and reloads warn about served certificates expiring within this many days.
+    pub expiry_warning_days: u32,
 }
 
 /// A TLS protocol version.
@@ -142,6 +144,7 @@ impl ServeConfig {
             ticket_rotation: Duration::from_secs(6 * 3600),
             proxy_protocol: false,
             watch: true,
+            expiry_warning_days: 14,
         }
     }
 }
@@ -293,6 +296,8 @@ impl Server {
         }
         let names = index.names();
         let pairs = index.pairs();
+        let metrics = Arc::new(Metrics::default());
+        crate::certs::loaded(&metrics, &index, cfg.expiry_warning_days);
         // Compress the chains now, off the handshake path (the first clients then get a
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
@@ -314,7 +319,9 @@ impl Server {
                     "--client-ca: no CA certificate could be loaded".into(),
                 ));
             }
-            Some(Arc::new(handle))
+            let handle = Arc::new(handle);
+            metrics.set_store(handle.clone());
+            Some(handle)
         };
         let tls = Arc::new(build_tls(
             &cfg,
@@ -377,7 +384,7 @@ impl Server {
                 resolver,
                 store,
                 tls,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 limit,
                 stopping: AtomicBool::new(false),
                 stop: watch::channel(false).0,
@@ -573,6 +580,7 @@ fn reload(s: &Shared, cause: &str) {
                 "certificates_loaded",
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
+            crate::certs::loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
             crate::compress::warm(index.chains(), &s.cfg.compress);
             s.resolver.replace(index);
         }

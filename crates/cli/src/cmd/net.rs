@@ -11,6 +11,7 @@ use tlskit_net::{
 };
 use tlskit_store::Source;
 
+use crate::logging::{self, LevelChoice, LogFormat};
 use crate::output::{print_json, CmdResult, Outcome, Style};
 
 const SERVE_EXAMPLES: &str = "\
@@ -122,6 +123,10 @@ struct ServeFlags {
     /// Log level: off, error, warn, info (default), debug (one line per connection).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Warn (log event) at start and on every reload about served certificates that
+    /// expire within N days or have expired [default: 14].
+    #[arg(long, value_name = "N")]
+    expiry_warning_days: Option<u32>,
 }
 
 /// Arguments of `tlskit connect`.
@@ -199,7 +204,15 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
         .map_err(|_| anyhow::anyhow!("{what}: {v} is not a number of seconds"))
 }
 
-fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<String>)> {
+/// The log settings of `serve`: flag and config file kept apart (the flag wins over
+/// TLSKIT_LOG, the file does not).
+struct ServeLog {
+    flag_level: Option<String>,
+    file_level: Option<String>,
+    file_format: Option<String>,
+}
+
+fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
     let a = *a.inner;
     let f = match &a.config {
         Some(p) => FileConfig::load(p)?,
@@ -291,19 +304,34 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<Strin
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
     cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
+    if let Some(v) = a.expiry_warning_days.or(f.expiry_warning_days) {
+        cfg.expiry_warning_days = v;
+    }
     if cfg.proxy_protocol && !matches!(cfg.mode, Mode::Backend(_)) {
         bail!("--proxy-protocol needs --backend");
     }
-    Ok((cfg, a.log_level.or(f.log_level)))
+    let log = ServeLog {
+        flag_level: a.log_level,
+        file_level: f.log_level,
+        file_format: f.log_format,
+    };
+    Ok((cfg, log))
 }
 
-pub(crate) fn serve(args: ServeArgs) -> CmdResult {
-    let (cfg, level) = build_serve_config(args)?;
-    if let Some(l) = level {
-        let l = tlskit_net::log::Level::parse(&l)
-            .with_context(|| format!("--log-level {l}: use off, error, warn, info or debug"))?;
-        tlskit_net::log::set_level(l);
-    }
+pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult {
+    let (cfg, log) = build_serve_config(args)?;
+    let format = match (log_format, &log.file_format) {
+        (Some(f), _) => f,
+        (None, Some(f)) => LogFormat::parse(f)?,
+        (None, None) => LogFormat::Text,
+    };
+    logging::init(
+        format,
+        &LevelChoice {
+            flag: log.flag_level.as_deref(),
+            file: log.file_level.as_deref(),
+        },
+    )?;
     let server = Server::bind(cfg)?;
     for a in server.local_addrs() {
         eprintln!("listening on {a}");
