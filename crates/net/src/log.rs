@@ -88,7 +88,11 @@ fn tracing_level(level: Level) -> Option<tracing_core::Level> {
 }
 
 fn push_value(line: &mut String, v: &str) {
-    if !v.is_empty() && !v.contains([' ', '"', '=', '\n', '\t']) {
+    if !v.is_empty()
+        && !v
+            .chars()
+            .any(|c| matches!(c, ' ' | '"' | '=') || c.is_control())
+    {
         line.push_str(v);
         return;
     }
