@@ -276,6 +276,80 @@ pub(crate) fn event(level: Level, event: &str, fields: &[(&str, &dyn std::fmt::D
     });
 }
 
+/// The tracing side of [`event`]: fields arrive structured, one callsite per shape.
+#[cfg(test)]
+mod tracing_tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tracing_core::span::{Attributes, Id, Record};
+    use tracing_core::{Dispatch, Subscriber};
+
+    type Seen = Vec<(tracing_core::Level, String, Vec<(String, String)>)>;
+
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Seen>>);
+
+    struct Visitor(Vec<(String, String)>);
+    impl field::Visit for Visitor {
+        fn record_debug(&mut self, f: &Field, v: &dyn std::fmt::Debug) {
+            self.0.push((f.name().to_string(), format!("{v:?}")));
+        }
+        fn record_str(&mut self, f: &Field, v: &str) {
+            self.0.push((f.name().to_string(), v.to_string()));
+        }
+    }
+
+    impl Subscriber for Recorder {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, e: &Event<'_>) {
+            let mut v = Visitor(Vec::new());
+            e.record(&mut v);
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push((*e.metadata().level(), e.metadata().target().into(), v.0));
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn events_reach_the_subscriber_with_their_fields() {
+        let rec = Recorder::default();
+        let peer = "127.0.0.1:4433";
+        dispatcher::with_default(&Dispatch::new(rec.clone()), || {
+            event(Level::Warn, "test_failed", &[("peer", &peer), ("n", &3)]);
+            event(Level::Warn, "test_failed", &[("peer", &peer), ("n", &4)]);
+            event(Level::Debug, "test_other", &[]);
+        });
+        let seen = rec.0.lock().map(|s| s.clone()).unwrap_or_default();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!(seen[0].0, tracing_core::Level::WARN);
+        assert_eq!(seen[0].1, TARGET);
+        let f = |i: usize| -> Vec<(&str, &str)> {
+            seen[i]
+                .2
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect()
+        };
+        assert_eq!(f(0), [("event", "test_failed"), ("peer", peer), ("n", "3")]);
+        assert_eq!(f(1)[2], ("n", "4"));
+        assert_eq!(f(2), [("event", "test_other")]);
+        let made = callsites()
+            .read()
+            .map(|m| m.get("test_failed").map_or(0, Vec::len))
+            .unwrap_or(0);
+        assert_eq!(made, 1, "one callsite for one (level, event, keys)");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
