@@ -1334,3 +1334,41 @@ fn serve_log_filter_from_tlskit_log() {
         "{err}"
     );
 }
+
+/// The library crates never write to stderr themselves: their logs are `tracing` events
+/// (tlskit_net::log), and only the binary decides where lines go.
+#[test]
+fn library_crates_do_not_write_to_stderr() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut checked = 0;
+    let mut found = Vec::new();
+    for krate in ["store", "verify", "pki", "net"] {
+        let src = root.join("crates").join(krate).join("src");
+        let mut dirs = vec![src];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    checked += 1;
+                    let text = std::fs::read_to_string(&p).expect("read source");
+                    for (i, line) in text.lines().enumerate() {
+                        if ["eprintln!", "eprint!", "io::stderr", "dbg!"]
+                            .iter()
+                            .any(|w| line.contains(w))
+                        {
+                            found.push(format!("{}:{}: {line}", p.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} source files found");
+    assert!(
+        found.is_empty(),
+        "direct stderr writes:\n{}",
+        found.join("\n")
+    );
+}

@@ -30,7 +30,12 @@ printed on stderr for each address (and READY=1 sent to systemd when NOTIFY_SOCK
 dist/tlskit.service). SIGHUP, or a change to the certificate, key, SNI or client-CA files
 (unless --no-watch), reloads certificates and the client-CA store without dropping
 connections. SIGTERM stops accepting and lets open connections finish, for up to
---shutdown-grace seconds. Exit 2 on bad configuration.";
+--shutdown-grace seconds. Exit 2 on bad configuration.
+
+Logs: one line per event on stderr, `ts=2026-11-23T21:50:37.266Z level=info event=started
+...` or JSON with --log-format json; which events: --log-level, or an env filter in
+TLSKIT_LOG (`TLSKIT_LOG=tlskit=debug`). Start and every reload warn about served
+certificates that expired or expire within --expiry-warning-days.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
