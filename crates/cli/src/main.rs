@@ -2,6 +2,7 @@
 //! its own module under `cmd/`; the libraries do the work.
 
 mod cmd;
+mod logging;
 mod output;
 
 use std::process::ExitCode;
@@ -17,6 +18,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines on stderr: `text` (ts=... level=... event=... key=value) or `json` (one
+    /// object per line). Which events: --log-level (serve), TLSKIT_LOG or RUST_LOG.
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    log_format: Option<logging::LogFormat>,
 }
 
 #[derive(Subcommand)]
@@ -107,6 +112,13 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => e.exit(),
     };
+    // `serve` installs the log subscriber itself, once its config file is read.
+    if !matches!(cli.command, Command::Serve(_)) {
+        let level = logging::LevelChoice::default();
+        if let Err(e) = logging::init(cli.log_format.unwrap_or_default(), &level) {
+            return output::finish(Err(e));
+        }
+    }
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Store(c) => cmd::store::run(c),
@@ -120,7 +132,7 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd::pki::show(a),
         Command::Lint(a) => cmd::pki::lint(a),
         Command::P12(c) => cmd::pki::p12(c),
-        Command::Serve(a) => cmd::net::serve(a),
+        Command::Serve(a) => cmd::net::serve(a, cli.log_format),
         Command::Connect(a) => cmd::net::connect(a),
         Command::Probe(a) => cmd::probe::run(a),
         Command::Completions(a) => cmd::install::completions(a),

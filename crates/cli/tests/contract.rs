@@ -1037,3 +1037,339 @@ fn systemd_unit_verifies_and_is_hardened() {
         .unwrap_or_else(|| panic!("no exposure level: {text}"));
     assert!(level < 2.0, "exposure {level}: {text}");
 }
+
+// ---- Log lines (issue 14, item 3) ----
+
+/// `ts` of a log line: RFC 3339, UTC (`Z`), within a few minutes of now.
+fn assert_log_time(ts: &str, line: &str) {
+    let t = time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("ts {ts:?} is not RFC 3339 ({e}): {line}"));
+    assert!(ts.ends_with('Z'), "ts not in UTC: {line}");
+    let age = (time::OffsetDateTime::now_utc() - t).whole_seconds().abs();
+    assert!(age < 300, "ts {ts} is {age} s away from now: {line}");
+}
+
+/// A TLS record header announcing 64 KiB, then junk: the server's handshake fails.
+fn garbage_handshake(addr: std::net::SocketAddr) {
+    use std::io::{Read, Write};
+    let mut g = std::net::TcpStream::connect(addr).expect("connect");
+    g.write_all(&[0x16, 0x03, 0x01, 0xff, 0xff, 0, 0, 0, 0])
+        .expect("write");
+    let mut sink = Vec::new();
+    let _ = g.read_to_end(&mut sink);
+}
+
+/// The log lines of a serve (the plain `listening on`/`metrics on` lines left out).
+fn log_lines(serve: &Serve) -> Vec<String> {
+    serve
+        .stderr()
+        .lines()
+        .filter(|l| !l.starts_with("listening on ") && !l.starts_with("metrics on "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A certificate whose SNI-directory file name holds ESC: its name reaches the log.
+const EVIL_NAME: &str = "evil\u{1b}[31mname";
+
+fn days(n: i64) -> time::Duration {
+    time::Duration::days(n)
+}
+
+fn now_s() -> time::OffsetDateTime {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0).unwrap_or(now)
+}
+
+/// `--log-format json`: every log line is one JSON object with an RFC 3339 UTC `ts`,
+/// `level`, `target` and `event`; serve start, a failed handshake and a reload carry
+/// their fields; a certificate's text arrives exact (JSON escaping, nothing else).
+#[test]
+fn serve_json_log_lines_parse_with_rfc3339_timestamps() {
+    let pki = Pki::new();
+    std::fs::create_dir(pki.path("sni")).expect("mkdir");
+    let now = now_s();
+    pki.server_leaf_valid(
+        &format!("sni/{EVIL_NAME}.crt"),
+        &format!("sni/{EVIL_NAME}.key"),
+        &["evil.test"],
+        now - days(1),
+        now + days(5),
+    );
+    let (c, k, sni) = (
+        s(&pki.path("chain.pem")),
+        s(&pki.path("leaf.key")),
+        s(&pki.path("sni")),
+    );
+    let mut serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--sni-dir",
+        &sni,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--log-format",
+        "json",
+    ]);
+    garbage_handshake(serve.addr());
+    assert!(
+        serve.wait_log("\"event\":\"handshake_failed\"", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    serve.signal("HUP");
+    assert!(
+        serve.wait_log("\"event\":\"reloaded\"", Duration::from_secs(10)),
+        "{}",
+        serve.stderr()
+    );
+    serve.signal("TERM");
+    assert_eq!(serve.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(serve.wait_log("\"event\":\"stopped\"", Duration::from_secs(5)));
+
+    let mut events = Vec::new();
+    for line in log_lines(&serve) {
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("log line is not JSON ({e}): {line:?}"));
+        assert_log_time(v["ts"].as_str().unwrap_or(""), &line);
+        assert!(
+            ["error", "warn", "info", "debug"].contains(&v["level"].as_str().unwrap_or("")),
+            "{line}"
+        );
+        assert_eq!(v["target"], "tlskit_net", "{line}");
+        assert!(v["event"].is_string(), "{line}");
+        events.push(v);
+    }
+    let find = |name: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|v| v["event"] == name).collect()
+    };
+    let started = find("started");
+    assert_eq!(started.len(), 1, "{events:?}");
+    assert_eq!(started[0]["level"], "info");
+    assert_eq!(started[0]["listen"], serve.addr().to_string());
+
+    let failed = find("handshake_failed");
+    assert_eq!(failed.len(), 1, "{events:?}");
+    assert_eq!(failed[0]["level"], "warn");
+    let peer: std::net::SocketAddr = failed[0]["peer"]
+        .as_str()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("peer: {}", failed[0]));
+    assert!(peer.ip().is_loopback());
+    assert!(
+        failed[0]["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{}",
+        failed[0]
+    );
+
+    let reloaded = find("reloaded");
+    assert_eq!(reloaded.len(), 1, "{events:?}");
+    assert_eq!(reloaded[0]["ok"], "true");
+    assert_eq!(reloaded[0]["cause"], "sighup");
+
+    // At start and after the reload; the name exactly as the file has it.
+    let soon = find("certificate_expires_soon");
+    assert_eq!(soon.len(), 2, "{events:?}");
+    assert_eq!(soon[0]["name"], EVIL_NAME);
+    assert_eq!(soon[0]["sni"], "evil.test");
+    assert_eq!(find("stopped").len(), 1);
+}
+
+/// Text lines: `ts=` RFC 3339 UTC first, `level=`, `event=`; a control character from a
+/// certificate's file name never reaches the log raw; an expired certificate is an error
+/// line at start.
+#[test]
+fn serve_text_log_lines_have_rfc3339_timestamps_and_escaped_values() {
+    let pki = Pki::new();
+    std::fs::create_dir(pki.path("sni")).expect("mkdir");
+    let now = now_s();
+    pki.server_leaf_valid(
+        "expired.pem",
+        "expired.key",
+        &["test.example", "localhost"],
+        now - days(30),
+        now - days(2),
+    );
+    pki.server_leaf_valid(
+        &format!("sni/{EVIL_NAME}.crt"),
+        &format!("sni/{EVIL_NAME}.key"),
+        &["evil.test"],
+        now - days(1),
+        now + days(5),
+    );
+    let (c, k, sni) = (
+        s(&pki.path("expired.pem")),
+        s(&pki.path("expired.key")),
+        s(&pki.path("sni")),
+    );
+    let mut serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--sni-dir",
+        &sni,
+        "--respond",
+        "http",
+        "--no-watch",
+    ]);
+    garbage_handshake(serve.addr());
+    assert!(
+        serve.wait_log("event=handshake_failed", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    serve.signal("TERM");
+    assert_eq!(serve.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(serve.wait_log("event=stopped", Duration::from_secs(5)));
+    let lines = log_lines(&serve);
+    assert!(lines.len() >= 5, "{lines:?}");
+    for line in &lines {
+        let rest = line
+            .strip_prefix("ts=")
+            .unwrap_or_else(|| panic!("no ts= first: {line:?}"));
+        let (ts, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+        assert_log_time(ts, line);
+        assert!(rest.starts_with("level="), "{line}");
+        assert!(rest.contains(" event="), "{line}");
+        assert!(!line.contains('\u{1b}'), "raw ESC in a log line: {line:?}");
+    }
+    let expired: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("event=certificate_expired "))
+        .collect();
+    assert_eq!(expired.len(), 1, "{lines:?}");
+    assert!(
+        expired[0].contains("level=error") && expired[0].contains("name=default"),
+        "{}",
+        expired[0]
+    );
+    let soon: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("event=certificate_expires_soon"))
+        .collect();
+    assert_eq!(soon.len(), 1, "{lines:?}");
+    assert!(
+        soon[0].contains("level=warn")
+            && soon[0].contains("name=\"evil")
+            && soon[0].contains("sni=evil.test"),
+        "{}",
+        soon[0]
+    );
+}
+
+/// TLSKIT_LOG filters (env-filter syntax); `--log-level` on the command line wins for
+/// tlskit's events; a TLSKIT_LOG that does not parse is exit 2 naming the variable.
+#[test]
+fn serve_log_filter_from_tlskit_log() {
+    let pki = Pki::new();
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let args = ["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"];
+
+    // warn: the failed handshake, not the start.
+    let mut cmd = Command::new(BIN);
+    cmd.env("TLSKIT_LOG", "warn").env_remove("RUST_LOG");
+    let serve = Serve::start_with(cmd, &args, 1);
+    garbage_handshake(serve.addr());
+    assert!(
+        serve.wait_log("event=handshake_failed", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    assert!(
+        !serve.stderr().contains("event=started"),
+        "{}",
+        serve.stderr()
+    );
+    drop(serve);
+
+    // tlskit=debug: one line per handshake.
+    let mut cmd = Command::new(BIN);
+    cmd.env("TLSKIT_LOG", "tlskit=debug").env_remove("RUST_LOG");
+    let serve = Serve::start_with(cmd, &args, 1);
+    let ca = s(&pki.path("ca.pem"));
+    let (code, _) = connect_json(&[
+        &serve.addr().to_string(),
+        "--roots",
+        &ca,
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        serve.wait_log("event=handshake ", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    assert!(serve.stderr().contains("event=started"));
+    drop(serve);
+
+    // The flag wins over the variable.
+    let mut cmd = Command::new(BIN);
+    cmd.env("TLSKIT_LOG", "error").env_remove("RUST_LOG");
+    let mut with_flag: Vec<&str> = args.to_vec();
+    with_flag.extend(["--log-level", "info"]);
+    let serve = Serve::start_with(cmd, &with_flag, 1);
+    assert!(
+        serve.wait_log("event=started", Duration::from_secs(5)),
+        "{}",
+        serve.stderr()
+    );
+    drop(serve);
+
+    let out = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("TLSKIT_LOG", "tlskit=loud")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TLSKIT_LOG") && !err.contains("listening on"),
+        "{err}"
+    );
+}
+
+/// The library crates never write to stderr themselves: their logs are `tracing` events
+/// (tlskit_net::log), and only the binary decides where lines go.
+#[test]
+fn library_crates_do_not_write_to_stderr() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut checked = 0;
+    let mut found = Vec::new();
+    for krate in ["store", "verify", "pki", "net"] {
+        let src = root.join("crates").join(krate).join("src");
+        let mut dirs = vec![src];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    checked += 1;
+                    let text = std::fs::read_to_string(&p).expect("read source");
+                    for (i, line) in text.lines().enumerate() {
+                        if ["eprintln!", "eprint!", "io::stderr", "dbg!"]
+                            .iter()
+                            .any(|w| line.contains(w))
+                        {
+                            found.push(format!("{}:{}: {line}", p.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} source files found");
+    assert!(
+        found.is_empty(),
+        "direct stderr writes:\n{}",
+        found.join("\n")
+    );
+}

@@ -665,6 +665,200 @@ fn net_serve_metrics_endpoint() {
     );
 }
 
+/// The body of an HTTP response.
+fn body_of(resp: &str) -> String {
+    resp.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// The body of a scrape, as (series, value) in order; `# ` lines left out.
+fn samples(body: &str) -> Vec<(String, f64)> {
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("sample line {l:?}"));
+            (
+                k.to_string(),
+                v.parse().unwrap_or_else(|e| panic!("value of {l:?}: {e}")),
+            )
+        })
+        .collect()
+}
+
+fn sample(all: &[(String, f64)], series: &str) -> f64 {
+    all.iter()
+        .find(|(k, _)| k == series)
+        .map(|(_, v)| *v)
+        .unwrap_or_else(|| panic!("no {series} in {all:?}"))
+}
+
+/// `promtool check metrics` (Prometheus's own linter) accepts a real scrape; the build,
+/// certificate, trust store and process metrics are there with the values they should
+/// have; the expiry warning comes for the certificate expiring in 5 days, at start and on
+/// each reload, and not for the one expiring in 60 days (until the warning window, set
+/// in the config file, is 90 days).
+#[test]
+fn net_serve_metrics_promtool_certificates_expiry() {
+    let pki = Pki::new();
+    std::fs::create_dir(pki.path("sni")).expect("mkdir");
+    let now = time::OffsetDateTime::now_utc();
+    let now = now.replace_nanosecond(0).unwrap_or(now);
+    let (soon, later) = (
+        now + time::Duration::days(5),
+        now + time::Duration::days(60),
+    );
+    let from = now - time::Duration::days(1);
+    pki.server_leaf_valid("sni/soon.crt", "sni/soon.key", &["soon.test"], from, soon);
+    pki.server_leaf_valid(
+        "sni/later.crt",
+        "sni/later.key",
+        &["later.test", "*.later.test"],
+        from,
+        later,
+    );
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let srv = http_server(
+        &pki,
+        &[
+            "--sni-dir",
+            &s(&pki.path("sni")),
+            "--client-ca",
+            &s(&pki.path("client-ca.pem")),
+            "--client-auth",
+            "optional",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+    );
+    let maddr = srv.metrics_addr();
+    let resp = http_get(&maddr);
+    let body = body_of(&resp);
+    assert!(body.contains("# TYPE"), "{resp}");
+
+    assert!(
+        have("promtool"),
+        "promtool missing: scripts/setup installs the Debian package prometheus"
+    );
+    let mut lint = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool");
+    lint.stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .expect("write to promtool");
+    let out = lint.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let all = samples(&body);
+    let build = all
+        .iter()
+        .find(|(k, _)| k.starts_with("tlskit_build_info{"))
+        .unwrap_or_else(|| panic!("no build info: {body}"));
+    assert_eq!(build.1, 1.0);
+    assert!(
+        build
+            .0
+            .contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION")))
+            && build.0.contains("rustls=\"0.23."),
+        "{}",
+        build.0
+    );
+    let not_after = |name: &str, sni: &str, file: &str| {
+        sample(
+            &all,
+            &format!(
+                "tlskit_certificate_not_after_seconds{{name=\"{name}\",sni=\"{sni}\",path=\"{}\"}}",
+                pki.path(file).display()
+            ),
+        )
+    };
+    assert_eq!(
+        not_after("soon", "soon.test", "sni/soon.crt"),
+        soon.unix_timestamp() as f64
+    );
+    assert_eq!(
+        not_after("later", "later.test,*.later.test", "sni/later.crt"),
+        later.unix_timestamp() as f64
+    );
+    // rcgen's default notAfter: 4096-01-01.
+    let default_not_after = time::macros::datetime!(4096-01-01 0:00 UTC).unix_timestamp();
+    assert_eq!(
+        not_after("default", "test.example,localhost", "chain.pem"),
+        default_not_after as f64
+    );
+    assert_eq!(sample(&all, "tlskit_trust_store_anchors"), 1.0);
+    assert_eq!(sample(&all, "tlskit_trust_store_generation"), 1.0);
+    assert_eq!(
+        sample(&all, "tlskit_trust_store_anchor_set_generation"),
+        1.0
+    );
+    let rss = sample(&all, "process_resident_memory_bytes");
+    assert!((1e6..2e9).contains(&rss), "rss {rss}");
+    let fds = sample(&all, "process_open_fds");
+    // stdio, two listeners, the runtime's epoll and wakers, the metrics connection.
+    assert!((5.0..1000.0).contains(&fds), "fds {fds}");
+    assert!(sample(&all, "process_max_fds") >= fds);
+    let start = sample(&all, "process_start_time_seconds");
+    // /proc/stat's boot time has whole seconds.
+    assert!(
+        start > t0 - 2.0 && start < t0 + 30.0,
+        "start {start}, spawned at {t0}"
+    );
+    assert!(sample(&all, "process_cpu_seconds_total") >= 0.0);
+
+    let warned = |name: &str| warned_in(&srv, name);
+    assert_eq!(warned("soon"), 1, "{}", srv.stderr());
+    assert_eq!(warned("later"), 0, "{}", srv.stderr());
+    assert!(srv.stderr().contains("days_left=5.0") || srv.stderr().contains("days_left=4.9"));
+    srv.reload();
+    assert_eq!(warned("soon"), 2, "{}", srv.stderr());
+    assert_eq!(warned("later"), 0, "{}", srv.stderr());
+    let reloaded = samples(&body_of(&http_get(&maddr)));
+    assert_eq!(sample(&reloaded, "tlskit_trust_store_generation"), 2.0);
+    assert_eq!(
+        sample(&reloaded, "tlskit_trust_store_anchor_set_generation"),
+        1.0
+    );
+    drop(srv);
+
+    // expiry_warning_days from the config file.
+    let cfg = pki.path("serve.toml");
+    std::fs::write(
+        &cfg,
+        "listen = [\"127.0.0.1:0\"]\ncert = \"chain.pem\"\nkey = \"leaf.key\"\n\
+         sni_dir = \"sni\"\nrespond = \"http\"\nno_watch = true\nexpiry_warning_days = 90\n",
+    )
+    .expect("write config");
+    let srv = Serve::start(&["--config", &s(&cfg)]);
+    assert!(srv.wait_log("event=started", Duration::from_secs(5)));
+    assert_eq!(warned_in(&srv, "later"), 1, "{}", srv.stderr());
+    assert_eq!(warned_in(&srv, "default"), 0, "{}", srv.stderr());
+}
+
+fn warned_in(srv: &Serve, name: &str) -> usize {
+    srv.stderr()
+        .lines()
+        .filter(|l| {
+            l.contains("event=certificate_expires_soon") && l.contains(&format!(" name={name} "))
+        })
+        .count()
+}
+
 #[test]
 fn net_serve_bad_traffic_timeout_limit_garbage() {
     let pki = Pki::new();

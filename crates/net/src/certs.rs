@@ -85,14 +85,15 @@ pub fn load_certified_key(
     }
 }
 
-/// DNS names (SAN dNSName, lower case) the leaf certificate of `ck` is valid for.
-fn leaf_dns_names(ck: &CertifiedKey) -> Vec<String> {
+/// What the leaf certificate of `ck` says about itself: its DNS names (SAN dNSName,
+/// lower case) and its validity (seconds since the Unix epoch), when it parses.
+fn leaf_info(ck: &CertifiedKey) -> (Vec<String>, Option<(i64, i64)>) {
     use x509_parser::extensions::GeneralName;
     let Some(leaf) = ck.cert.first() else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let Ok((_, cert)) = x509_parser::parse_x509_certificate(leaf) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let mut names = Vec::new();
     if let Ok(Some(san)) = cert.subject_alternative_name() {
@@ -102,7 +103,98 @@ fn leaf_dns_names(ck: &CertifiedKey) -> Vec<String> {
             }
         }
     }
-    names
+    let v = cert.validity();
+    (
+        names,
+        Some((v.not_before.timestamp(), v.not_after.timestamp())),
+    )
+}
+
+/// A loaded certificate/key pair as metrics and expiry warnings see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedCert {
+    /// `default` for the `--cert` pair, `NAME` for `NAME.crt` (or `.pem`) in the SNI
+    /// directory.
+    pub name: String,
+    /// The chain file.
+    pub path: PathBuf,
+    /// The leaf's DNS names (SAN), lower case, in certificate order.
+    pub dns_names: Vec<String>,
+    /// The leaf's notBefore, seconds since the Unix epoch.
+    pub not_before: i64,
+    /// The leaf's notAfter, seconds since the Unix epoch.
+    pub not_after: i64,
+}
+
+impl ServedCert {
+    /// The pair `name` from `path`, whose leaf has `dns_names` and `validity`.
+    fn new(
+        name: String,
+        path: &Path,
+        dns_names: &[String],
+        validity: Option<(i64, i64)>,
+    ) -> Option<Self> {
+        let (not_before, not_after) = validity?;
+        Some(Self {
+            name,
+            path: path.to_path_buf(),
+            dns_names: dns_names.to_vec(),
+            not_before,
+            not_after,
+        })
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// `2026-11-23T21:41:37Z`.
+fn rfc3339(t: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(t)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| t.to_string())
+}
+
+/// At start and after each reload: log every served certificate that has expired (error),
+/// is not valid yet or expires within `warn_days` days (warn), and hand the set to the
+/// metrics (`tlskit_certificate_not_after_seconds`).
+pub(crate) fn loaded(metrics: &crate::metrics::Metrics, index: &CertIndex, warn_days: u32) {
+    use crate::log::{self, Level};
+    let now = unix_now();
+    let horizon = i64::from(warn_days) * 86_400;
+    for c in index.served() {
+        let left = c.not_after - now;
+        let (level, event) = if left <= 0 {
+            (Level::Error, "certificate_expired")
+        } else if c.not_before > now {
+            (Level::Warn, "certificate_not_yet_valid")
+        } else if left <= horizon {
+            (Level::Warn, "certificate_expires_soon")
+        } else {
+            continue;
+        };
+        log::event(
+            level,
+            event,
+            &[
+                ("name", &c.name),
+                ("path", &c.path.display()),
+                ("sni", &c.dns_names.join(",")),
+                ("not_before", &rfc3339(c.not_before)),
+                ("not_after", &rfc3339(c.not_after)),
+                ("days_left", &format!("{:.1}", left as f64 / 86_400.0)),
+            ],
+        );
+    }
+    metrics.set_certificates(index.served());
 }
 
 /// One certificate set: a default (absent when ACME provides it) and the SNI index.
@@ -113,6 +205,8 @@ pub struct CertIndex {
     wildcard: HashMap<String, Arc<CertifiedKey>>,
     /// Certificate/key pairs loaded (the default one included).
     pairs: usize,
+    /// The same pairs, for metrics and expiry warnings: the default first.
+    served: Vec<ServedCert>,
 }
 
 impl std::fmt::Debug for CertIndex {
@@ -157,11 +251,23 @@ impl CertIndex {
             Some((cert, key)) => Some(load_certified_key(cert, key, provider)?),
             None => None,
         };
+        let (default_names, validity) = match &default {
+            Some(ck) => leaf_info(ck),
+            None => (Vec::new(), None),
+        };
         let mut idx = Self {
             default: default.clone(),
             exact: HashMap::new(),
             wildcard: HashMap::new(),
             pairs: usize::from(pair.is_some()),
+            served: match pair {
+                Some((cert, _)) => {
+                    ServedCert::new("default".into(), cert, &default_names, validity)
+                        .into_iter()
+                        .collect()
+                }
+                None => Vec::new(),
+            },
         };
         let mut issues = Vec::new();
         if let Some(dir) = sni_dir {
@@ -184,7 +290,14 @@ impl CertIndex {
                 match load_certified_key(&chain, &key, provider) {
                     Ok(ck) => {
                         idx.pairs += 1;
-                        let names = leaf_dns_names(&ck);
+                        let (names, validity) = leaf_info(&ck);
+                        let stem = chain.file_stem().unwrap_or_default().to_string_lossy();
+                        idx.served.extend(ServedCert::new(
+                            stem.into_owned(),
+                            &chain,
+                            &names,
+                            validity,
+                        ));
                         if names.is_empty() {
                             issues.push(PairIssue {
                                 path: chain.clone(),
@@ -204,7 +317,7 @@ impl CertIndex {
         }
         // The default certificate also answers for its own names.
         if let Some(default) = default {
-            for n in leaf_dns_names(&default) {
+            for n in default_names {
                 idx.insert(&n, default.clone());
             }
         }
@@ -240,6 +353,11 @@ impl CertIndex {
             }
         }
         out
+    }
+
+    /// The loaded pairs (the default first, then the SNI directory's in name order).
+    pub fn served(&self) -> &[ServedCert] {
+        &self.served
     }
 
     /// How many names are indexed.

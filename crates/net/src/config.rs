@@ -17,6 +17,8 @@
 //! # domain = ["www.example.com"]
 //! # acme_storage = "/var/lib/tlskit/acme"
 //! # http_listen = "[::]:80"
+//! log_format = "json"
+//! expiry_warning_days = 21
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -89,6 +91,10 @@ pub struct FileConfig {
     pub acme_retry: Option<f64>,
     /// Plain HTTP listener address.
     pub http_listen: Option<String>,
+    /// `text|json`.
+    pub log_format: Option<String>,
+    /// Days before a served certificate's notAfter from which start and reloads warn.
+    pub expiry_warning_days: Option<u32>,
 }
 
 impl FileConfig {

@@ -15,6 +15,7 @@ mod error;
 pub mod log;
 mod metrics;
 pub mod probe;
+mod process;
 mod proxy;
 mod server;
 mod sock;
@@ -22,7 +23,7 @@ pub mod starttls;
 mod systemd;
 mod tickets;
 
-pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};
+pub use certs::{load_certified_key, CertIndex, PairIssue, ServedCert, SniResolver};
 pub use client::{connect, ConnectOptions, ConnectReport, Connected};
 pub use config::FileConfig;
 pub use error::NetError;

@@ -104,6 +104,8 @@ pub struct ServeConfig {
     pub acme: Option<crate::acme::AcmeSettings>,
     /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
     pub http_listen: Option<SocketAddr>,
+    /// Start and reloads warn about served certificates expiring within this many days.
+    pub expiry_warning_days: u32,
 }
 
 /// A TLS protocol version.
@@ -149,6 +151,7 @@ impl ServeConfig {
             watch: true,
             acme: None,
             http_listen: None,
+            expiry_warning_days: 14,
         }
     }
 }
@@ -313,6 +316,8 @@ impl Server {
         }
         let names = index.names();
         let pairs = index.pairs();
+        let metrics = Arc::new(Metrics::default());
+        crate::certs::loaded(&metrics, &index, cfg.expiry_warning_days);
         // Compress the chains now, off the handshake path (the first clients then get a
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
@@ -339,7 +344,9 @@ impl Server {
                     "--client-ca: no CA certificate could be loaded".into(),
                 ));
             }
-            Some(Arc::new(handle))
+            let handle = Arc::new(handle);
+            metrics.set_store(handle.clone());
+            Some(handle)
         };
         let tls = Arc::new(build_tls(
             &cfg,
@@ -813,6 +820,7 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
             if s.reload_seq.load(Ordering::Acquire) == seq {
+                crate::certs::loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
                 crate::compress::warm(index.chains(), &s.cfg.compress);
                 s.resolver.replace(index);
             }

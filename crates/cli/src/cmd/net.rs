@@ -12,6 +12,7 @@ use tlskit_net::{
 };
 use tlskit_store::Source;
 
+use crate::logging::{self, LevelChoice, LogFormat};
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
 const SERVE_EXAMPLES: &str = "\
@@ -37,7 +38,12 @@ dist/tlskit.service). SIGHUP, or a change to the certificate, key, SNI or client
 connections; a failed reload keeps what is serving and logs why, and a reload is given up
 after 30 s. SIGTERM stops accepting and lets open connections finish, for up to
 --shutdown-grace seconds, whatever a reload is doing. Files that are not regular files
-(FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.";
+(FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.
+
+Logs: one line per event on stderr, `ts=2026-11-23T21:50:37.266Z level=info event=started
+...` or JSON with --log-format json; which events: --log-level, or an env filter in
+TLSKIT_LOG (`TLSKIT_LOG=tlskit=debug`). Start and every reload warn about served
+certificates that expired or expire within --expiry-warning-days.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
@@ -160,6 +166,10 @@ struct ServeFlags {
     /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<String>,
+    /// Warn (log event) at start and on every reload about served certificates that
+    /// expire within N days or have expired [default: 14].
+    #[arg(long, value_name = "N")]
+    expiry_warning_days: Option<u32>,
 }
 
 /// Arguments of `tlskit connect`.
@@ -237,7 +247,15 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
         .map_err(|_| anyhow::anyhow!("{what}: {v} is not a number of seconds"))
 }
 
-fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<String>)> {
+/// The log settings of `serve`: flag and config file kept apart (the flag wins over
+/// TLSKIT_LOG, the file does not).
+struct ServeLog {
+    flag_level: Option<String>,
+    file_level: Option<String>,
+    file_format: Option<String>,
+}
+
+fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
     let a = *a.inner;
     let f = match &a.config {
         Some(p) => FileConfig::load(p)?,
@@ -385,19 +403,34 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, Option<Strin
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
     cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
+    if let Some(v) = a.expiry_warning_days.or(f.expiry_warning_days) {
+        cfg.expiry_warning_days = v;
+    }
     if cfg.proxy_protocol && !matches!(cfg.mode, Mode::Backend(_)) {
         bail!("--proxy-protocol needs --backend");
     }
-    Ok((cfg, a.log_level.or(f.log_level)))
+    let log = ServeLog {
+        flag_level: a.log_level,
+        file_level: f.log_level,
+        file_format: f.log_format,
+    };
+    Ok((cfg, log))
 }
 
-pub(crate) fn serve(args: ServeArgs) -> CmdResult {
-    let (cfg, level) = build_serve_config(args)?;
-    if let Some(l) = level {
-        let l = tlskit_net::log::Level::parse(&l)
-            .with_context(|| format!("--log-level {l}: use off, error, warn, info or debug"))?;
-        tlskit_net::log::set_level(l);
-    }
+pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult {
+    let (cfg, log) = build_serve_config(args)?;
+    let format = match (log_format, &log.file_format) {
+        (Some(f), _) => f,
+        (None, Some(f)) => LogFormat::parse(f)?,
+        (None, None) => LogFormat::Text,
+    };
+    logging::init(
+        format,
+        &LevelChoice {
+            flag: log.flag_level.as_deref(),
+            file: log.file_level.as_deref(),
+        },
+    )?;
     let server = Server::bind(cfg)?;
     for a in server.local_addrs() {
         eprintln!("listening on {a}");

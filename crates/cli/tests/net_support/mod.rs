@@ -140,6 +140,28 @@ impl Pki {
         write(&self.path(&format!("{name}.key")), &k.serialize_pem());
     }
 
+    /// Like [`Pki::server_leaf`], valid from `not_before` to `not_after` (whole seconds).
+    pub fn server_leaf_valid(
+        &self,
+        chain: &str,
+        key: &str,
+        names: &[&str],
+        not_before: time::OffsetDateTime,
+        not_after: time::OffsetDateTime,
+    ) {
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let k = p256();
+        let mut p = leaf_params(&names[0], &names, false);
+        p.not_before = not_before;
+        p.not_after = not_after;
+        let c = p.signed_by(&k, &self.inter).expect("leaf");
+        write(
+            &self.path(chain),
+            &format!("{}{}", c.pem(), self.inter.pem()),
+        );
+        write(&self.path(key), &k.serialize_pem());
+    }
+
     /// A leaf with `n` extra DNS names (about 31 bytes each): a long, compressible chain.
     pub fn long_chain(&self, chain: &str, key: &str, n: usize) {
         let mut names: Vec<String> = vec![
