@@ -321,7 +321,6 @@ impl Server {
         // Compress the chains now, off the handshake path (the first clients then get a
         // ready compressed certificate message).
         crate::compress::warm(index.chains(), &cfg.compress);
-        let metrics = Arc::new(Metrics::default());
         let acme = crate::acme::manager::ServerAcme::for_config(&cfg, &provider, &metrics)?;
         let resolver = Arc::new(match &acme {
             Some(a) => SniResolver::with_acme(index, a.managed.clone()),
