@@ -52,17 +52,17 @@ fn writes_on_conn(trace: &str, accept: bool) -> Vec<usize> {
 }
 
 fn strace_ok() -> bool {
-    if !have("strace") {
-        eprintln!("SKIP: strace not installed");
-        return false;
-    }
+    require("strace");
     let ok = Command::new("strace")
         .args(["-o", "/dev/null", "true"])
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIP: strace cannot trace here (ptrace not permitted)");
+        cannot_run(
+            "net_flight",
+            "strace cannot trace here (ptrace not permitted)",
+        );
     }
     ok
 }

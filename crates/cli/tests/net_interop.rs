@@ -43,10 +43,7 @@ fn servers(pki: &Pki) -> (Serve, Serve) {
 
 #[test]
 fn net_interop_openssl_s_client() {
-    if !have("openssl") {
-        eprintln!("SKIP: openssl not installed");
-        return;
-    }
+    require("openssl");
     let pki = Pki::new();
     let (plain, mtls) = servers(&pki);
     for v in ["-tls1_2", "-tls1_3"] {
@@ -75,10 +72,7 @@ fn net_interop_openssl_s_client() {
 
 #[test]
 fn net_interop_gnutls_cli() {
-    if !have("gnutls-cli") {
-        eprintln!("SKIP: gnutls-cli not installed");
-        return;
-    }
+    require("gnutls-cli");
     let pki = Pki::new();
     let (plain, mtls) = servers(&pki);
     for v in ["VERS-TLS1.2", "VERS-TLS1.3"] {
@@ -106,10 +100,7 @@ fn net_interop_gnutls_cli() {
 
 #[test]
 fn net_interop_curl() {
-    if !have("curl") {
-        eprintln!("SKIP: curl not installed");
-        return;
-    }
+    require("curl");
     let pki = Pki::new();
     let (plain, mtls) = servers(&pki);
     for v in ["--tlsv1.2 --tls-max 1.2", "--tlsv1.3"] {
@@ -131,10 +122,7 @@ fn net_interop_curl() {
 
 #[test]
 fn net_interop_python_ssl() {
-    if !have("python3") {
-        eprintln!("SKIP: python3 not installed");
-        return;
-    }
+    require("python3");
     let pki = Pki::new();
     let (plain, mtls) = servers(&pki);
     let script = r#"
@@ -178,10 +166,7 @@ with socket.create_connection(("127.0.0.1", port)) as s:
 
 #[test]
 fn net_interop_go_crypto_tls() {
-    if !have("go") {
-        eprintln!("SKIP: go not installed");
-        return;
-    }
+    require("go");
     let pki = Pki::new();
     let (plain, mtls) = servers(&pki);
     let dir = pki.path("goclient");
@@ -298,10 +283,7 @@ fn connect_ok(pki: &Pki, port: u16, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn net_interop_connect_to_openssl_s_server() {
-    if !have("openssl") {
-        eprintln!("SKIP: openssl not installed");
-        return;
-    }
+    require("openssl");
     let pki = Pki::new();
     split_chain(&pki);
     for (client_auth, extra) in [
@@ -346,10 +328,7 @@ fn net_interop_connect_to_openssl_s_server() {
 
 #[test]
 fn net_interop_connect_to_gnutls_serv() {
-    if !have("gnutls-serv") {
-        eprintln!("SKIP: gnutls-serv not installed");
-        return;
-    }
+    require("gnutls-serv");
     let pki = Pki::new();
     for client_auth in [false, true] {
         let port = free_port();
@@ -394,7 +373,10 @@ fn net_interop_connect_to_gnutls_serv() {
 #[test]
 fn net_interop_connect_to_nginx() {
     if !have("nginx") && !Path::new("/usr/sbin/nginx").exists() {
-        eprintln!("SKIP: nginx not installed");
+        cannot_run(
+            "net_interop_connect_to_nginx",
+            "nginx is not installed (scripts/setup installs it)",
+        );
         return;
     }
     let nginx = if have("nginx") {

@@ -95,7 +95,10 @@ fn handshake(ns_b: &str, pki: &Pki, addr: &str) -> (f64, f64, serde_json::Value)
 #[test]
 fn net_rtt_long_chain_full_handshake_in_one_round_trip() {
     if let Err(why) = can_run() {
-        eprintln!("SKIP net_rtt: {why} (needs root, /dev/net/tun, iproute2)");
+        cannot_run(
+            "net_rtt",
+            &format!("{why} (needs root, /dev/net/tun, iproute2)"),
+        );
         return;
     }
     let id = std::process::id();

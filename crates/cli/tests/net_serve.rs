@@ -1135,10 +1135,7 @@ fn net_serve_backend_with_proxy_protocol() {
 /// ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
 #[test]
 fn net_serve_removed_client_ca_ends_resumption() {
-    if !have("openssl") {
-        eprintln!("SKIP: openssl not installed");
-        return;
-    }
+    require("openssl");
     let pki = Pki::new();
     std::fs::copy(pki.path("client-ca.pem"), pki.path("live-ca.pem")).expect("copy");
     // SIGHUP only: a debounced file-change reload landing between the two connections
@@ -1210,10 +1207,7 @@ fn net_serve_removed_client_ca_ends_resumption() {
 /// `tickets::tests::tickets_expire_after_max_age_whatever_the_keys` in tlskit-net.)
 #[test]
 fn net_serve_ticket_rotation_previous_key_resumes_older_does_not() {
-    if !have("openssl") {
-        eprintln!("SKIP: openssl not installed");
-        return;
-    }
+    require("openssl");
     let pki = Pki::new();
     let srv = http_server(
         &pki,
@@ -1299,10 +1293,7 @@ fn rss_kib(pid: u32) -> u64 {
 /// per idle TLS connection.
 #[test]
 fn net_serve_many_idle_connections_bounded_memory() {
-    if !have("python3") {
-        eprintln!("SKIP: python3 not installed");
-        return;
-    }
+    require("python3");
     let pki = Pki::new();
     let srv = http_server(
         &pki,

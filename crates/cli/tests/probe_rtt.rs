@@ -320,7 +320,10 @@ fn wait_listen_in(ns: &str, port: u16) {
 #[test]
 fn probe_rtt_counts_on_a_50ms_link() {
     if let Err(why) = can_run() {
-        eprintln!("SKIP probe_rtt: {why} (needs root, /dev/net/tun, iproute2, python3)");
+        cannot_run(
+            "probe_rtt",
+            &format!("{why} (needs root, /dev/net/tun, iproute2, python3)"),
+        );
         return;
     }
     let id = std::process::id();

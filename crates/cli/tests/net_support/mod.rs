@@ -383,6 +383,28 @@ pub fn wait_port(port: u16, limit: Duration) -> bool {
 }
 
 /// Whether a program is on PATH.
+/// Fail the test unless `program` is installed: `scripts/test` installs every peer the
+/// tests use (scripts/setup), so a missing one is a broken set-up, never a reason to pass.
+#[track_caller]
+pub fn require(program: &str) {
+    assert!(
+        have(program),
+        "{program} is not installed: scripts/setup installs the test peers"
+    );
+}
+
+/// A test that cannot run on this machine (`why`: not root, no /dev/net/tun, ...): a
+/// failure under `CI=true`, where the machine is set up for it; elsewhere (a developer
+/// without root) it says so on stderr and the caller returns early.
+#[track_caller]
+pub fn cannot_run(test: &str, why: &str) {
+    assert!(
+        std::env::var("CI").map_or(true, |v| v != "true"),
+        "{test} cannot run under CI=true: {why}"
+    );
+    eprintln!("{test}: not run on this machine: {why}");
+}
+
 pub fn have(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
