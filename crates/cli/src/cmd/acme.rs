@@ -180,8 +180,13 @@ fn print_issued(r: &IssueReport) {
         r.key.display(),
         if r.key_created { " (created)" } else { "" }
     );
-    println!("  expires:   {} (Unix time)", r.not_after);
+    println!("  expires:   {}", unix_date(r.not_after));
     println!("  challenge: {}, {:.0} ms", r.challenge, r.ms);
+}
+
+/// Unix seconds as RFC 3339 (`2026-11-23T21:41:37Z`).
+fn unix_date(secs: u64) -> String {
+    crate::cmd::store::date(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 fn set_log_level(ca: &CaArgs) -> anyhow::Result<()> {
@@ -220,7 +225,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
                 println!("renewed ({})", r.reason);
                 print_issued(i);
             } else if !a.quiet {
-                println!("not due: renewal at {} (Unix time)", r.due);
+                println!("not due: renewal at {}", unix_date(r.due));
             }
         }
         AcmeCmd::Revoke(a) => {
