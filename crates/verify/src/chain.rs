@@ -545,7 +545,13 @@ impl ChainVerifier {
         self.check_count(intermediates)?;
         let secs = unix_secs(now);
         let ee = EndEntityCert::try_from(end_entity).map_err(|e| {
-            VerifyError::BadEncoding(format!("end-entity certificate: {}", webpki_sentence(&e)))
+            match profile::diagnose(&e, &[end_entity.as_ref()]) {
+                Some(v) => VerifyError::Rule(v),
+                None => VerifyError::BadEncoding(format!(
+                    "end-entity certificate: {}",
+                    webpki_sentence(&e)
+                )),
+            }
         })?;
         let leaf = der::cert_fields(end_entity).ok_or_else(|| {
             VerifyError::BadEncoding("end-entity certificate: malformed TBSCertificate".into())

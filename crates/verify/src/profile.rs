@@ -405,8 +405,53 @@ pub(crate) fn check_path(
         }
         parsed.push(cert);
     }
+    check_anchor_path_len(path, &parsed)?;
     if !crls.is_empty() {
         check_crls(path, &parsed, rules, crls)?;
+    }
+    Ok(())
+}
+
+/// RFC 5280 6.1.4 (l)-(m) for the trust anchor's own pathLenConstraint, which
+/// rustls-webpki does not look at (it checks those of the intermediates). Self-issued
+/// intermediates do not count, as the RFC says. Always on: it is a basicConstraints
+/// rule like the ones rustls-webpki enforces.
+fn check_anchor_path_len(
+    path: &[PathCert<'_>],
+    parsed: &[Option<X509Certificate<'_>>],
+) -> Result<(), Violation> {
+    let Some((
+        Some(anchor),
+        PathCert {
+            role: CertRole::Anchor,
+            ..
+        },
+    )) = parsed.last().zip(path.last())
+    else {
+        return Ok(());
+    };
+    let Some(len) = anchor
+        .basic_constraints()
+        .ok()
+        .flatten()
+        .and_then(|b| b.value.path_len_constraint)
+    else {
+        return Ok(());
+    };
+    let below = parsed[1..parsed.len() - 1]
+        .iter()
+        .filter(|c| c.as_ref().is_none_or(|c| !self_issued(c)))
+        .count();
+    if below as u64 > u64::from(len) {
+        return Err(violation(
+            Rule::PathLenExceeded,
+            path.len() - 1,
+            CertRole::Anchor,
+            anchor,
+            format!(
+                "its pathLenConstraint is {len} but {below} intermediate certificates (not counting self-issued ones) follow it"
+            ),
+        ));
     }
     Ok(())
 }
@@ -1063,17 +1108,42 @@ pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation
             None => return None,
         }),
         E::UnsupportedCriticalExtension => each().find_map(|(i, c)| {
-            let ext = c
-                .extensions()
-                .iter()
-                .find(|e| e.critical && !known_extension(&e.oid))?;
-            Some(violation(
-                Rule::UnknownCriticalExtension,
-                i,
-                role(i),
-                c,
-                format!("it has a critical extension this verifier does not process ({})", ext.oid),
-            ))
+            // rustls-webpki processes basicConstraints, keyUsage, extendedKeyUsage,
+            // subjectAltName, nameConstraints and cRLDistributionPoints; any other
+            // critical extension stops it. Name the more precise rule where one applies.
+            let ext = c.extensions().iter().find(|e| {
+                e.critical
+                    && ![
+                        &OID_X509_EXT_BASIC_CONSTRAINTS,
+                        &OID_X509_EXT_KEY_USAGE,
+                        &OID_X509_EXT_EXTENDED_KEY_USAGE,
+                        &OID_X509_EXT_SUBJECT_ALT_NAME,
+                        &OID_X509_EXT_NAME_CONSTRAINTS,
+                        &OID_X509_EXT_CRL_DISTRIBUTION_POINTS,
+                    ]
+                    .contains(&&e.oid)
+            })?;
+            let (rule, what) = if ext.oid == OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER {
+                (Rule::AkiCritical, "its authorityKeyIdentifier is critical".to_string())
+            } else if ext.oid == OID_X509_EXT_SUBJECT_KEY_IDENTIFIER {
+                (Rule::SkiCritical, "its subjectKeyIdentifier is critical".to_string())
+            } else if ext.oid == OID_PKIX_AUTHORITY_INFO_ACCESS {
+                (Rule::AiaMalformed, "its authorityInfoAccess is critical".to_string())
+            } else if known_extension(&ext.oid) {
+                (
+                    Rule::UnknownCriticalExtension,
+                    format!(
+                        "it has a critical certificate-policy extension ({}); certificate policies are not processed, so it cannot be accepted",
+                        ext.oid
+                    ),
+                )
+            } else {
+                (
+                    Rule::UnknownCriticalExtension,
+                    format!("it has a critical extension this verifier does not process ({})", ext.oid),
+                )
+            };
+            Some(violation(rule, i, role(i), c, what))
         }),
         _ => None,
     }
