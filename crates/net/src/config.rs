@@ -38,6 +38,10 @@ pub struct FileConfig {
     pub client_ca: Option<Vec<String>>,
     /// `optional` or `required`.
     pub client_auth: Option<String>,
+    /// `webpki` or `rfc5280`: the rule set client certificates are checked against.
+    pub client_ca_profile: Option<String>,
+    /// Rule codes not checked on client certificates (e.g. `aki-missing`).
+    pub client_ca_allow: Option<Vec<String>>,
     /// `store` or `off`.
     pub ca_hints: Option<String>,
     /// `brotli,zlib`, `none`, ...

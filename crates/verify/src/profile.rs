@@ -873,6 +873,12 @@ fn check_leaf(
             }
         }
     }
+    // The naming rules below are the Baseline Requirements' for TLS server
+    // certificates; client certificates (often a person's name in the CN, no SAN) are
+    // not held to them.
+    if purpose == Purpose::Client {
+        return Ok(());
+    }
     // SAN present (BR 7.1.2.7.12).
     let Some(san) = san else {
         if rules.has(Rule::SanMissing) {

@@ -861,3 +861,44 @@ fn profile_names_parse_and_unknown_ones_are_refused() {
     assert_eq!(Profile::default(), Profile::WebPki);
     assert_eq!(VerifierConfig::default().profile, Profile::WebPki);
 }
+
+/// Interop case 6: a self-signed end-entity certificate given as a trust source (a dev
+/// certificate, Debian's snakeoil) is trusted for exactly itself (curl, gnutls-cli and
+/// Python accept it the same way), under RFC 5280 rules only (no EKU asked: the CA/B
+/// Forum rules are about public issuance); it never issues anything.
+#[test]
+fn pinned_self_signed_end_entity_trusts_exactly_itself() {
+    let key = KeyPair::generate().unwrap();
+    let mut p = leaf_params(&["dev.example"]);
+    p.extended_key_usages.clear(); // like snakeoil: no EKU
+    p.use_authority_key_identifier_extension = false;
+    let pinned = p.self_signed(&key).unwrap().der().clone();
+    let s = store(&[&pinned]);
+    assert!(s.anchors().next().unwrap().is_pinned());
+    let v = verifier(Profile::WebPki, &[]);
+    let sn = ServerName::try_from("dev.example").unwrap();
+    let ok = v
+        .verify(&s, &pinned, &[], Some(&sn), Purpose::Server, now())
+        .unwrap();
+    assert_eq!(ok.chain.certs.len(), 2);
+    // Wrong name: still a name check.
+    let other = ServerName::try_from("other.example").unwrap();
+    assert_eq!(
+        v.verify(&s, &pinned, &[], Some(&other), Purpose::Server, now())
+            .unwrap_err()
+            .rule(),
+        "name-mismatch"
+    );
+    // A certificate with the pinned subject as issuer, signed by the pinned key, is not
+    // trusted: the pinned certificate is not an issuer.
+    let issuer = rcgen::Issuer::from_params(&p, &key);
+    let child = leaf_params(&["child.example"])
+        .signed_by(&KeyPair::generate().unwrap(), &issuer)
+        .unwrap()
+        .der()
+        .clone();
+    let err = v
+        .verify(&s, &child, &[], None, Purpose::Server, now())
+        .unwrap_err();
+    assert_eq!(err.rule(), "unknown-issuer", "{err}");
+}

@@ -23,6 +23,8 @@ fn ca_params(cn: &str) -> CertificateParams {
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // Key identifiers: the default (webpki) verification profile requires them.
+    p.use_authority_key_identifier_extension = true;
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -44,6 +46,7 @@ fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
         p.subject_alt_names.push(san);
     }
     p.is_ca = IsCa::ExplicitNoCa;
+    p.use_authority_key_identifier_extension = true;
     p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     p.extended_key_usages = vec![if client {
         ExtendedKeyUsagePurpose::ClientAuth
