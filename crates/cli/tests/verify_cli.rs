@@ -161,7 +161,7 @@ fn valid_chain_json_contract() {
     assert_eq!(
         j.chain.unwrap(),
         [
-            "CN=rcgen self signed cert",
+            "CN=xn--rksmrgs-5wao1o.com",
             "CN=CLI Intermediate",
             "CN=CLI Root"
         ]
