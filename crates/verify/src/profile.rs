@@ -395,21 +395,103 @@ pub(crate) fn check_path(
     purpose: Purpose,
     crls: &[crate::chain::Crl],
 ) -> Result<(), Violation> {
-    let mut parsed: Vec<Option<X509Certificate<'_>>> = Vec::with_capacity(path.len());
+    let mut anchor_path_len: Option<(u32, String)> = None;
     for (i, pc) in path.iter().enumerate() {
-        let cert = x509_parser::parse_x509_certificate(pc.der)
-            .ok()
-            .map(|(_, c)| c);
-        if let Some(c) = &cert {
-            check_cert(c, i, pc.role, rules, purpose)?;
+        // Intermediates and anchors repeat from one verification to the next: a
+        // certificate that passed as this role under these rules is not parsed again
+        // (positive answers only, compared byte for byte).
+        if pc.role != CertRole::EndEntity {
+            if let Some(len) = memo::get(pc.der, pc.role, rules) {
+                if pc.role == CertRole::Anchor {
+                    anchor_path_len = len.map(|l| (l, String::new()));
+                }
+                continue;
+            }
         }
-        parsed.push(cert);
+        let Ok((_, c)) = x509_parser::parse_x509_certificate(pc.der) else {
+            continue;
+        };
+        check_cert(&c, i, pc.role, rules, purpose)?;
+        let len = c
+            .basic_constraints()
+            .ok()
+            .flatten()
+            .and_then(|b| b.value.path_len_constraint);
+        if pc.role == CertRole::Anchor {
+            anchor_path_len = len.map(|l| (l, format_name(c.tbs_certificate.subject.as_raw())));
+        }
+        if pc.role != CertRole::EndEntity {
+            memo::put(pc.der, pc.role, rules, len);
+        }
     }
-    check_anchor_path_len(path, &parsed)?;
+    if let Some((len, subject)) = anchor_path_len {
+        check_anchor_path_len(path, len, subject)?;
+    }
     if !crls.is_empty() {
+        let parsed: Vec<Option<X509Certificate<'_>>> = path
+            .iter()
+            .map(|pc| {
+                x509_parser::parse_x509_certificate(pc.der)
+                    .ok()
+                    .map(|(_, c)| c)
+            })
+            .collect();
         check_crls(path, &parsed, rules, crls)?;
     }
     Ok(())
+}
+
+/// A small per-thread memo of intermediates and anchors that passed the profile.
+mod memo {
+    use std::cell::RefCell;
+
+    use super::{CertRole, RuleSet};
+
+    const ENTRIES: usize = 32;
+
+    struct Entry {
+        hash: u64,
+        role: CertRole,
+        rules: RuleSet,
+        der: Box<[u8]>,
+        path_len: Option<u32>,
+    }
+
+    thread_local! {
+        static MEMO: RefCell<(Vec<Entry>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    /// `Some(pathLenConstraint)` when `der` passed as `role` under `rules` before.
+    pub(super) fn get(der: &[u8], role: CertRole, rules: RuleSet) -> Option<Option<u32>> {
+        let hash = xxhash_rust::xxh3::xxh3_64(der);
+        MEMO.with(|m| {
+            m.borrow()
+                .0
+                .iter()
+                .find(|e| e.hash == hash && e.role == role && e.rules == rules && *e.der == *der)
+                .map(|e| e.path_len)
+        })
+    }
+
+    pub(super) fn put(der: &[u8], role: CertRole, rules: RuleSet, path_len: Option<u32>) {
+        let e = Entry {
+            hash: xxhash_rust::xxh3::xxh3_64(der),
+            role,
+            rules,
+            der: der.into(),
+            path_len,
+        };
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            let (v, next) = &mut *m;
+            if v.len() < ENTRIES {
+                v.push(e);
+            } else {
+                v[*next] = e;
+                *next = (*next + 1) % ENTRIES;
+            }
+        });
+    }
 }
 
 /// RFC 5280 6.1.4 (l)-(m) for the trust anchor's own pathLenConstraint, which
@@ -418,40 +500,30 @@ pub(crate) fn check_path(
 /// rule like the ones rustls-webpki enforces.
 fn check_anchor_path_len(
     path: &[PathCert<'_>],
-    parsed: &[Option<X509Certificate<'_>>],
+    len: u32,
+    subject: String,
 ) -> Result<(), Violation> {
-    let Some((
-        Some(anchor),
-        PathCert {
-            role: CertRole::Anchor,
-            ..
-        },
-    )) = parsed.last().zip(path.last())
-    else {
-        return Ok(());
-    };
-    let Some(len) = anchor
-        .basic_constraints()
-        .ok()
-        .flatten()
-        .and_then(|b| b.value.path_len_constraint)
-    else {
-        return Ok(());
-    };
-    let below = parsed[1..parsed.len() - 1]
+    let below = path[1..path.len() - 1]
         .iter()
-        .filter(|c| c.as_ref().is_none_or(|c| !self_issued(c)))
+        .filter(|pc| crate::der::cert_fields(pc.der).is_none_or(|f| f.subject != f.issuer))
         .count();
     if below as u64 > u64::from(len) {
-        return Err(violation(
-            Rule::PathLenExceeded,
-            path.len() - 1,
-            CertRole::Anchor,
-            anchor,
-            format!(
+        let subject = if subject.is_empty() {
+            path.last()
+                .and_then(|pc| crate::der::cert_fields(pc.der))
+                .map_or_else(String::new, |f| format_name(f.subject))
+        } else {
+            subject
+        };
+        return Err(Violation {
+            rule: Rule::PathLenExceeded,
+            position: path.len() - 1,
+            role: CertRole::Anchor,
+            subject,
+            detail: format!(
                 "its pathLenConstraint is {len} but {below} intermediate certificates (not counting self-issued ones) follow it"
             ),
-        ));
+        });
     }
     Ok(())
 }
