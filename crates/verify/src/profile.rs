@@ -376,8 +376,7 @@ fn known_extension(oid: &Oid<'_>) -> bool {
         &OID_X509_EXT_CRL_DISTRIBUTION_POINTS,
         &OID_PKIX_AUTHORITY_INFO_ACCESS,
     ]
-    .iter()
-    .any(|k| *k == oid)
+    .contains(&oid)
 }
 
 /// One certificate of a path to check.
@@ -626,38 +625,36 @@ fn check_cert(
                     );
                 }
             }
-            ParsedExtension::PolicyConstraints(_) => {
-                if !ext.critical && rules.has(Rule::PolicyConstraintsNotCritical) {
+            ParsedExtension::PolicyConstraints(_)
+                if !ext.critical && rules.has(Rule::PolicyConstraintsNotCritical) =>
+            {
+                return v(
+                    Rule::PolicyConstraintsNotCritical,
+                    "its policyConstraints extension is not critical".into(),
+                );
+            }
+            ParsedExtension::AuthorityInfoAccess(aia) if rules.has(Rule::AiaMalformed) => {
+                if ext.critical {
                     return v(
-                        Rule::PolicyConstraintsNotCritical,
-                        "its policyConstraints extension is not critical".into(),
+                        Rule::AiaMalformed,
+                        "its authorityInfoAccess is critical".into(),
                     );
                 }
-            }
-            ParsedExtension::AuthorityInfoAccess(aia) => {
-                if rules.has(Rule::AiaMalformed) {
-                    if ext.critical {
-                        return v(
-                            Rule::AiaMalformed,
-                            "its authorityInfoAccess is critical".into(),
-                        );
-                    }
-                    if aia.accessdescs.is_empty() {
-                        return v(
-                            Rule::AiaMalformed,
-                            "its authorityInfoAccess is empty".into(),
-                        );
-                    }
-                    if aia
-                        .accessdescs
-                        .iter()
-                        .any(|d| !matches!(d.access_location, GeneralName::URI(_)))
-                    {
-                        return v(
-                            Rule::AiaMalformed,
-                            "its authorityInfoAccess has a location that is not a URI".into(),
-                        );
-                    }
+                if aia.accessdescs.is_empty() {
+                    return v(
+                        Rule::AiaMalformed,
+                        "its authorityInfoAccess is empty".into(),
+                    );
+                }
+                if aia
+                    .accessdescs
+                    .iter()
+                    .any(|d| !matches!(d.access_location, GeneralName::URI(_)))
+                {
+                    return v(
+                        Rule::AiaMalformed,
+                        "its authorityInfoAccess has a location that is not a URI".into(),
+                    );
                 }
             }
             ParsedExtension::ParseError { .. }
