@@ -8,6 +8,8 @@
 //! sni_dir = "/etc/tlskit/sni"
 //! backend = "127.0.0.1:8080"
 //! client_ca = ["/etc/tlskit/clients.pem"]
+//! client_ca_profile = "rfc5280"       # default "webpki"
+//! client_ca_allow = ["aki-missing"]   # rules not checked on client certificates
 //! compress = "brotli,zlib"
 //! metrics = "127.0.0.1:9100"
 //! handshake_timeout = 10
