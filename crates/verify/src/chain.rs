@@ -910,7 +910,7 @@ pub(crate) fn webpki_sentence(e: &webpki::Error) -> String {
         }
         E::UnsupportedCertVersion => "a certificate has an unsupported version (only X.509 v3)",
         E::EmptyEkuExtension => "a certificate has an empty extendedKeyUsage extension",
-        E::MalformedExtensions => "a certificate has malformed extensions",
+        E::MalformedExtensions => "malformed extensions (in a certificate or CRL)",
         E::UnsupportedNameType => "a certificate has a name of an unsupported type",
         E::UnsupportedCrlVersion => "a CRL has an unsupported version",
         E::UnsupportedCrlSignatureAlgorithm

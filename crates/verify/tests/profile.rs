@@ -699,6 +699,8 @@ fn every_rule_refuses_its_breach_and_accepts_the_fix() {
     for r in Rule::ALL {
         if matches!(
             r,
+            // crl_rules, client_auth_needs_explicit_eku_under_webpki,
+            // keys_and_signature_algorithms.
             Rule::CrlNumberMissing
                 | Rule::CrlNumberCritical
                 | Rule::CrlIssuerNotCrlSign
@@ -901,4 +903,83 @@ fn pinned_self_signed_end_entity_trusts_exactly_itself() {
         .verify(&s, &child, &[], None, Purpose::Server, now())
         .unwrap_err();
     assert_eq!(err.rule(), "unknown-issuer", "{err}");
+}
+
+/// A CRL by `issuer`, built by hand (rcgen always writes a non-critical CRLNumber):
+/// `number` = None (no CRLNumber), Some(false) / Some(true) (its criticality).
+fn hand_crl(issuer: &Ca, number: Option<bool>) -> tlskit_verify::Crl {
+    let (_, cert) = x509_parser::parse_x509_certificate(&issuer.der).unwrap();
+    let subject = cert.tbs_certificate.subject.as_raw().to_vec();
+    let alg = vec![
+        0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02,
+    ];
+    let mut tbs = vec![0x02, 0x01, 0x01];
+    tbs.extend(&alg);
+    tbs.extend(&subject);
+    tbs.extend(tlv(0x17, b"250101000000Z"));
+    tbs.extend(tlv(0x17, b"350101000000Z"));
+    // authorityKeyIdentifier, then the CRLNumber as asked.
+    let mut exts = tlv(
+        0x30,
+        &[
+            &[0x06, 0x03, 0x55, 0x1d, 0x23][..],
+            &tlv(0x04, &tlv(0x30, &tlv(0x80, &ski_of(&issuer.der)))),
+        ]
+        .concat(),
+    );
+    if let Some(critical) = number {
+        let mut ext = vec![0x06, 0x03, 0x55, 0x1d, 0x14];
+        if critical {
+            ext.extend([0x01, 0x01, 0xff]);
+        }
+        ext.extend(tlv(0x04, &[0x02, 0x01, 0x01]));
+        exts.extend(tlv(0x30, &ext));
+    }
+    tbs.extend(tlv(0xa0, &tlv(0x30, &exts)));
+    let tbs = tlv(0x30, &tbs);
+    use rcgen::SigningKey;
+    let sig = issuer.key.sign(&tbs).unwrap();
+    let mut bits = vec![0x00];
+    bits.extend(sig);
+    let mut body = tbs;
+    body.extend(&alg);
+    body.extend(tlv(0x03, &bits));
+    tlskit_verify::Crl::from_der(&tlv(0x30, &body)).unwrap()
+}
+
+/// The CRL rules, both ways: a CRL by the root (which issued the intermediate) without a
+/// CRLNumber, with a critical one, and by a root whose keyUsage lacks cRLSign.
+#[test]
+fn crl_rules() {
+    let run = |root_p: CertificateParams, number: Option<bool>| {
+        let r = root_with(root_p);
+        let i = intermediate("I", &r);
+        let l = leaf("a.example", &i);
+        let crl = hand_crl(&r, number);
+        let s = store(&[&r.der]);
+        ChainVerifier::new(VerifierConfig {
+            cache: None,
+            crls: vec![crl],
+            ..VerifierConfig::default()
+        })
+        .verify(&s, &l.der, &[i.der.clone()], None, Purpose::Server, now())
+        .map(|_| ())
+    };
+    run(ca_params("R"), Some(false)).unwrap();
+    let err = run(ca_params("R"), None).unwrap_err();
+    assert_eq!(err.rule(), "crl-number-missing", "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("certificate 2 (trust anchor, CN=R)"),
+        "{err}"
+    );
+    let err = run(ca_params("R"), Some(true)).unwrap_err();
+    assert_eq!(err.rule(), "crl-number-critical", "{err}");
+    let mut no_crl_sign = ca_params("R");
+    no_crl_sign.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let err = run(no_crl_sign, Some(false)).unwrap_err();
+    assert_eq!(err.rule(), "crl-issuer-not-crl-sign", "{err}");
 }
