@@ -38,7 +38,14 @@ fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
-    for n in names {
+    // The default (webpki) profile asks that a server certificate's CN be one of its
+    // SANs (CA/B Forum BR 7.1.4.3): tests that label a certificate by its CN get the CN
+    // as a SAN too.
+    let mut names = names.to_vec();
+    if !client && !names.iter().any(|n| n == cn) {
+        names.push(cn.to_string());
+    }
+    for n in &names {
         let san = match n.parse::<std::net::IpAddr>() {
             Ok(ip) => SanType::IpAddress(ip),
             Err(_) => SanType::DnsName(n.clone().try_into().expect("dns name")),
