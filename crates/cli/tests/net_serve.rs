@@ -1291,30 +1291,30 @@ fn net_serve_client_ca_profile_and_allow() {
         KeyPair, KeyUsagePurpose,
     };
     let pki = Pki::new();
-    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let mut cap = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
     cap.distinguished_name
         .push(DnType::CommonName, "private client CA");
     cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = cap.self_signed(&ca_key).unwrap();
-    let ck = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let mut cp = CertificateParams::new(Vec::<String>::new()).unwrap();
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let ck = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
     cp.distinguished_name
         .push(DnType::CommonName, "no-aki client");
     cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let client = cp
         .signed_by(&ck, &Issuer::from_params(&cap, &ca_key))
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+        .expect("test setup");
+    let dir = tempfile::tempdir().expect("test setup");
     let (ca_pem, c_pem, k_pem) = (
         dir.path().join("ca.pem"),
         dir.path().join("c.pem"),
         dir.path().join("c.key"),
     );
-    std::fs::write(&ca_pem, ca.pem()).unwrap();
-    std::fs::write(&c_pem, client.pem()).unwrap();
-    std::fs::write(&k_pem, ck.serialize_pem()).unwrap();
+    std::fs::write(&ca_pem, ca.pem()).expect("test setup");
+    std::fs::write(&c_pem, client.pem()).expect("test setup");
+    std::fs::write(&k_pem, ck.serialize_pem()).expect("test setup");
     let roots = s(&pki.path("ca.pem"));
     let try_connect = |srv: &Serve| {
         connect_json(&[

@@ -962,7 +962,14 @@ fn crl_rules() {
             crls: vec![crl],
             ..VerifierConfig::default()
         })
-        .verify(&s, &l.der, &[i.der.clone()], None, Purpose::Server, now())
+        .verify(
+            &s,
+            &l.der,
+            std::slice::from_ref(&i.der),
+            None,
+            Purpose::Server,
+            now(),
+        )
         .map(|_| ())
     };
     run(ca_params("R"), Some(false)).unwrap();
