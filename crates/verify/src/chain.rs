@@ -210,6 +210,9 @@ pub enum VerifyError {
         time: i64,
         /// The certificate's notAfter, Unix seconds.
         not_after: i64,
+        /// (+) Which presented certificate, e.g. "certificate 1 (CN=Example CA)" (0 =
+        /// the end entity), when it can be told.
+        certificate: Option<String>,
     },
     /// A certificate on the path is not valid yet.
     NotYetValid {
@@ -217,6 +220,8 @@ pub enum VerifyError {
         time: i64,
         /// The certificate's notBefore, Unix seconds.
         not_before: i64,
+        /// (+) Which presented certificate, when it can be told.
+        certificate: Option<String>,
     },
     /// The certificate does not carry the reference name.
     NameMismatch {
@@ -306,15 +311,25 @@ impl fmt::Display for VerifyError {
                 "the only trust anchors named {subject} are outside their validity period at {}",
                 fmt_time(*time)
             ),
-            Self::Expired { time, not_after } => write!(
+            Self::Expired {
+                time,
+                not_after,
+                certificate,
+            } => write!(
                 f,
-                "a certificate expired at {} (checked at {})",
+                "{} expired at {} (checked at {}); renew it",
+                certificate.as_deref().unwrap_or("a certificate"),
                 fmt_time(*not_after),
                 fmt_time(*time)
             ),
-            Self::NotYetValid { time, not_before } => write!(
+            Self::NotYetValid {
+                time,
+                not_before,
+                certificate,
+            } => write!(
                 f,
-                "a certificate is not valid before {} (checked at {})",
+                "{} is not valid before {} (checked at {}); check the clock, or wait",
+                certificate.as_deref().unwrap_or("a certificate"),
                 fmt_time(*not_before),
                 fmt_time(*time)
             ),
@@ -708,7 +723,29 @@ impl ChainVerifier {
                 if let Some(v) = profile::diagnose(&e, &all) {
                     return VerifyError::Rule(v);
                 }
-                map_webpki(e, purpose)
+                let mut err = map_webpki(e, purpose);
+                // Name the certificate whose validity period failed.
+                let fields = std::iter::once(Some(leaf)).chain(presented.iter().copied());
+                let which = |pick: &dyn Fn(&der::CertFields<'_>) -> bool| {
+                    fields.clone().enumerate().find_map(|(i, f)| {
+                        f.filter(|f| pick(f))
+                            .map(|f| format!("certificate {i} ({})", format_name(f.subject)))
+                    })
+                };
+                match &mut err {
+                    VerifyError::Expired {
+                        not_after,
+                        certificate,
+                        ..
+                    } => *certificate = which(&|f| f.not_after == *not_after),
+                    VerifyError::NotYetValid {
+                        not_before,
+                        certificate,
+                        ..
+                    } => *certificate = which(&|f| f.not_before == *not_before),
+                    _ => {}
+                }
+                err
             })?;
 
         // 4. The reference name (webpki matches DNS names, wildcards and IP addresses).
@@ -851,10 +888,12 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         E::CertExpired { time, not_after } => VerifyError::Expired {
             time: unix_secs(time),
             not_after: unix_secs(not_after),
+            certificate: None,
         },
         E::CertNotValidYet { time, not_before } => VerifyError::NotYetValid {
             time: unix_secs(time),
             not_before: unix_secs(not_before),
+            certificate: None,
         },
         E::CertRevoked => VerifyError::Revoked,
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
@@ -968,12 +1007,16 @@ impl From<VerifyError> for rustls::Error {
             VerifyError::BadEncoding(_) => CertificateError::BadEncoding.into(),
             VerifyError::BadCrl(_) => CertRevocationListError::ParseError.into(),
             VerifyError::UnknownIssuer { .. } => CertificateError::UnknownIssuer.into(),
-            VerifyError::Expired { time, not_after } => CertificateError::ExpiredContext {
+            VerifyError::Expired {
+                time, not_after, ..
+            } => CertificateError::ExpiredContext {
                 time: ts(time),
                 not_after: ts(not_after),
             }
             .into(),
-            VerifyError::NotYetValid { time, not_before } => CertificateError::NotValidYetContext {
+            VerifyError::NotYetValid {
+                time, not_before, ..
+            } => CertificateError::NotValidYetContext {
                 time: ts(time),
                 not_before: ts(not_before),
             }
