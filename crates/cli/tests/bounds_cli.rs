@@ -451,9 +451,14 @@ mod chain_pki {
         p.distinguished_name.push(DnType::CommonName, cn);
         p.not_before = rcgen::date_time_ymd(2020, 1, 1);
         p.not_after = rcgen::date_time_ymd(2090, 1, 1);
+        // What the default (webpki) verification profile asks: key identifiers, and an
+        // explicit EKU on the leaf.
+        p.use_authority_key_identifier_extension = true;
         if ca {
             p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
             p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        } else {
+            p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         }
         p
     }

@@ -169,8 +169,17 @@ fn params(cn: &str, ca: bool, sans: &[&str]) -> rcgen::CertificateParams {
     let mut dn = rcgen::DistinguishedName::new();
     dn.push(rcgen::DnType::CommonName, cn);
     p.distinguished_name = dn;
+    // What the default (webpki) verification profile asks: key identifiers, keyUsage on
+    // CAs, an explicit EKU on the leaf.
+    p.use_authority_key_identifier_extension = true;
     if ca {
         p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        p.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+    } else {
+        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     }
     p.not_before = ymd(2020);
     p.not_after = ymd(2040);
@@ -191,7 +200,7 @@ fn harnesses_accept_valid_inputs() {
         .signed_by(&int_key, &rcgen::Issuer::from_params(&root_p, &root_key))
         .unwrap();
     let leaf_key = rcgen::KeyPair::generate().unwrap();
-    let mut leaf_p = params("leaf", false, &[harness::FUZZ_NAME]);
+    let mut leaf_p = params(harness::FUZZ_NAME, false, &[harness::FUZZ_NAME]);
     leaf_p.serial_number = Some(rcgen::SerialNumber::from(77u64));
     let int_issuer = rcgen::Issuer::from_params(&int_p, &int_key);
     let leaf = leaf_p.signed_by(&leaf_key, &int_issuer).unwrap();

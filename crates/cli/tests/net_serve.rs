@@ -2032,3 +2032,99 @@ fn net_serve_fifo_config_client_ca_or_key_refused_at_start() {
         );
     }
 }
+
+/// `serve --client-ca-profile` / `--client-ca-allow` (issue 13): a client certificate
+/// without an authority key identifier is refused under the default (webpki) profile and
+/// accepted when the rule is allowed on purpose (a private PKI without key identifiers).
+#[test]
+fn net_serve_client_ca_profile_and_allow() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let pki = Pki::new();
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cap.distinguished_name
+        .push(DnType::CommonName, "private client CA");
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let ck = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cp.distinguished_name
+        .push(DnType::CommonName, "no-aki client");
+    cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let client = cp
+        .signed_by(&ck, &Issuer::from_params(&cap, &ca_key))
+        .expect("test setup");
+    let dir = tempfile::tempdir().expect("test setup");
+    let (ca_pem, c_pem, k_pem) = (
+        dir.path().join("ca.pem"),
+        dir.path().join("c.pem"),
+        dir.path().join("c.key"),
+    );
+    std::fs::write(&ca_pem, ca.pem()).expect("test setup");
+    std::fs::write(&c_pem, client.pem()).expect("test setup");
+    std::fs::write(&k_pem, ck.serialize_pem()).expect("test setup");
+    let roots = s(&pki.path("ca.pem"));
+    let try_connect = |srv: &Serve| {
+        connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &roots,
+            "--servername",
+            "test.example",
+            "--tls-version",
+            "1.2",
+            "--cert",
+            &s(&c_pem),
+            "--key",
+            &s(&k_pem),
+        ])
+        .0
+    };
+    let strict = http_server(&pki, &["--client-ca", &s(&ca_pem)]);
+    assert_eq!(try_connect(&strict), 2, "{}", strict.stderr());
+    let allowed = http_server(
+        &pki,
+        &[
+            "--client-ca",
+            &s(&ca_pem),
+            "--client-ca-allow",
+            "aki-missing",
+        ],
+    );
+    assert_eq!(try_connect(&allowed), 0, "{}", allowed.stderr());
+    // A name that is no rule, or no profile: a usage error, before serving.
+    for bad in [
+        &["--client-ca-allow", "nope"][..],
+        &["--client-ca-profile", "strict"][..],
+    ] {
+        let out = tlskit(&[&["serve", "--listen", "127.0.0.1:0"][..], bad].concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
+}
+
+/// `connect` and `probe` name the problem when the trust source yields nothing (it was
+/// "nothing loadable" alone), and a pinned self-signed certificate loads.
+#[test]
+fn net_connect_roots_nothing_loadable_names_the_problem() {
+    let pki = Pki::new();
+    // client.pem is issued by the client root: not a CA, not self-issued: not loadable.
+    let bad = s(&pki.path("client.pem"));
+    for cmd in ["connect", "probe"] {
+        let out = tlskit(&[
+            cmd,
+            "127.0.0.1:9",
+            "--roots",
+            &bad,
+            "--servername",
+            "x.example",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(err.contains("not a CA certificate"), "{cmd}: {err}");
+        assert!(err.contains("client.pem"), "{cmd}: {err}");
+    }
+}

@@ -10,7 +10,8 @@ mod hostile;
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertificateRevocationListParams, DistinguishedName,
-    DnType, IsCa, Issuer, KeyIdMethod, KeyPair, RevokedCertParams, SerialNumber,
+    DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyIdMethod, KeyPair, KeyUsagePurpose,
+    RevokedCertParams, SerialNumber,
 };
 
 #[derive(serde::Deserialize, Debug)]
@@ -27,6 +28,10 @@ struct VerifyJson {
     purpose: String,
     at: String,
     anchor_sha256: Option<String>,
+    rule: Option<String>,
+    certificate: Option<usize>,
+    certificate_subject: Option<String>,
+    profile: String,
 }
 
 fn ymd(y: i32, m: u8, d: u8) -> time::OffsetDateTime {
@@ -42,6 +47,9 @@ fn ca(cn: &str) -> CertificateParams {
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // What the default (webpki) profile asks of a CA: keyUsage and key identifiers.
+    p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    p.use_authority_key_identifier_extension = true;
     p.not_before = ymd(2020, 1, 1);
     p.not_after = ymd(2040, 1, 1);
     p
@@ -83,6 +91,14 @@ fn pki() -> Pki {
     ])
     .unwrap();
     lp.serial_number = Some(SerialNumber::from(77u64));
+    lp.distinguished_name = DistinguishedName::new();
+    lp.distinguished_name
+        .push(DnType::CommonName, "xn--rksmrgs-5wao1o.com");
+    lp.use_authority_key_identifier_extension = true;
+    lp.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
     lp.not_before = ymd(2025, 1, 1);
     lp.not_after = ymd(2035, 1, 1);
     let leaf_key = KeyPair::generate().unwrap();
@@ -152,7 +168,7 @@ fn valid_chain_json_contract() {
     assert_eq!(
         j.chain.unwrap(),
         [
-            "CN=rcgen self signed cert",
+            "CN=xn--rksmrgs-5wao1o.com",
             "CN=CLI Intermediate",
             "CN=CLI Root"
         ]
@@ -670,4 +686,128 @@ fn huge_one_line_pem_gets_a_short_error() {
         err.len(),
         &err[..err.len().min(2000)]
     );
+}
+
+/// Issue 13 through the binary: profiles, --allow, the JSON `rule` code, sentences
+/// naming the certificate, pinned self-signed certificates, trailing-dot host names.
+#[test]
+fn profiles_allow_and_rule_codes() {
+    let p = pki();
+    // A leaf without AKI under the same intermediate.
+    let mut lp = CertificateParams::new(vec!["noaki.example".to_string()]).unwrap();
+    lp.distinguished_name = DistinguishedName::new();
+    lp.distinguished_name
+        .push(DnType::CommonName, "noaki.example");
+    lp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    lp.not_before = ymd(2025, 1, 1);
+    lp.not_after = ymd(2035, 1, 1);
+    let leaf = lp
+        .signed_by(
+            &KeyPair::generate().unwrap(),
+            &Issuer::from_params(&p.int_params, &p.int_key),
+        )
+        .unwrap();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("noaki.pem", &format!("{}{}", leaf.pem(), p.int_pem));
+    let base = [
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&chain),
+        "--at",
+        AT,
+    ];
+    let (code, out, _) = tlskit(&[&base[..], &["--json"]].concat());
+    assert_eq!(code, 1, "{out}");
+    let j = json(&out);
+    assert_eq!(j.rule.as_deref(), Some("aki-missing"));
+    assert_eq!(j.certificate, Some(0));
+    assert_eq!(j.certificate_subject.as_deref(), Some("CN=noaki.example"));
+    assert_eq!(j.profile, "webpki");
+    let reason = j.reason.unwrap();
+    assert!(
+        reason.starts_with("certificate 0 (end entity, CN=noaki.example): "),
+        "{reason}"
+    );
+    assert!(reason.contains("RFC 5280 4.2.1.1"), "{reason}");
+    // Human output: reason and rule.
+    let (code, out, _) = tlskit(&base);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("rule:   aki-missing (profile webpki)"),
+        "{out}"
+    );
+    // Allowed on purpose.
+    let (code, out, _) = tlskit(&[&base[..], &["--allow", "aki-missing", "--json"]].concat());
+    assert_eq!(code, 0, "{out}");
+    // The rfc5280 profile still has the rule (RFC 5280 4.2.1.1 is a MUST).
+    let (code, _, _) = tlskit(&[&base[..], &["--profile", "rfc5280"]].concat());
+    assert_eq!(code, 1);
+    // Usage errors: unknown profile / rule, a rule rustls-webpki enforces.
+    for bad in [
+        &["--profile", "strict"][..],
+        &["--allow", "no-such-rule"][..],
+        &["--allow", "issuer-not-ca"][..],
+    ] {
+        let (code, _, err) = tlskit(&[&base[..], bad].concat());
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}
+
+#[test]
+fn pinned_self_signed_certificate_and_trailing_dot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lp = CertificateParams::new(vec!["dev.example".to_string()]).unwrap();
+    lp.distinguished_name = DistinguishedName::new();
+    lp.distinguished_name
+        .push(DnType::CommonName, "dev.example");
+    lp.not_before = ymd(2025, 1, 1);
+    lp.not_after = ymd(2035, 1, 1);
+    let c = lp.self_signed(&KeyPair::generate().unwrap()).unwrap();
+    let path = dir.path().join("snakeoil.pem");
+    std::fs::write(&path, c.pem()).unwrap();
+    // store show: listed as pinned, not as a problem.
+    let (code, out, err) = tlskit(&["store", "show", s(&path), "--list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("pinned       1"), "{out}");
+    assert!(out.contains("[pinned]"), "{out}");
+    assert!(out.contains("problems     0"), "{out}");
+    // Trusted for exactly itself, and a trailing-dot host name is the same host.
+    for host in ["dev.example", "dev.example."] {
+        let (code, out, _) = tlskit(&[
+            "verify",
+            "--roots",
+            s(&path),
+            "--cert",
+            s(&path),
+            "--host",
+            host,
+            "--at",
+            AT,
+        ]);
+        assert_eq!(code, 0, "{host}: {out}");
+    }
+}
+
+/// A SHA-1 signature reads as one sentence (it was ~1 KB of Debug output).
+#[test]
+fn sha1_refusal_is_a_sentence() {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../verify/tests/data/interop");
+    let (code, out, _) = tlskit(&[
+        "verify",
+        "--roots",
+        &format!("{data}/root.pem"),
+        "--cert",
+        &format!("{data}/sha1.pem"),
+        "--at",
+        AT,
+        "--json",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    let j = json(&out);
+    assert_eq!(j.rule.as_deref(), Some("signature-algorithm"));
+    let reason = j.reason.unwrap();
+    assert!(reason.contains("sha1WithRSAEncryption"), "{reason}");
+    assert!(reason.len() < 400 && !reason.contains("[6, "), "{reason}");
 }

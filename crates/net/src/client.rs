@@ -216,8 +216,23 @@ impl ClientSetup {
         } else {
             roots.to_vec()
         };
-        let (handle, report) =
-            StoreHandle::new(roots).map_err(|e| NetError::Store(e.to_string()))?;
+        let (handle, report) = StoreHandle::new(roots).map_err(|e| {
+            // Name the problems: "nothing loadable" alone does not say what to fix.
+            NetError::Store(match &e {
+                tlskit_store::StoreError::NothingLoadable { issues, .. } if !issues.is_empty() => {
+                    format!(
+                        "roots: nothing loadable ({})",
+                        issues
+                            .iter()
+                            .take(3)
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    )
+                }
+                _ => e.to_string(),
+            })
+        })?;
         if handle.current().is_empty() {
             let why = report
                 .errors

@@ -74,6 +74,10 @@ pub struct ServeConfig {
     pub client_ca: Vec<Source>,
     /// Client certificates optional (verified when sent) instead of required.
     pub client_auth_optional: bool,
+    /// Rule set client certificates are checked against (default `webpki`).
+    pub client_ca_profile: tlskit_verify::Profile,
+    /// Rules not checked on client certificates.
+    pub client_ca_allow: Vec<tlskit_verify::Rule>,
     /// CA hints in CertificateRequest.
     pub ca_hints: CaHints,
     /// Certificate compression algorithms, in preference order; empty: none.
@@ -137,6 +141,8 @@ impl ServeConfig {
             mode: Mode::Http,
             client_ca: Vec::new(),
             client_auth_optional: false,
+            client_ca_profile: tlskit_verify::Profile::WebPki,
+            client_ca_allow: Vec::new(),
             ca_hints: CaHints::Store,
             compress: vec![Compression::Brotli, Compression::Zlib],
             alpn: Vec::new(),
@@ -227,7 +233,12 @@ fn build_tls(
                 CaHints::Store => RootHints::default(),
                 CaHints::Off => RootHints::Off,
             };
-            let v = StoreClientVerifier::new(handle.clone(), VerifierConfig::default(), hints);
+            let vc = VerifierConfig {
+                profile: cfg.client_ca_profile,
+                allow: cfg.client_ca_allow.clone(),
+                ..VerifierConfig::default()
+            };
+            let v = StoreClientVerifier::new(handle.clone(), vc, hints);
             let v = if cfg.client_auth_optional {
                 v.optional()
             } else {

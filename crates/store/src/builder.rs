@@ -171,13 +171,18 @@ pub(crate) struct Prepared {
 }
 
 /// Parse and fingerprint one certificate (no builder state: safe on worker threads).
-/// Rejects malformed DER, non-CA certificates and oversized subjects.
+/// Rejects malformed DER, non-CA certificates that are not self-issued (a self-issued
+/// one is kept as a pinned certificate) and oversized subjects.
 pub(crate) fn prepare(cert: &[u8]) -> Result<Prepared, IssueKind> {
     let f = der::parse_cert(cert).map_err(|e| IssueKind::MalformedDer(e.0))?;
     let (o, l) = (f.subject.0 as usize, f.subject.1 as usize);
     // parse_cert returns ranges inside `cert`; `get` keeps this panic-free regardless.
     let subject = cert.get(o..o + l).unwrap_or(&[]);
-    if !f.is_ca {
+    let (io, il) = (f.issuer.0 as usize, f.issuer.1 as usize);
+    let issuer = cert.get(io..io + il).unwrap_or(&[]);
+    // A self-issued end-entity certificate given as a trust source is pinned: the
+    // verifier trusts it for exactly itself, never as an issuer (tlskit-verify).
+    if !f.is_ca && subject != issuer {
         return Err(IssueKind::NotCa {
             subject: crate::lint::render_name(subject),
         });

@@ -234,7 +234,12 @@ pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
         return false;
     };
     let (ski_off, ski_len) = f.ski.unwrap_or((NO_SKI, 0));
-    f.is_ca
+    let self_issued = a
+        .der
+        .get(f.subject.0 as usize..(f.subject.0 + f.subject.1) as usize)
+        == a.der
+            .get(f.issuer.0 as usize..(f.issuer.0 + f.issuer.1) as usize);
+    (f.is_ca || self_issued)
         && f.subject == (rec.subj_off, rec.subj_len)
         && (ski_off, ski_len) == (rec.ski_off, rec.ski_len)
         && f.not_before == rec.not_before
@@ -417,6 +422,12 @@ impl<'a> Anchor<'a> {
     /// Position in the store (insertion order), stable for this store.
     pub fn index(&self) -> u32 {
         self.index
+    }
+    /// A pinned certificate: a self-issued end-entity certificate (not a CA) given as a
+    /// trust source. It is trusted for exactly itself, never as an issuer. Parses the
+    /// DER (for listings, not for the verification hot path).
+    pub fn is_pinned(&self) -> bool {
+        der::parse_cert(self.der).is_ok_and(|f| !f.is_ca)
     }
 }
 

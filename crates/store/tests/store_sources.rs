@@ -478,3 +478,23 @@ fn fifo_swapped_in_between_stat_and_open_never_blocks() {
     eprintln!("{loaded} loaded, {refused} refused, {flips} swaps");
     assert!(loaded > 0 && refused > 0, "{loaded} {refused}");
 }
+
+#[test]
+fn self_signed_end_entity_is_loaded_as_pinned() {
+    let d = tempfile::tempdir().unwrap();
+    let (pem, der) = common::self_signed_leaf("dev.example");
+    let p = d.path().join("snakeoil.pem");
+    fs::write(&p, &pem).unwrap();
+    let (store, report) = load(&[Source::File(p)]).unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(store.len(), 1);
+    let a = store.anchors().next().unwrap();
+    assert_eq!(a.der(), &der[..]);
+    assert!(a.is_pinned());
+    // A CA is not pinned.
+    let good = ca("Good");
+    let p = d.path().join("ca.pem");
+    fs::write(&p, &good.pem).unwrap();
+    let (store, _) = load(&[Source::File(p)]).unwrap();
+    assert!(!store.anchors().next().unwrap().is_pinned());
+}

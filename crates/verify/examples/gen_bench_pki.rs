@@ -9,7 +9,8 @@
 use std::io::Write;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, IsCa, Issuer, KeyPair,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 
 fn ca(cn: &str, org: &str) -> CertificateParams {
@@ -20,6 +21,11 @@ fn ca(cn: &str, org: &str) -> CertificateParams {
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
     p
 }
 
@@ -33,7 +39,8 @@ fn main() {
     let root_params = ca("Bench Root CA", "tlskit bench");
     let root = root_params.self_signed(&root_key).unwrap();
     let int_key = KeyPair::generate().unwrap();
-    let int_params = ca("Bench Intermediate CA", "tlskit bench");
+    let mut int_params = ca("Bench Intermediate CA", "tlskit bench");
+    int_params.use_authority_key_identifier_extension = true;
     let int = int_params
         .signed_by(&int_key, &Issuer::from_params(&root_params, &root_key))
         .unwrap();
@@ -41,6 +48,10 @@ fn main() {
     lp.distinguished_name = DistinguishedName::new();
     lp.distinguished_name
         .push(DnType::CommonName, "bench.example");
+    // A chain the default (webpki) profile accepts: key identifiers, explicit EKU.
+    lp.use_authority_key_identifier_extension = true;
+    lp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    lp.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     let leaf_key = KeyPair::generate().unwrap();
     let leaf = lp
         .signed_by(&leaf_key, &Issuer::from_params(&int_params, &int_key))

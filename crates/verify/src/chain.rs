@@ -15,7 +15,7 @@
 //! time is skipped (another candidate with the same subject, a re-issued root, is still
 //! tried). `VerifierConfig::accept_expired_anchors` turns that off.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::Arc;
 
@@ -28,6 +28,7 @@ use webpki::{
 
 use crate::cache::{CacheLimits, VerifyCache};
 use crate::der;
+use crate::profile::{self, CertRole, PathCert, Profile, Rule, RuleSet, Violation};
 
 /// What the end-entity certificate must be good for (its extended key usage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -63,17 +64,30 @@ pub const MAX_SUPPORTED_DEPTH: usize = 8;
 pub struct Crl {
     inner: Arc<CertRevocationList<'static>>,
     next_update: Option<i64>,
+    /// Raw issuer Name (for the profile's CRL rules).
+    issuer: Arc<[u8]>,
+    pub(crate) has_number: bool,
+    pub(crate) number_critical: bool,
 }
 
 impl Crl {
     /// Parse a DER CRL (rustls-webpki does the parsing).
     pub fn from_der(der: &[u8]) -> Result<Self, VerifyError> {
         let owned = OwnedCertRevocationList::from_der(der)
-            .map_err(|e| VerifyError::BadCrl(format!("{e:?}")))?;
+            .map_err(|e| VerifyError::BadCrl(webpki_sentence(&e)))?;
+        let (issuer, has_number, number_critical) = profile::crl_info(der);
         Ok(Self {
+            issuer: Arc::from(issuer),
             inner: Arc::new(CertRevocationList::Owned(owned)),
             next_update: der::crl_next_update(der),
+            has_number,
+            number_critical,
         })
+    }
+
+    /// The raw DER issuer Name.
+    pub(crate) fn issuer(&self) -> &[u8] {
+        &self.issuer
     }
 }
 
@@ -98,6 +112,12 @@ pub struct VerifierConfig {
     pub enforce_crl_expiry: bool,
     /// Verification cache limits; `None` disables the cache.
     pub cache: Option<CacheLimits>,
+    /// The rule set checked on every candidate path on top of rustls-webpki (default
+    /// [`Profile::WebPki`]). See the crate README, "Profiles".
+    pub profile: Profile,
+    /// Rules not checked, on purpose (e.g. [`Rule::AkiMissing`] for a private PKI
+    /// without key identifiers). Rules rustls-webpki enforces itself cannot be lifted.
+    pub allow: Vec<Rule>,
 }
 
 impl Default for VerifierConfig {
@@ -110,6 +130,8 @@ impl Default for VerifierConfig {
             allow_unknown_revocation: true,
             enforce_crl_expiry: true,
             cache: Some(CacheLimits::default()),
+            profile: Profile::WebPki,
+            allow: Vec::new(),
         }
     }
 }
@@ -226,8 +248,44 @@ pub enum VerifyError {
         /// Which budget ran out, e.g. "100 signature checks".
         limit: &'static str,
     },
-    /// Any other refusal by rustls-webpki (debug form of its error).
+    /// A certificate on the only path(s) found breaks a rule of the profile, or a
+    /// refusal by rustls-webpki traced to one certificate and rule.
+    Rule(Violation),
+    /// Any other refusal by rustls-webpki, in words.
     Other(String),
+}
+
+impl VerifyError {
+    /// A stable code for the reason (`unknown-issuer`, `expired`, or the profile
+    /// rule's code such as `aki-missing`), for JSON output and scripts.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::BadEncoding(_) => "bad-encoding",
+            Self::BadCrl(_) => "bad-crl",
+            Self::TooManyCertificates { .. } => "too-many-certificates",
+            Self::ChainTooDeep { .. } => "chain-too-deep",
+            Self::UnknownIssuer { .. } => "unknown-issuer",
+            Self::AnchorNotValid { .. } => "anchor-not-valid",
+            Self::Expired { .. } => "expired",
+            Self::NotYetValid { .. } => "not-yet-valid",
+            Self::NameMismatch { .. } => "name-mismatch",
+            Self::WrongPurpose { .. } => "wrong-purpose",
+            Self::Revoked => "revoked",
+            Self::BadSignature => "bad-signature",
+            Self::CaAsEndEntity => "ca-as-end-entity",
+            Self::PathBuildingBudget { .. } => "path-building-budget",
+            Self::Rule(v) => v.rule.code(),
+            Self::Other(_) => "rejected",
+        }
+    }
+
+    /// The profile violation behind this error, if it is one.
+    pub fn violation(&self) -> Option<&Violation> {
+        match self {
+            Self::Rule(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for VerifyError {
@@ -259,7 +317,7 @@ impl fmt::Display for VerifyError {
                 which,
             } => write!(
                 f,
-                "{} expired at {} (checked at {})",
+                "{} expired at {} (checked at {}); renew it",
                 WhichCert(which),
                 fmt_time(*not_after),
                 fmt_time(*time)
@@ -270,7 +328,7 @@ impl fmt::Display for VerifyError {
                 which,
             } => write!(
                 f,
-                "{} is not valid before {} (checked at {})",
+                "{} is not valid before {} (checked at {}); check the clock, or wait",
                 WhichCert(which),
                 fmt_time(*not_before),
                 fmt_time(*time)
@@ -301,6 +359,7 @@ impl fmt::Display for VerifyError {
                 "path building stopped at its limit of {limit} per verification: the \
                  chain offers too many candidate paths (many certificates with one name?)"
             ),
+            Self::Rule(v) => write!(f, "{v}"),
             Self::Other(w) => write!(f, "rejected by path validation: {w}"),
         }
     }
@@ -380,6 +439,7 @@ pub struct ChainVerifier {
     algs: &'static [&'static dyn SignatureVerificationAlgorithm],
     cache: Option<VerifyCache>,
     crl_deadline: Option<i64>,
+    rules: RuleSet,
 }
 
 impl ChainVerifier {
@@ -394,6 +454,7 @@ impl ChainVerifier {
             None
         };
         Self {
+            rules: RuleSet::new(config.profile, &config.allow),
             algs: rustls::crypto::aws_lc_rs::default_provider()
                 .signature_verification_algorithms
                 .all,
@@ -525,8 +586,15 @@ impl ChainVerifier {
     ) -> Result<Verified, VerifyError> {
         self.check_count(intermediates)?;
         let secs = unix_secs(now);
-        let ee = EndEntityCert::try_from(end_entity)
-            .map_err(|e| VerifyError::BadEncoding(format!("end-entity certificate: {e:?}")))?;
+        let ee = EndEntityCert::try_from(end_entity).map_err(|e| {
+            match profile::diagnose(&e, &[end_entity.as_ref()]) {
+                Some(v) => VerifyError::Rule(v),
+                None => VerifyError::BadEncoding(format!(
+                    "end-entity certificate: {}",
+                    webpki_sentence(&e)
+                )),
+            }
+        })?;
         let leaf = der::cert_fields(end_entity).ok_or_else(|| {
             VerifyError::BadEncoding("end-entity certificate: malformed TBSCertificate".into())
         })?;
@@ -545,7 +613,13 @@ impl ChainVerifier {
         // 2. Skip anchors outside their own validity period (see the module docs).
         let mut skipped: Option<&[u8]> = None;
         let mut usable: Vec<Anchor<'_>> = Vec::with_capacity(candidates.len());
+        let leaf_der: &[u8] = end_entity.as_ref();
         for a in candidates {
+            // A pinned end-entity certificate (a non-CA anchor) is trusted for exactly
+            // itself, never as an issuer.
+            if a.der() != leaf_der && !der::cert_is_ca(a.der()) {
+                continue;
+            }
             if self.config.accept_expired_anchors
                 || (a.not_before() <= secs && secs <= a.not_after())
             {
@@ -589,13 +663,53 @@ impl ChainVerifier {
             Err(_) => None, // no CRLs configured
         };
         let too_deep = Cell::new(false);
+        let broken: RefCell<Option<Violation>> = RefCell::new(None);
         let max_depth = self.config.max_depth;
+        let rules = self.rules;
+        let crls = &self.config.crls[..];
         let depth_check = |p: &VerifiedPath<'_>| -> Result<(), webpki::Error> {
             if p.intermediate_certificates().count() + 2 > max_depth {
                 too_deep.set(true);
                 return Err(webpki::Error::MaximumPathDepthExceeded);
             }
-            Ok(())
+            // The profile layer: every certificate of this candidate path.
+            let Some(ai) = anchors.iter().position(|a| std::ptr::eq(a, p.anchor())) else {
+                return Ok(()); // invariant: the anchor is one of ours
+            };
+            let anchor_der = usable[anchor_of[ai]].der();
+            let inter: Vec<CertificateDer<'_>> =
+                p.intermediate_certificates().map(|c| c.der()).collect();
+            let mut path = Vec::with_capacity(inter.len() + 2);
+            path.push(PathCert {
+                der: leaf_der,
+                role: CertRole::EndEntity,
+            });
+            for d in &inter {
+                path.push(PathCert {
+                    der: d.as_ref(),
+                    role: CertRole::Intermediate,
+                });
+            }
+            // A pinned certificate is its own anchor: one entry, RFC 5280 rules only (the
+            // CA/B Forum rules are about publicly-trusted issuance).
+            let pinned = inter.is_empty() && anchor_der == leaf_der;
+            let set = if pinned { rules.without_cabf() } else { rules };
+            if !pinned {
+                path.push(PathCert {
+                    der: anchor_der,
+                    role: CertRole::Anchor,
+                });
+            }
+            match profile::check_path(&path, set, purpose, crls) {
+                Ok(()) => Ok(()),
+                Err(v) => {
+                    let mut b = broken.borrow_mut();
+                    if b.is_none() {
+                        *b = Some(v);
+                    }
+                    Err(webpki::Error::UnknownIssuer)
+                }
+            }
         };
         // Only presented certificates that can lie on a path to a candidate anchor go to
         // rustls-webpki: a hostile set of same-name certificates that leads to no anchor
@@ -613,6 +727,9 @@ impl ChainVerifier {
                 Some(&depth_check),
             )
             .map_err(|e| {
+                if let Some(v) = broken.borrow_mut().take() {
+                    return VerifyError::Rule(v);
+                }
                 if too_deep.get() && matches!(e, webpki::Error::MaximumPathDepthExceeded) {
                     return VerifyError::ChainTooDeep { limit: max_depth };
                 }
@@ -785,7 +902,23 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         E::CertNotValidYet { time, not_before } => VerifyError::NotYetValid {
             time: unix_secs(time),
             not_before: unix_secs(not_before),
-            which: None,
+                let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
+                all.push(leaf_der);
+                all.extend(intermediates.iter().map(|c| c.as_ref()));
+                if let Some(v) = profile::diagnose(&e, &all) {
+                    return VerifyError::Rule(v);
+                }
+                let mut e = map_webpki(e, purpose);
+                match &mut e {
+                    VerifyError::Expired {
+                        not_after, which, ..
+                    } => *which = locate(&leaf, &presented, |f| f.not_after == *not_after),
+                    VerifyError::NotYetValid {
+                        not_before, which, ..
+                    } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
+                    _ => {}
+                }
+                e
         },
         E::CertRevoked => VerifyError::Revoked,
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
@@ -806,10 +939,66 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
             limit: "250,000 name-constraint comparisons",
         },
         E::BadDer | E::BadDerTime | E::TrailingData(_) => {
-            VerifyError::BadEncoding(format!("{e:?}"))
+            VerifyError::BadEncoding(webpki_sentence(&e))
         }
-        other => VerifyError::Other(format!("{other:?}")),
+        other => VerifyError::Other(webpki_sentence(&other)),
     }
+}
+
+/// rustls-webpki's error in words (its Debug form can carry kilobytes of input bytes).
+#[allow(deprecated)]
+pub(crate) fn webpki_sentence(e: &webpki::Error) -> String {
+    use webpki::Error as E;
+    let s = match e {
+        E::BadDer => "a certificate is not well-formed DER",
+        E::BadDerTime => "a certificate has a malformed time",
+        E::TrailingData(_) => "a certificate has trailing data after its encoding",
+        E::CaUsedAsEndEntity => "a CA certificate is used as the end entity",
+        E::EndEntityUsedAsCa => "a certificate that is not a CA is used as an issuer",
+        E::CertNotValidForName(_) => "the certificate is not valid for the name",
+        E::ExtensionValueInvalid => "a certificate extension has an invalid value",
+        E::InvalidCertValidity => "a certificate's notBefore is after its notAfter",
+        E::InvalidNetworkMaskConstraint => "a name constraint has an invalid IP network mask",
+        E::InvalidSerialNumber => "a certificate has an invalid serial number",
+        E::NameConstraintViolation => "a name is outside an issuing CA's name constraints",
+        E::PathLenConstraintViolated => "a CA's pathLenConstraint is exceeded",
+        E::SignatureAlgorithmMismatch => {
+            "a certificate's two signature algorithm fields differ"
+        }
+        E::UnsupportedCriticalExtension => "a certificate has an unsupported critical extension",
+        E::UnsupportedSignatureAlgorithm
+        | E::UnsupportedSignatureAlgorithmContext(_)
+        | E::UnsupportedSignatureAlgorithmForPublicKey
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => {
+            "a certificate is signed with an algorithm that is not accepted (SHA-1, MD5 and DSA are refused)"
+        }
+        E::UnsupportedCertVersion => "a certificate has an unsupported version (only X.509 v3)",
+        E::EmptyEkuExtension => "a certificate has an empty extendedKeyUsage extension",
+        E::MalformedExtensions => "malformed extensions (in a certificate or CRL)",
+        E::UnsupportedNameType => "a certificate has a name of an unsupported type",
+        E::UnsupportedCrlVersion => "a CRL has an unsupported version",
+        E::UnsupportedCrlSignatureAlgorithm
+        | E::UnsupportedCrlSignatureAlgorithmContext(_) => {
+            "a CRL is signed with an algorithm that is not accepted"
+        }
+        E::UnsupportedRevocationReason => "a CRL entry has an unsupported revocation reason",
+        E::UnsupportedDeltaCrl => "delta CRLs are not supported",
+        E::UnsupportedIndirectCrl => "indirect CRLs are not supported",
+        E::UnsupportedCrlIssuingDistributionPoint => {
+            "a CRL's issuingDistributionPoint is not supported"
+        }
+        E::InvalidCrlNumber => "a CRL has an invalid CRLNumber",
+        E::IssuerNotCrlSigner => "the CRL's issuer may not sign CRLs (keyUsage lacks cRLSign)",
+        E::UnknownRevocationStatus => "no CRL covers a certificate on the path",
+        E::CrlExpired { .. } => "a CRL is past its nextUpdate",
+        E::InvalidCrlSignatureForPublicKey => "a CRL's signature does not verify",
+        E::InvalidSignatureForPublicKey => "a signature does not verify",
+        E::CertDistrusted => "a certificate on the path is distrusted",
+        E::CertRevoked => "a certificate on the path is revoked",
+        E::UnknownIssuer => "no path to a trust anchor",
+        _ => "the chain was refused by path validation",
+    };
+    s.to_string()
 }
 
 /// rustls-webpki reports presented names in debug form (`DnsName("a.example")`); show

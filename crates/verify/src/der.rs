@@ -131,6 +131,70 @@ pub(crate) fn cert_fields(der: &[u8]) -> Option<CertFields<'_>> {
     })
 }
 
+/// id-ce-basicConstraints (2.5.29.19), contents of the OID.
+const OID_BC: &[u8] = &[0x55, 0x1d, 0x13];
+
+/// Whether a DER certificate is a CA: basicConstraints cA = TRUE, or a v1/v2
+/// self-issued certificate (a legacy root). Malformed input is not a CA. Used to keep a
+/// pinned end-entity anchor from ever acting as an issuer.
+pub(crate) fn cert_is_ca(der: &[u8]) -> bool {
+    cert_is_ca_inner(der).unwrap_or(false)
+}
+
+fn cert_is_ca_inner(der: &[u8]) -> Option<bool> {
+    let (cert, _) = expect(der, SEQUENCE)?;
+    let (tbs, _) = expect(cert.contents, SEQUENCE)?;
+    let mut rest = tbs.contents;
+    let mut v3 = false;
+    if rest.first() == Some(&0xa0) {
+        let (ver, r) = read_tlv(rest)?;
+        v3 = ver.contents == [0x02, 0x01, 0x02];
+        rest = r;
+    }
+    let (_serial, r) = read_tlv(rest)?;
+    let (_alg, r) = expect(r, SEQUENCE)?;
+    let (issuer, r) = expect(r, SEQUENCE)?;
+    let (_validity, r) = expect(r, SEQUENCE)?;
+    let (subject, r) = expect(r, SEQUENCE)?;
+    let (_spki, mut r) = expect(r, SEQUENCE)?;
+    if !v3 {
+        return Some(issuer.whole == subject.whole);
+    }
+    while let Some((field, after)) = read_tlv(r) {
+        r = after;
+        if field.tag != 0xa3 {
+            continue;
+        }
+        let (exts, _) = expect(field.contents, SEQUENCE)?;
+        let mut e = exts.contents;
+        while !e.is_empty() {
+            let (ext, after) = expect(e, SEQUENCE)?;
+            e = after;
+            let (oid, mut x) = expect(ext.contents, OID)?;
+            if oid.contents != OID_BC {
+                continue;
+            }
+            if x.first() == Some(&BOOLEAN) {
+                x = read_tlv(x)?.1;
+            }
+            let (value, _) = expect(x, OCTET_STRING)?;
+            let (seq, _) = expect(value.contents, SEQUENCE)?;
+            return Some(matches!(
+                read_tlv(seq.contents),
+                Some((
+                    Tlv {
+                        tag: BOOLEAN,
+                        contents: [0xff],
+                        ..
+                    },
+                    _
+                ))
+            ));
+        }
+    }
+    Some(false)
+}
+
 /// Read the nextUpdate of a DER CRL (Unix seconds), if it has one.
 pub(crate) fn crl_next_update(der: &[u8]) -> Option<i64> {
     let (crl, _) = expect(der, SEQUENCE)?;

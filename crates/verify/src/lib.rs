@@ -16,6 +16,7 @@ mod chain;
 mod der;
 mod input;
 pub mod names;
+mod profile;
 mod resume;
 mod tls;
 
@@ -25,6 +26,7 @@ pub use chain::{
     MAX_SUPPORTED_DEPTH,
 };
 pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
+pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
 pub use tls::{
     hint_names, HintOverflow, RootHints, StoreClientVerifier, StoreServerVerifier, MAX_HINT_BYTES,

@@ -313,6 +313,17 @@ fn expired_and_not_yet_valid_leaves() {
         run(ymd(2024, 1, 1)),
         Err(VerifyError::NotYetValid { .. })
     ));
+    // The message names the certificate (0 = the end entity) and what to do.
+    let e = run(ymd(2036, 1, 1)).unwrap_err().to_string();
+    assert!(
+        e.starts_with("the end-entity certificate (CN=a.example) expired at 2035-01-01T00:00:00Z"),
+        "{e}"
+    );
+    let e = run(ymd(2024, 1, 1)).unwrap_err().to_string();
+    assert!(
+        e.starts_with("the end-entity certificate (CN=a.example) is not valid before 2025"),
+        "{e}"
+    );
 }
 
 #[test]

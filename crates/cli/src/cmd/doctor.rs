@@ -380,6 +380,12 @@ fn long_chain(
         let mut p = CertificateParams::new(Vec::<String>::new())?;
         p.distinguished_name.push(DnType::CommonName, cn);
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // What the default (webpki) verification profile asks of a CA.
+        p.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        p.use_authority_key_identifier_extension = true;
         Ok(p)
     };
     let root_key = KeyPair::generate()?;
@@ -394,6 +400,8 @@ fn long_chain(
     leaf_params
         .distinguished_name
         .push(DnType::CommonName, "doctor.tlskit.test");
+    leaf_params.use_authority_key_identifier_extension = true;
+    leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     let leaf_issuer = rcgen::Issuer::new(ca_params("tlskit doctor intermediate")?, &inter_key);
     let leaf = leaf_params.signed_by(&leaf_key, &leaf_issuer)?;
     let (root_p, chain_p, key_p) = (

@@ -93,6 +93,12 @@ struct ServeFlags {
     /// `required` (default) or `optional` client certificates.
     #[arg(long, value_name = "required|optional")]
     client_auth: Option<String>,
+    /// Rule set client certificates are checked against: webpki (default) or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    client_ca_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on client certificates (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    client_ca_allow: Vec<tlskit_verify::Rule>,
     /// CA names hinted in CertificateRequest: `store` (capped) or `off`.
     #[arg(long, value_name = "store|off")]
     ca_hints: Option<String>,
@@ -345,6 +351,24 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         a.client_ca
     };
     cfg.client_ca = ca.iter().map(|s| Source::from_arg(s)).collect();
+    cfg.client_ca_profile = match (a.client_ca_profile, f.client_ca_profile.as_deref()) {
+        (Some(p), _) => p,
+        (None, Some(s)) => super::verify::parse_profile(s)
+            .map_err(|e| anyhow::anyhow!("client_ca_profile {s:?}: {e}"))?,
+        (None, None) => tlskit_verify::Profile::WebPki,
+    };
+    cfg.client_ca_allow = if a.client_ca_allow.is_empty() {
+        f.client_ca_allow
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                super::verify::parse_rule(s)
+                    .map_err(|e| anyhow::anyhow!("client_ca_allow {s:?}: {e}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        a.client_ca_allow
+    };
     cfg.client_auth_optional = match a.client_auth.or(f.client_auth).as_deref() {
         None | Some("required") => false,
         Some("optional") => true,

@@ -257,11 +257,15 @@ struct AnchorJson {
     not_before: String,
     not_after: String,
     expired: bool,
+    /// A self-signed end-entity certificate trusted for exactly itself, never as an issuer.
+    pinned: bool,
 }
 
 #[derive(Serialize)]
 struct ShowJson {
     anchors: usize,
+    /// Anchors that are pinned end-entity certificates (counted in `anchors`).
+    pinned: usize,
     files: usize,
     duplicates: usize,
     expired: usize,
@@ -298,12 +302,14 @@ fn show(a: ShowArgs) -> CmdResult {
                 not_before: date(x.not_before()),
                 not_after: date(x.not_after()),
                 expired: x.not_after() < now,
+                pinned: x.is_pinned(),
             })
             .collect::<Vec<_>>()
     });
     let names = store.ca_names();
     let j = ShowJson {
         anchors: store.len(),
+        pinned: store.anchors().filter(|x| x.is_pinned()).count(),
         files: report.files,
         duplicates: report.duplicates,
         expired: report.expired,
@@ -332,6 +338,12 @@ fn show(a: ShowArgs) -> CmdResult {
         st.bold(&format!("Trust store from {}", describe(&srcs)))
     );
     println!("  anchors      {}", j.anchors);
+    if j.pinned > 0 {
+        println!(
+            "  pinned       {} (self-signed end-entity certificates: each trusted for exactly itself, never as an issuer)",
+            j.pinned
+        );
+    }
     println!(
         "  files read   {}  (+{} alias paths to files already read)",
         j.files, j.aliases
@@ -380,10 +392,11 @@ fn show(a: ShowArgs) -> CmdResult {
         for x in list {
             let until = format!("until {}", x.not_after);
             println!(
-                "  {}  {}  {}",
+                "  {}  {}  {}{}",
                 &x.sha256[..16],
                 if x.expired { st.warn(&until) } else { until },
-                Escaped(&x.subject)
+                Escaped(&x.subject),
+                if x.pinned { "  [pinned]" } else { "" }
             );
         }
     }

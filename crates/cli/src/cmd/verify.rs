@@ -9,8 +9,8 @@ use anyhow::{anyhow, bail, Context};
 use tlskit_store::{Source, StoreHandle, TrustStore};
 use tlskit_verify::names::ReferenceName;
 use tlskit_verify::{
-    CertificateDer, ChainVerifier, Purpose, ServerName, StoreServerVerifier, UnixTime,
-    VerifierConfig,
+    CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, StoreServerVerifier,
+    UnixTime, VerifierConfig,
 };
 
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
@@ -30,13 +30,23 @@ Examples:
   # Internationalised names are converted to A-labels (UTS #46); U+3002 separates labels
   tlskit verify --roots store.snap --cert leaf.pem --host 'räksmörgås。com'
 
+  # A private PKI: RFC 5280 rules only, and certificates without key identifiers accepted
+  tlskit verify --roots ca.pem --cert leaf.pem --profile rfc5280 --allow aki-missing
+
 --cert holds the end-entity certificate first, optionally followed by the chain a peer
 would send (in any order: paths are built from the pieces present). --roots takes PEM or
 DER files, directories, tlskit snapshots, or the word `system`.
 
+Profiles: `webpki` (default) checks every certificate of the path against RFC 5280 and
+the CA/Browser Forum Baseline Requirements on top of rustls-webpki; `rfc5280` leaves out
+the CA/B Forum rules (key sizes, explicit TLS EKU, wildcard and commonName rules).
+--allow RULE lifts one rule by its code (the `rule` of a refusal).
+
 Exit status: 0 valid, 1 invalid (the reason is printed), 2 usage error or unreadable
-input. JSON fields: valid, reason (when invalid), chain (subjects, leaf to anchor, when
-valid), host (A-label) or ip, purpose, at.";
+input. JSON fields: valid, reason (when invalid), rule (stable code of the reason, when
+invalid), certificate and certificate_subject (position 0 = end entity and subject of
+the certificate at fault, when known), chain (subjects, leaf to anchor, when valid), host
+(A-label) or ip, purpose, at, profile.";
 
 /// Arguments of `tlskit verify`.
 #[derive(clap::Args)]
@@ -69,9 +79,31 @@ pub(crate) struct VerifyArgs {
     /// Most certificates in a path, end entity and anchor included (2..=8).
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_depth: usize,
+    /// Rule set on top of rustls-webpki: webpki (RFC 5280 + CA/B Forum BR) or rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = parse_profile)]
+    profile: Profile,
+    /// Do not check this rule (its code, e.g. aki-missing; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = parse_rule)]
+    allow: Vec<Rule>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// `--profile` values (also used by `serve --client-ca-profile`).
+pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
+    s.parse::<Profile>().map_err(|e| e.to_string())
+}
+
+/// `--allow` values: a rule code that can be lifted.
+pub(crate) fn parse_rule(s: &str) -> Result<Rule, String> {
+    let r = Rule::from_code(s).map_err(|e| e.to_string())?;
+    if !r.allowable() {
+        return Err(format!(
+            "{s} is enforced by rustls-webpki itself and cannot be allowed"
+        ));
+    }
+    Ok(r)
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -200,6 +232,12 @@ struct VerifyJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate_subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     chain: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     host: Option<String>,
@@ -211,6 +249,7 @@ struct VerifyJson {
     at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     anchor_sha256: Option<String>,
+    profile: Profile,
 }
 
 pub(crate) fn run(args: VerifyArgs) -> CmdResult {
@@ -246,6 +285,8 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
         max_depth: args.max_depth,
         crls,
         cache: None,
+        profile: args.profile,
+        allow: args.allow.clone(),
         ..VerifierConfig::default()
     });
     let purpose = Purpose::from(args.purpose);
@@ -270,6 +311,17 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
     let report = VerifyJson {
         valid: result.is_ok(),
         reason: result.as_ref().err().map(|e| e.to_string()),
+        rule: result.as_ref().err().map(|e| e.rule()),
+        certificate: result
+            .as_ref()
+            .err()
+            .and_then(|e| e.violation())
+            .map(|v| v.position),
+        certificate_subject: result
+            .as_ref()
+            .err()
+            .and_then(|e| e.violation())
+            .map(|v| v.subject.clone()),
         chain: result.as_ref().ok().map(|v| v.chain.subjects()),
         host,
         host_unicode,
@@ -277,6 +329,7 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
         purpose,
         at: fmt_time(at),
         anchor_sha256: result.as_ref().ok().map(|v| hex(&v.chain.anchor_sha256)),
+        profile: args.profile,
     };
     if args.json {
         print_json(&report)?;
@@ -333,6 +386,9 @@ fn print_human(r: &VerifyJson) {
         );
         if let Some(reason) = &r.reason {
             println!("  reason: {}", st.warn(&escape(reason)));
+        }
+        if let Some(rule) = r.rule {
+            println!("  rule:   {rule} (profile {})", r.profile);
         }
     }
 }

@@ -23,6 +23,8 @@ fn ca_params(cn: &str) -> CertificateParams {
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // Key identifiers: the default (webpki) verification profile requires them.
+    p.use_authority_key_identifier_extension = true;
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -36,7 +38,14 @@ fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
-    for n in names {
+    // The default (webpki) profile asks that a server certificate's CN be one of its
+    // SANs (CA/B Forum BR 7.1.4.3): tests that label a certificate by its CN get the CN
+    // as a SAN too.
+    let mut names = names.to_vec();
+    if !client && !names.iter().any(|n| n == cn) {
+        names.push(cn.to_string());
+    }
+    for n in &names {
         let san = match n.parse::<std::net::IpAddr>() {
             Ok(ip) => SanType::IpAddress(ip),
             Err(_) => SanType::DnsName(n.clone().try_into().expect("dns name")),
@@ -44,6 +53,7 @@ fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
         p.subject_alt_names.push(san);
     }
     p.is_ca = IsCa::ExplicitNoCa;
+    p.use_authority_key_identifier_extension = true;
     p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     p.extended_key_usages = vec![if client {
         ExtendedKeyUsagePurpose::ClientAuth

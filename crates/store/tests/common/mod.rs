@@ -48,7 +48,28 @@ pub fn expired(cn: &str) -> (String, Vec<u8>) {
     ca_with(&key(), cn, 2000, 2010, true)
 }
 
+/// An end-entity certificate issued by another (throw-away) CA: not self-issued, so it
+/// cannot be pinned and is reported as not a CA.
 pub fn leaf(cn: &str) -> (String, Vec<u8>) {
+    let issuer_key = key();
+    let mut ip = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ip.distinguished_name
+        .push(DnType::CommonName, "Leaf Issuer");
+    ip.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = rcgen::Issuer::from_params(&ip, &issuer_key);
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.distinguished_name
+        .push(DnType::OrganizationName, "tlskit tests");
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    p.not_after = rcgen::date_time_ymd(2090, 1, 1);
+    let c = p.signed_by(&key(), &issuer).unwrap();
+    (c.pem(), c.der().to_vec())
+}
+
+/// A self-signed end-entity certificate (a pinned certificate when given as a source).
+pub fn self_signed_leaf(cn: &str) -> (String, Vec<u8>) {
     ca_with(&key(), cn, 2020, 2090, false)
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, SanType, SerialNumber,
+    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use time::OffsetDateTime;
 use tlskit_store::{StoreBuilder, StoreHandle, TrustStore};
@@ -48,6 +48,14 @@ pub fn ca_params(cn: &str) -> CertificateParams {
     dn.push(DnType::CommonName, cn);
     p.distinguished_name = dn;
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // What the default (webpki) profile asks of a CA: keyUsage with keyCertSign and an
+    // authorityKeyIdentifier (for a root, its own key identifier).
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p.use_authority_key_identifier_extension = true;
     p.not_before = ymd(2020, 1, 1);
     p.not_after = ymd(2040, 1, 1);
     p
@@ -82,6 +90,13 @@ pub fn leaf_params(names: &[&str]) -> CertificateParams {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, names.first().copied().unwrap_or("leaf"));
     p.distinguished_name = dn;
+    // What the default (webpki) profile asks of a TLS leaf: an authorityKeyIdentifier and
+    // an explicit EKU (both purposes, so one leaf serves server and client tests).
+    p.use_authority_key_identifier_extension = true;
+    p.extended_key_usages = vec![
+        ExtendedKeyUsagePurpose::ServerAuth,
+        ExtendedKeyUsagePurpose::ClientAuth,
+    ];
     p.not_before = ymd(2025, 1, 1);
     p.not_after = ymd(2035, 1, 1);
     p
