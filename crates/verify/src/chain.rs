@@ -744,6 +744,12 @@ impl ChainVerifier {
                         issuer: format_name(top_issuer(&leaf, intermediates)),
                     };
                 }
+                let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
+                all.push(leaf_der);
+                all.extend(intermediates.iter().map(|c| c.as_ref()));
+                if let Some(v) = profile::diagnose(&e, &all) {
+                    return VerifyError::Rule(v);
+                }
                 let mut e = map_webpki(e, purpose);
                 match &mut e {
                     VerifyError::Expired {
@@ -902,23 +908,7 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         E::CertNotValidYet { time, not_before } => VerifyError::NotYetValid {
             time: unix_secs(time),
             not_before: unix_secs(not_before),
-                let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
-                all.push(leaf_der);
-                all.extend(intermediates.iter().map(|c| c.as_ref()));
-                if let Some(v) = profile::diagnose(&e, &all) {
-                    return VerifyError::Rule(v);
-                }
-                let mut e = map_webpki(e, purpose);
-                match &mut e {
-                    VerifyError::Expired {
-                        not_after, which, ..
-                    } => *which = locate(&leaf, &presented, |f| f.not_after == *not_after),
-                    VerifyError::NotYetValid {
-                        not_before, which, ..
-                    } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
-                    _ => {}
-                }
-                e
+            which: None,
         },
         E::CertRevoked => VerifyError::Revoked,
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
