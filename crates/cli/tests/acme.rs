@@ -92,6 +92,12 @@ impl Pebble {
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
                 .expect("params");
         leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        // What the webpki profile asks of a server certificate: a key identifier of its
+        // issuer and a commonName that repeats a subjectAltName.
+        leaf.use_authority_key_identifier_extension = true;
+        leaf.distinguished_name = rcgen::DistinguishedName::new();
+        leaf.distinguished_name
+            .push(rcgen::DnType::CommonName, "localhost");
         let leaf_key = KeyPair::generate().expect("key");
         let leaf = leaf.signed_by(&leaf_key, &root).expect("leaf");
         let roots = dir.path().join("roots.pem");
@@ -370,6 +376,9 @@ fn acme_issue_over_http01_and_tls_alpn01_reuses_the_account() {
         &s(&chain),
         "--roots",
         &s(&root),
+        // Pebble's test root carries an extendedKeyUsage (a BR root must not).
+        "--allow",
+        "eku-in-root",
         "--host",
         "www.a.test",
     ]);
@@ -406,6 +415,9 @@ fn acme_issue_over_http01_and_tls_alpn01_reuses_the_account() {
         &s(&chain2),
         "--roots",
         &s(&root),
+        // Pebble's test root carries an extendedKeyUsage (a BR root must not).
+        "--allow",
+        "eku-in-root",
         "--host",
         "b.test",
     ]);
@@ -629,6 +641,9 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         "srv.test",
         "--roots",
         &s(&root),
+        // Pebble's test root carries an extendedKeyUsage (a BR root must not).
+        "--allow",
+        "eku-in-root",
         "--alpn",
         "h2",
         "--alpn",
@@ -721,6 +736,8 @@ fn acme_serve_http01_short_lived_renewal_keeps_connections() {
             "srv.test",
             "--roots",
             &s(&t.path().join("root.pem")),
+            "--allow",
+            "eku-in-root",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

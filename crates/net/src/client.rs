@@ -14,7 +14,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, HandshakeKind, SignatureScheme};
 use tlskit_store::{Source, StoreHandle};
 use tlskit_verify::names::ReferenceName;
-use tlskit_verify::{StoreServerVerifier, VerifierConfig};
+use tlskit_verify::{Profile, Rule, StoreServerVerifier, VerifierConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -45,6 +45,11 @@ pub struct ConnectOptions {
     /// Plain-text protocol to upgrade with STARTTLS before the handshake (each
     /// connection, with `reconnect` too); the dance has `timeout` of its own.
     pub starttls: Option<Starttls>,
+    /// How the server's chain is verified: the profile (default `webpki`) and the rules
+    /// lifted (`VerifierConfig::profile`, `allow`).
+    pub profile: Profile,
+    /// Rules lifted by name (`--allow`).
+    pub allow: Vec<Rule>,
 }
 
 /// Negotiated parameters, as printed by `tlskit connect`.
@@ -201,6 +206,8 @@ impl ClientSetup {
         target: &str,
         server_name: Option<&str>,
         roots: &[Source],
+        profile: Profile,
+        allow: &[Rule],
     ) -> Result<Self, NetError> {
         let (host, port) = split_target(target)?;
         let name_text = server_name.map_or_else(|| host.clone(), str::to_string);
@@ -250,7 +257,14 @@ impl ClientSetup {
             .fill(&mut warm)
             .map_err(|_| rustls::Error::FailedToGetRandomBytes)?;
         let verifier = Arc::new(RecordingVerifier {
-            inner: StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default()),
+            inner: StoreServerVerifier::new(
+                Arc::new(handle),
+                VerifierConfig {
+                    profile,
+                    allow: allow.to_vec(),
+                    ..VerifierConfig::default()
+                },
+            ),
             record: Mutex::new(Record::default()),
         });
         Ok(Self {
@@ -274,7 +288,13 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
         server_name,
         provider,
         verifier,
-    } = ClientSetup::new(&opts.target, opts.server_name.as_deref(), &opts.roots)?;
+    } = ClientSetup::new(
+        &opts.target,
+        opts.server_name.as_deref(),
+        &opts.roots,
+        opts.profile,
+        &opts.allow,
+    )?;
     let versions: Vec<_> = if opts.versions.is_empty() {
         vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
     } else {

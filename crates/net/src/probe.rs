@@ -50,6 +50,10 @@ pub struct ProbeOptions {
     pub repeat: usize,
     /// Plain-text protocol to upgrade with STARTTLS before the handshake.
     pub starttls: Option<Starttls>,
+    /// How the server's chain is verified (default profile `webpki`).
+    pub profile: tlskit_verify::Profile,
+    /// Rules lifted by name (`--allow`).
+    pub allow: Vec<tlskit_verify::Rule>,
 }
 
 /// One burst of server bytes.
@@ -682,7 +686,13 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         server_name,
         provider,
         verifier,
-    } = ClientSetup::new(&opts.target, opts.server_name.as_deref(), &opts.roots)?;
+    } = ClientSetup::new(
+        &opts.target,
+        opts.server_name.as_deref(),
+        &opts.roots,
+        opts.profile,
+        &opts.allow,
+    )?;
     let seen: CompressionSeen = Arc::new(Mutex::new(None));
     // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
     let decompressors: Vec<&'static dyn CertDecompressor> =

@@ -243,6 +243,8 @@ fn probe_options(
         timeout: Duration::from_secs(10),
         repeat: 1,
         starttls: None,
+        profile: tlskit_verify::Profile::default(),
+        allow: Vec::new(),
     }
 }
 

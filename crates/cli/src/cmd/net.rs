@@ -211,6 +211,14 @@ pub(crate) struct ConnectArgs {
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
     #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
     starttls: Option<Starttls>,
+    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
+    /// rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = super::verify::parse_profile)]
+    profile: tlskit_verify::Profile,
+    /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
+    /// repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    allow: Vec<tlskit_verify::Rule>,
     /// Print one JSON object and do not relay.
     #[arg(long)]
     json: bool,
@@ -478,6 +486,8 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
         versions: versions(&a.tls_version)?,
         timeout: secs(a.timeout, "--timeout")?,
         reconnect: a.reconnect,
+        profile: a.profile,
+        allow: a.allow,
     };
     let mut conn = tlskit_net::connect(&opts)?;
     if a.json && conn.report.verified {

@@ -52,6 +52,14 @@ pub(crate) struct ProbeArgs {
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
     #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
     starttls: Option<Starttls>,
+    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
+    /// rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = super::verify::parse_profile)]
+    profile: tlskit_verify::Profile,
+    /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
+    /// repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    allow: Vec<tlskit_verify::Rule>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -83,6 +91,8 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
         versions,
         timeout: Duration::from_secs_f64(a.timeout),
         repeat: a.repeat,
+        profile: a.profile,
+        allow: a.allow,
     };
     let r = probe(&opts)?;
     if a.json {

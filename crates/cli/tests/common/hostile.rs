@@ -61,9 +61,21 @@ fn evil_dn() -> DistinguishedName {
     dn
 }
 
+/// The leaves' subject: the hostile text as organizationalUnitName and organizationName,
+/// and a commonName that repeats a subjectAltName (the webpki profile requires it, rule
+/// cn-not-in-san).
+fn evil_leaf_dn() -> DistinguishedName {
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, GOOD_SAN);
+    dn.push(DnType::OrganizationalUnitName, EVIL_CN);
+    dn.push(DnType::OrganizationName, EVIL_O);
+    dn
+}
+
 /// Write `evil-root.pem` (a CA named with [`EVIL_CN`] and [`EVIL_O`]), `evil-chain.pem`
-/// (a server and client leaf with the same subject and the SANs [`GOOD_SAN`], [`EVIL_SAN`] and
-/// 127.0.0.1, valid for one day from now) and `evil.key` into `dir`.
+/// (a server and client leaf with [`EVIL_CN`] as its OU and [`EVIL_O`], the SANs
+/// [`GOOD_SAN`], [`EVIL_SAN`] and 127.0.0.1, valid for one day from now) and `evil.key`
+/// into `dir`. Both pass the default (webpki) profile.
 pub fn evil_pki(dir: &Path) {
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
     ca.distinguished_name = evil_dn();
@@ -71,7 +83,8 @@ pub fn evil_pki(dir: &Path) {
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let root = CertifiedIssuer::self_signed(ca, p256()).expect("root");
     let mut leaf = CertificateParams::new(Vec::<String>::new()).expect("params");
-    leaf.distinguished_name = evil_dn();
+    leaf.distinguished_name = evil_leaf_dn();
+    leaf.use_authority_key_identifier_extension = true;
     leaf.subject_alt_names = vec![
         SanType::DnsName(GOOD_SAN.try_into().expect("ia5")),
         SanType::DnsName(EVIL_SAN.try_into().expect("ia5")),

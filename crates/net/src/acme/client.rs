@@ -90,7 +90,7 @@ impl instant_acme::HttpClient for Bounded {
             let rsp = tokio::time::timeout(REQUEST_TIMEOUT, async {
                 let rsp = fut
                     .await
-                    .map_err(|e| instant_acme::Error::Other(Box::new(e)))?;
+                    .map_err(|e| instant_acme::Error::Other(transport_error(&e).into()))?;
                 // Read the body here, under the same deadline and within the bound.
                 let (parts, body) = rsp.into_parts();
                 let bytes =
@@ -112,6 +112,33 @@ impl instant_acme::HttpClient for Bounded {
             Ok(instant_acme::BytesResponse::from(rsp))
         })
     }
+}
+
+/// A transport error in words: the chain of causes, each said once, with a certificate
+/// refused by tlskit's verifier told as its sentence (rustls writes the verifier's own
+/// error with `Debug` inside `invalid peer certificate: Other(...)`).
+fn transport_error(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        // tokio-rustls hands rustls's error over inside an io::Error, whose `source`
+        // skips it: look inside.
+        let tls = err.downcast_ref::<rustls::Error>().or_else(|| {
+            err.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(why))) = tls {
+            parts.push(format!("the CA's certificate was refused: {why}"));
+            break;
+        }
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
 }
 
 /// Where the ACME server is and how to talk to it.
