@@ -17,6 +17,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// PKCS#11 module for `pkcs11:` key URIs that carry no module-path= (default:
+    /// TLSKIT_PKCS11_MODULE).
+    #[arg(long, global = true, value_name = "PATH")]
+    pkcs11_module: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -59,6 +63,9 @@ enum Command {
     Connect(cmd::net::ConnectArgs),
     /// Measure where a TLS handshake spends its round trips, for any server.
     Probe(cmd::probe::ProbeArgs),
+    /// PKCS#11 tokens: list slots, tokens and keys.
+    #[command(subcommand)]
+    Pkcs11(cmd::pkcs11::Pkcs11Cmd),
 }
 
 #[derive(Subcommand)]
@@ -71,6 +78,9 @@ enum BenchCmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(m) = &cli.pkcs11_module {
+        tlskit_pkcs11::set_default_module(m.clone());
+    }
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Store(c) => cmd::store::run(c),
@@ -87,6 +97,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::net::serve(a),
         Command::Connect(a) => cmd::net::connect(a),
         Command::Probe(a) => cmd::probe::run(a),
+        Command::Pkcs11(c) => cmd::pkcs11::run(c, cli.pkcs11_module),
     };
     output::finish(result)
 }

@@ -29,11 +29,69 @@ pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, Ne
     Ok(certs)
 }
 
-/// Read a PEM private key (PKCS#8, SEC1 or PKCS#1).
-pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
-    let data = std::fs::read(path).map_err(|e| NetError::file(path, e))?;
-    PrivateKeyDer::from_pem_slice(&data)
-        .map_err(|e| NetError::file(path, format!("no usable private key: {e}")))
+/// Turn a key spec into a rustls signing key: a PEM key file, a `pkcs11:` URI (RFC 7512),
+/// or a file holding such a URI (an SNI directory's `NAME.key`). A token key is opened
+/// afresh each call (new sessions, new login), so a reload re-opens tokens.
+pub fn load_signing_key(
+    key: &Path,
+    provider: &CryptoProvider,
+) -> Result<Arc<dyn rustls::sign::SigningKey>, NetError> {
+    let spec = key.to_str().filter(|s| tlskit_pkcs11::is_uri(s));
+    let uri_text;
+    let uri = match spec {
+        Some(s) => Some(s),
+        None => {
+            let data = std::fs::read(key).map_err(|e| NetError::file(key, e))?;
+            let text = std::str::from_utf8(&data).unwrap_or("").trim();
+            uri_text = text.to_string();
+            if tlskit_pkcs11::is_uri(&uri_text) {
+                Some(uri_text.as_str())
+            } else {
+                let der = PrivateKeyDer::from_pem_slice(&data)
+                    .map_err(|e| NetError::file(key, format!("no usable private key: {e}")))?;
+                return provider
+                    .key_provider
+                    .load_private_key(der)
+                    .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")));
+            }
+        }
+    };
+    let uri = uri.unwrap_or_default();
+    let token = |e: tlskit_pkcs11::Pkcs11Error| NetError::Pkcs11(e.to_string());
+    let parsed = tlskit_pkcs11::Pkcs11Uri::parse(uri).map_err(token)?;
+    let k = tlskit_pkcs11::TokenKey::open(&parsed, None).map_err(token)?;
+    Ok(Arc::new(CheckedTokenKey(
+        tlskit_pkcs11::RustlsKey::new(k).map_err(token)?,
+    )))
+}
+
+/// A token key that is checked before each handshake uses it: when the token is gone
+/// (and re-opening it failed) the handshake ends with a handshake_failure alert and a
+/// `pkcs11_unavailable` log line, instead of a connection dropped mid-handshake.
+#[derive(Debug)]
+struct CheckedTokenKey(tlskit_pkcs11::RustlsKey);
+
+impl rustls::sign::SigningKey for CheckedTokenKey {
+    fn choose_scheme(
+        &self,
+        offered: &[rustls::SignatureScheme],
+    ) -> Option<Box<dyn rustls::sign::Signer>> {
+        if let Err(e) = self.0.check() {
+            crate::log::event(
+                crate::log::Level::Error,
+                "pkcs11_unavailable",
+                &[("reason", &e)],
+            );
+            return None;
+        }
+        self.0.choose_scheme(offered)
+    }
+    fn public_key(&self) -> Option<rustls_pki_types::SubjectPublicKeyInfoDer<'_>> {
+        self.0.public_key()
+    }
+    fn algorithm(&self) -> rustls::SignatureAlgorithm {
+        self.0.algorithm()
+    }
 }
 
 /// Load a chain and its key and check that the key belongs to the leaf.
@@ -43,11 +101,7 @@ pub fn load_certified_key(
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, NetError> {
     let chain = load_chain(cert)?;
-    let der = load_key(key)?;
-    let signing = provider
-        .key_provider
-        .load_private_key(der)
-        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")))?;
+    let signing = load_signing_key(key, provider)?;
     let ck = CertifiedKey::new(chain, signing);
     match ck.keys_match() {
         Ok(()) => Ok(Arc::new(ck)),

@@ -20,7 +20,7 @@ mod sock;
 pub mod starttls;
 mod tickets;
 
-pub use certs::{load_certified_key, CertIndex, PairIssue, SniResolver};
+pub use certs::{load_certified_key, load_signing_key, CertIndex, PairIssue, SniResolver};
 pub use client::{connect, ConnectOptions, ConnectReport, Connected};
 pub use config::FileConfig;
 pub use error::NetError;

@@ -505,7 +505,11 @@ fn watch_files(
 ) -> Result<notify::RecommendedWatcher, notify::Error> {
     use notify::{RecursiveMode, Watcher};
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert), abs(&cfg.key)];
+    let mut files: Vec<PathBuf> = vec![abs(&cfg.cert)];
+    // A pkcs11: URI is no file to watch (SIGHUP re-opens the token).
+    if !cfg.key.to_str().is_some_and(tlskit_pkcs11::is_uri) {
+        files.push(abs(&cfg.key));
+    }
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(d) = &cfg.sni_dir {
         dirs.push(abs(d));

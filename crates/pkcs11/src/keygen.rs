@@ -51,9 +51,8 @@ pub fn generate(
             reason: "name the new key with object=LABEL (and optionally id=%XX)".into(),
         });
     }
-    let path = token::module_path(uri, module).ok_or_else(|| Pkcs11Error::NoModule {
-        uri: shown.clone(),
-    })?;
+    let path = token::module_path(uri, module)
+        .ok_or_else(|| Pkcs11Error::NoModule { uri: shown.clone() })?;
     let ctx = token::module(&path)?;
     let pin = token::pin(uri)?;
     let (slot, label) = token::find_slot(&ctx, uri)?;

@@ -27,6 +27,8 @@ mod token;
 mod uri;
 
 // The public interface is:
+/// The PIN type (zeroised on drop).
+pub use cryptoki::types::AuthPin;
 pub use error::Pkcs11Error;
 pub use keygen::{generate, GenType, Generated};
 pub use list::{list, ObjectEntry, SlotEntry, TokenEntry};

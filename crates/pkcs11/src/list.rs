@@ -112,7 +112,13 @@ pub fn list(module: &Path, pin: Option<AuthPin>) -> Result<Vec<SlotEntry>, Pkcs1
             error: None,
         };
         match ctx.open_ro_session(slot) {
-            Err(e) => t.error = Some(format!("{}: {}", call_name(&e, "C_OpenSession"), rv_name(&e))),
+            Err(e) => {
+                t.error = Some(format!(
+                    "{}: {}",
+                    call_name(&e, "C_OpenSession"),
+                    rv_name(&e)
+                ))
+            }
             Ok(session) => {
                 if pin.is_some() && info.login_required() {
                     let uri = Pkcs11Uri {
@@ -133,10 +139,10 @@ pub fn list(module: &Path, pin: Option<AuthPin>) -> Result<Vec<SlotEntry>, Pkcs1
                         continue;
                     };
                     for h in found {
-                        let label_b = token::get_attr(&session, h, AttributeType::Label)
-                            .unwrap_or_default();
-                        let id = token::get_attr(&session, h, AttributeType::Id)
-                            .unwrap_or_default();
+                        let label_b =
+                            token::get_attr(&session, h, AttributeType::Label).unwrap_or_default();
+                        let id =
+                            token::get_attr(&session, h, AttributeType::Id).unwrap_or_default();
                         let key_type = if class == ObjectClass::CERTIFICATE {
                             String::new()
                         } else if class == ObjectClass::PRIVATE_KEY {

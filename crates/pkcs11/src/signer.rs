@@ -156,6 +156,13 @@ impl RustlsKey {
     }
 }
 
+impl RustlsKey {
+    /// Whether the token can sign now (see [`TokenKey::check`]).
+    pub fn check(&self) -> Result<(), Pkcs11Error> {
+        self.key.check()
+    }
+}
+
 impl SigningKey for RustlsKey {
     fn choose_scheme(&self, offered: &[SignatureScheme]) -> Option<Box<dyn Signer>> {
         self.schemes

@@ -145,13 +145,18 @@ pub(crate) fn find_slot(ctx: &Pkcs11, uri: &Pkcs11Uri) -> Result<(Slot, String),
         if uri.slot_id.is_some_and(|id| id != slot.id()) {
             continue;
         }
-        let Ok(info) = ctx.get_token_info(slot) else {
-            continue;
+        let info = match ctx.get_token_info(slot) {
+            Ok(i) => i,
+            Err(e) => {
+                present.push(format!("slot {}: {}", slot.id(), rv_name(&e)));
+                continue;
+            }
         };
         let label = info.label().trim_end().to_string();
         present.push(format!("{:?}", escape(&label)));
         let eq = |want: &Option<String>, have: &str| {
-            want.as_ref().is_none_or(|w| w.trim_end() == have.trim_end())
+            want.as_ref()
+                .is_none_or(|w| w.trim_end() == have.trim_end())
         };
         if eq(&uri.token, &label)
             && eq(&uri.serial, info.serial_number())
@@ -403,8 +408,7 @@ pub(crate) fn public_of(
                     AttributeType::Id => Attribute::Id(v),
                     _ => Attribute::Label(v),
                 };
-                if let Ok(found) = s.find_objects(&[Attribute::Class(ObjectClass::PUBLIC_KEY), a])
-                {
+                if let Ok(found) = s.find_objects(&[Attribute::Class(ObjectClass::PUBLIC_KEY), a]) {
                     if let Some(p) = found.first() {
                         return Some(*p);
                     }
@@ -463,9 +467,8 @@ impl TokenKey {
     /// URI's `module-path=` wins).
     pub fn open(uri: &Pkcs11Uri, module: Option<&Path>) -> Result<Arc<Self>, Pkcs11Error> {
         let shown = redact(&uri.to_string());
-        let path = module_path(uri, module).ok_or_else(|| Pkcs11Error::NoModule {
-            uri: shown.clone(),
-        })?;
+        let path =
+            module_path(uri, module).ok_or_else(|| Pkcs11Error::NoModule { uri: shown.clone() })?;
         let ctx = self::module(&path)?;
         let pin = pin(uri)?;
         let (slot, label) = find_slot(&ctx, uri)?;
@@ -558,7 +561,14 @@ impl TokenKey {
                 uri: self.shown.clone(),
                 reason: format!("{}: {}", call_name(&e, "C_OpenSession"), rv_name(&e)),
             })?;
-        login(&self.ctx, slot, &session, &self.uri, &label, self.pin.as_ref())?;
+        login(
+            &self.ctx,
+            slot,
+            &session,
+            &self.uri,
+            &label,
+            self.pin.as_ref(),
+        )?;
         let handle = find_key(&session, &self.uri, &self.shown)?;
         let (_, spki, _) = public_of(&session, handle, &self.shown)?;
         if spki != self.spki {
@@ -673,9 +683,48 @@ impl TokenKey {
         self.freed.notify_all();
     }
 
+    /// Whether the key can sign now: takes a session, asks the token about it
+    /// (C_GetSessionInfo and C_GetTokenInfo, no signature) and re-opens the token once if it went away. A
+    /// server calls this before choosing the key, so that an unavailable token fails the
+    /// handshake with an alert rather than a dropped connection.
+    pub fn check(&self) -> Result<(), Pkcs11Error> {
+        let mut retried = false;
+        loop {
+            let (session, generation, _) = self.checkout()?;
+            let slot = self.state.lock().unwrap_or_else(|p| p.into_inner()).slot;
+            // The session, then the token: some tokens (SoftHSM2) keep a session's
+            // handle valid after the token went away and only fail the token query.
+            match session
+                .get_session_info()
+                .and_then(|_| self.ctx.get_token_info(slot))
+            {
+                Ok(_) => {
+                    self.checkin(session, generation);
+                    return Ok(());
+                }
+                Err(e) => {
+                    drop(session);
+                    let why = format!("{}: {}", call_name(&e, "C_GetSessionInfo"), rv_name(&e));
+                    self.mark_broken(generation, why.clone());
+                    if retried {
+                        return Err(Pkcs11Error::TokenGone {
+                            uri: self.shown.clone(),
+                            reason: why,
+                        });
+                    }
+                    retried = true;
+                }
+            }
+        }
+    }
+
     /// Sign `data` with `mech` on a pooled session. A token that went away is re-opened
     /// once before giving up.
-    pub(crate) fn sign_raw(&self, mech: &Mechanism<'_>, data: &[u8]) -> Result<Vec<u8>, Pkcs11Error> {
+    pub(crate) fn sign_raw(
+        &self,
+        mech: &Mechanism<'_>,
+        data: &[u8],
+    ) -> Result<Vec<u8>, Pkcs11Error> {
         let mut retried = false;
         loop {
             let (session, generation, handle) = self.checkout()?;

@@ -127,7 +127,10 @@ fn decode(input: &str, value: &str) -> Result<Vec<u8>, Pkcs11Error> {
                 i += 3;
             }
             c if c.is_ascii_control() || c == b' ' => {
-                return Err(bad(input, "spaces and control characters must be %-encoded"))
+                return Err(bad(
+                    input,
+                    "spaces and control characters must be %-encoded",
+                ))
             }
             c => {
                 out.push(c);
@@ -200,13 +203,19 @@ impl Pkcs11Uri {
                     set(input, &mut u.object_type, k, t)?
                 }
                 // Known RFC 7512 attributes this tool has no use for.
-                "library-description" | "library-manufacturer" | "library-version"
-                | "slot-description" | "slot-manufacturer" => {}
+                "library-description"
+                | "library-manufacturer"
+                | "library-version"
+                | "slot-description"
+                | "slot-manufacturer" => {}
                 _ if k.starts_with("x-") => {}
                 _ => {
                     return Err(bad(
                         input,
-                        format!("unknown path attribute {:?}", k.escape_default().to_string()),
+                        format!(
+                            "unknown path attribute {:?}",
+                            k.escape_default().to_string()
+                        ),
                     ))
                 }
             }
@@ -229,10 +238,7 @@ impl Pkcs11Uri {
                             // file:///abs/path and file:/abs/path
                             Some(rest) => rest.strip_prefix("//").unwrap_or(rest).to_string(),
                             None if s.contains(':') => {
-                                return Err(bad(
-                                    input,
-                                    "pin-source must be file:PATH or a path",
-                                ))
+                                return Err(bad(input, "pin-source must be file:PATH or a path"))
                             }
                             None => s,
                         };

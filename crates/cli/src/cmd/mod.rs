@@ -2,6 +2,7 @@
 
 pub(crate) mod doctor;
 pub(crate) mod net;
+pub(crate) mod pkcs11;
 pub(crate) mod pki;
 pub(crate) mod probe;
 pub(crate) mod store;
