@@ -733,10 +733,10 @@ fn pkcs11_bad_input_is_one_clear_error() {
 }
 
 #[test]
-fn pkcs11_token_removed_while_serving_fails_with_alert_and_log() {
-    // Removal is simulated by moving the SoftHSM token directory away: SoftHSM then
-    // fails the session (the next signature or session check returns an error) and the
-    // token disappears from its slot list.
+fn pkcs11_token_removed_while_serving_fails_with_alert_and_log_then_recovers() {
+    // Removal is simulated by moving the SoftHSM token directory away (and back): SoftHSM
+    // then fails the token query (C_GetTokenInfo: CKR_GENERAL_ERROR) and the key's
+    // signatures, and the token disappears from its slot list.
     let t = Token::new("gone");
     t.keygen("k", "p256");
     let cert = t.self_signed("k", "k.pem");
@@ -785,4 +785,23 @@ fn pkcs11_token_removed_while_serving_fails_with_alert_and_log() {
         srv.stderr()
     );
     assert!(curl(&cert, srv.port()).status.code() != Some(0));
+    // The token comes back: service recovers by itself (re-opened at most once a second;
+    // SoftHSM2 only sees the returned token after the module is initialised afresh, which
+    // happens once the key has let go of it).
+    std::fs::remove_dir(&tokens).expect("rmdir");
+    std::fs::rename(&away, &tokens).expect("move back");
+    let t0 = std::time::Instant::now();
+    loop {
+        if curl(&cert, srv.port()).status.success() {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "no recovery: {}",
+            srv.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (good, text) = s_client(&cert, srv.port(), &["-tls1_3"]);
+    assert!(good, "{text}");
 }

@@ -88,6 +88,13 @@ pub(crate) fn module(path: &Path) -> Result<Pkcs11, Pkcs11Error> {
     Ok(m)
 }
 
+/// Drop the process's handle on a module (keys that still hold it keep it alive).
+fn forget_module(path: &Path) {
+    if let Some(map) = MODULES.get() {
+        map.lock().unwrap_or_else(|p| p.into_inner()).remove(path);
+    }
+}
+
 pub(crate) fn escape(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
@@ -275,6 +282,10 @@ fn is_gone(e: &CkError) -> bool {
 }
 
 struct PoolState {
+    /// The module context; dropped (with every session) when the token cannot be found
+    /// again, so that the module is finalised and initialised afresh at the next attempt
+    /// (some modules, SoftHSM2 among them, only look for tokens at C_Initialize).
+    ctx: Option<Pkcs11>,
     idle: Vec<Session>,
     /// Sessions of this generation, idle or lent out.
     open: usize,
@@ -293,7 +304,7 @@ struct PoolState {
 pub struct TokenKey {
     uri: Pkcs11Uri,
     shown: String,
-    ctx: Pkcs11,
+    module_path: PathBuf,
     pin: Option<AuthPin>,
     label: Mutex<String>,
     kind: KeyKind,
@@ -488,7 +499,7 @@ impl TokenKey {
         let key = TokenKey {
             uri: uri.without_pin_value(),
             shown,
-            ctx,
+            module_path: path,
             pin,
             label: Mutex::new(label),
             kind,
@@ -497,6 +508,7 @@ impl TokenKey {
             mechanisms,
             max: pool_size(),
             state: Mutex::new(PoolState {
+                ctx: Some(ctx),
                 idle: vec![session],
                 open: 1,
                 generation: 0,
@@ -553,22 +565,22 @@ impl TokenKey {
     /// Re-open the token after it went away: find it again, log in again, find the key
     /// again (handles do not survive). Called with the pool locked.
     fn reopen(&self, st: &mut PoolState) -> Result<(), Pkcs11Error> {
-        let (slot, label) = find_slot(&self.ctx, &self.uri)?;
-        let session = self
-            .ctx
+        let ctx = match &st.ctx {
+            Some(c) => c.clone(),
+            None => {
+                let c = module(&self.module_path)?;
+                st.ctx = Some(c.clone());
+                c
+            }
+        };
+        let (slot, label) = find_slot(&ctx, &self.uri)?;
+        let session = ctx
             .open_ro_session(slot)
             .map_err(|e| Pkcs11Error::TokenGone {
                 uri: self.shown.clone(),
                 reason: format!("{}: {}", call_name(&e, "C_OpenSession"), rv_name(&e)),
             })?;
-        login(
-            &self.ctx,
-            slot,
-            &session,
-            &self.uri,
-            &label,
-            self.pin.as_ref(),
-        )?;
+        login(&ctx, slot, &session, &self.uri, &label, self.pin.as_ref())?;
         let handle = find_key(&session, &self.uri, &self.shown)?;
         let (_, spki, _) = public_of(&session, handle, &self.shown)?;
         if spki != self.spki {
@@ -609,13 +621,24 @@ impl TokenKey {
                 }
                 st.last_reopen = Some(Instant::now());
                 if let Err(e) = self.reopen(&mut st) {
+                    if matches!(e, Pkcs11Error::NoToken { .. }) {
+                        // Let go of the module: once every key on it has, it is
+                        // finalised, and the next attempt initialises it afresh.
+                        st.idle.clear();
+                        st.open = 0;
+                        st.ctx = None;
+                        forget_module(&self.module_path);
+                    }
                     if matches!(
                         e,
                         Pkcs11Error::PinIncorrect { .. } | Pkcs11Error::PinLocked { .. }
                     ) {
                         st.dead = Some(e.to_string());
                     } else {
-                        st.broken = Some(format!("{why}; re-opening failed: {e}"));
+                        // The latest reason only (a token gone for hours must not grow
+                        // the message).
+                        let _ = why;
+                        st.broken = Some(format!("re-opening failed: {e}"));
                     }
                     return Err(e);
                 }
@@ -623,8 +646,12 @@ impl TokenKey {
             if let Some(s) = st.idle.pop() {
                 return Ok((s, st.generation, st.handle));
             }
+            let Some(ctx) = st.ctx.clone() else {
+                st.broken = Some("the module was released".into());
+                continue;
+            };
             if st.open < self.max {
-                match self.ctx.open_ro_session(st.slot) {
+                match ctx.open_ro_session(st.slot) {
                     Ok(s) => {
                         st.open += 1;
                         return Ok((s, st.generation, st.handle));
@@ -691,13 +718,19 @@ impl TokenKey {
         let mut retried = false;
         loop {
             let (session, generation, _) = self.checkout()?;
-            let slot = self.state.lock().unwrap_or_else(|p| p.into_inner()).slot;
+            let (slot, ctx) = {
+                let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                (st.slot, st.ctx.clone())
+            };
             // The session, then the token: some tokens (SoftHSM2) keep a session's
             // handle valid after the token went away and only fail the token query.
-            match session
-                .get_session_info()
-                .and_then(|_| self.ctx.get_token_info(slot))
-            {
+            match session.get_session_info().and_then(|_| match &ctx {
+                Some(c) => c.get_token_info(slot),
+                None => Err(CkError::Pkcs11(
+                    RvError::CryptokiNotInitialized,
+                    cryptoki::context::Function::GetTokenInfo,
+                )),
+            }) {
                 Ok(_) => {
                     self.checkin(session, generation);
                     return Ok(());
