@@ -105,7 +105,7 @@ fn read_tlv(b: &[u8]) -> Option<(u8, &[u8])> {
 
 /// ECDSA-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER } from the token's r || s.
 pub(crate) fn ecdsa_sig(raw: &[u8]) -> Option<Vec<u8>> {
-    if raw.is_empty() || raw.len() % 2 != 0 {
+    if raw.is_empty() || !raw.len().is_multiple_of(2) {
         return None;
     }
     let (r, s) = raw.split_at(raw.len() / 2);
