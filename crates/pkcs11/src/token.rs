@@ -118,11 +118,12 @@ pub(crate) fn pin(uri: &Pkcs11Uri) -> Result<Option<AuthPin>, Pkcs11Error> {
             path: p.clone(),
             reason,
         };
-        let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
-        let meta = f.metadata().map_err(|e| err(e.to_string()))?;
+        // Look before opening: opening a FIFO would block.
+        let meta = std::fs::metadata(p).map_err(|e| err(e.to_string()))?;
         if !meta.is_file() {
             return Err(err("not a regular file".into()));
         }
+        let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
         let mut s = String::new();
         f.take(PIN_FILE_MAX)
             .read_to_string(&mut s)

@@ -79,6 +79,15 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
                 .context("no PKCS#11 module: give --module PATH")?;
             let pin = match &pin_source {
                 Some(p) => {
+                    // A regular file, at most 4 KiB (a FIFO would block).
+                    let meta = std::fs::metadata(p)
+                        .with_context(|| format!("{}: cannot read the PIN file", p.display()))?;
+                    if !meta.is_file() || meta.len() > 4096 {
+                        anyhow::bail!(
+                            "{}: the PIN file must be a regular file of at most 4 KiB",
+                            p.display()
+                        );
+                    }
                     let text = std::fs::read_to_string(p)
                         .with_context(|| format!("{}: cannot read the PIN file", p.display()))?;
                     Some(tlskit_pkcs11::AuthPin::new(
