@@ -4,7 +4,7 @@ key on a SoftHSM2 token against the same key in a file, and handshakes per secon
 concurrent clients for a session pool of 1 and of 4.
 
     python3 bench/pkcs11.py --tlskit target/release/tlskit --tls-load target/release/tls-load \
-        [--count 500] [--rounds 3] [--conc 4]
+        [--count 500] [--rounds 3] [--conc 4] [--server-unpinned]
 
 The same P-256 key and chain (bench's `tls-load pki`) serve both ways: the key file is
 imported into a fresh SoftHSM2 token (softhsm2-util --import). Server on CPU 0, generator
@@ -75,6 +75,8 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--conc", type=int, default=4)
     p.add_argument("--module", default="/usr/lib/softhsm/libsofthsm2.so")
+    p.add_argument("--server-unpinned", action="store_true",
+                   help="let the server use every core (pool scaling), generator still on CPU 1")
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="tlskit-pkcs11-bench-")
     pki = os.path.join(tmp, "pki")
@@ -99,7 +101,7 @@ def main():
     servers = {}
     for name, (key, sessions) in configs.items():
         e = dict(env, TLSKIT_PKCS11_SESSIONS=sessions)
-        servers[name] = start(pin(0) + [a.tlskit, "serve", "--listen", "127.0.0.1:0", "--cert",
+        servers[name] = start(([] if a.server_unpinned else pin(0)) + [a.tlskit, "serve", "--listen", "127.0.0.1:0", "--cert",
                                         os.path.join(pki, "chain.pem"), "--key", key,
                                         "--respond", "http", "--no-watch"], e)
     res = {n: [] for n in configs}

@@ -32,6 +32,9 @@ pub const SESSIONS_ENV: &str = "TLSKIT_PKCS11_SESSIONS";
 
 /// How long a signer waits for a free session before failing.
 const CHECKOUT_WAIT: Duration = Duration::from_secs(10);
+/// [`TokenKey::check`] trusts a signature or check this recent without asking the token
+/// again (asking costs SoftHSM2 several file reads).
+const CHECK_FRESH: Duration = Duration::from_millis(250);
 /// A token that went away is re-opened at most this often.
 const REOPEN_INTERVAL: Duration = Duration::from_secs(1);
 /// The largest PIN file read.
@@ -296,6 +299,8 @@ struct PoolState {
     /// Set when the token went away; the next checkout re-opens it.
     broken: Option<String>,
     last_reopen: Option<Instant>,
+    /// The last signature or check that succeeded.
+    last_ok: Option<Instant>,
     /// A wrong PIN: never tried again.
     dead: Option<String>,
 }
@@ -517,6 +522,7 @@ impl TokenKey {
                 handle,
                 broken: None,
                 last_reopen: None,
+                last_ok: None,
                 dead: None,
             }),
             freed: Condvar::new(),
@@ -687,9 +693,12 @@ impl TokenKey {
         }
     }
 
-    fn checkin(&self, s: Session, generation: u64) {
+    fn checkin(&self, s: Session, generation: u64, ok: bool) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.generation == generation && st.broken.is_none() {
+            if ok {
+                st.last_ok = Some(Instant::now());
+            }
             st.idle.push(s);
         } else {
             drop(s);
@@ -712,10 +721,20 @@ impl TokenKey {
     }
 
     /// Whether the key can sign now: takes a session, asks the token about it
-    /// (C_GetSessionInfo and C_GetTokenInfo, no signature) and re-opens the token once if it went away. A
+    /// (C_GetSessionInfo and C_GetTokenInfo, no signature) and re-opens the token once if it went away.
+    /// A signature or check that succeeded less than 250 ms ago answers without asking. A
     /// server calls this before choosing the key, so that an unavailable token fails the
     /// handshake with an alert rather than a dropped connection.
     pub fn check(&self) -> Result<(), Pkcs11Error> {
+        {
+            let st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if st.broken.is_none()
+                && st.dead.is_none()
+                && st.last_ok.is_some_and(|t| t.elapsed() < CHECK_FRESH)
+            {
+                return Ok(());
+            }
+        }
         let mut retried = false;
         loop {
             let (session, generation, _) = self.checkout()?;
@@ -733,7 +752,7 @@ impl TokenKey {
                 )),
             }) {
                 Ok(_) => {
-                    self.checkin(session, generation);
+                    self.checkin(session, generation, true);
                     return Ok(());
                 }
                 Err(e) => {
@@ -764,7 +783,7 @@ impl TokenKey {
             let (session, generation, handle) = self.checkout()?;
             match session.sign(mech, handle, data) {
                 Ok(sig) => {
-                    self.checkin(session, generation);
+                    self.checkin(session, generation, true);
                     return Ok(sig);
                 }
                 Err(e) if is_gone(&e) => {
@@ -780,7 +799,7 @@ impl TokenKey {
                     retried = true;
                 }
                 Err(e) => {
-                    self.checkin(session, generation);
+                    self.checkin(session, generation, false);
                     return Err(Pkcs11Error::Call {
                         uri: self.shown.clone(),
                         call: call_name(&e, "C_Sign"),
