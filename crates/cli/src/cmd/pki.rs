@@ -62,7 +62,7 @@ pub(crate) enum CsrCmd {
         after_help = "Examples:\n  tlskit csr new --key server.key --subject 'CN=www.example.com,O=Example,C=SE' \\\n      --san dns:www.example.com --san dns:example.com -o server.csr\n  tlskit csr new --key k.pem --subject 'CN=räksmörgås.se' --san 'dns:räksmörgås.se' -o idn.csr\n  tlskit csr new --key k.pem --subject 'CN=api' --san ip:192.0.2.10 -o api.csr"
     )]
     New {
-        /// The private key that signs the request.
+        /// The private key that signs the request (a file, or a pkcs11: URI).
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
         #[command(flatten)]
@@ -85,7 +85,7 @@ pub(crate) enum CertCmd {
         after_help = "Examples:\n  tlskit cert self-sign --key k.pem --subject CN=localhost --san dns:localhost --san ip:127.0.0.1 -o cert.pem\n  tlskit cert self-sign --key ca.key --subject 'CN=Test Root' --ca --days 3650 -o root.pem"
     )]
     SelfSign {
-        /// The private key (it signs and is certified).
+        /// The private key (it signs and is certified): a file, or a pkcs11: URI.
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
         #[command(flatten)]
