@@ -42,7 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let mut total = 0;
     for h in handles {
-        total += h.join().map_err(|_| "thread panicked")?.map_err(|e| e.to_string())?;
+        total += h
+            .join()
+            .map_err(|_| "thread panicked")?
+            .map_err(|e| e.to_string())?;
     }
     let wall = t0.elapsed().as_secs_f64();
     println!(

@@ -468,6 +468,11 @@ pub(crate) fn p12(c: P12Cmd) -> CmdResult {
             password,
             force,
         } => {
+            if key.to_str().is_some_and(tlskit_pkcs11::is_uri) {
+                anyhow::bail!(
+                    "--key: a key on a PKCS#11 token cannot be exported (it never leaves the token)"
+                );
+            }
             let pw = password.get()?;
             if pw.is_empty() {
                 anyhow::bail!("refusing to write a PKCS#12 file with an empty password");
