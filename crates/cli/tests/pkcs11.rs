@@ -730,6 +730,27 @@ fn pkcs11_bad_input_is_one_clear_error() {
     // Key generation never replaces an existing key.
     let e = run(Some(PIN), &["key", "new", "--pkcs11", &t.uri("k")]);
     assert!(e.contains("already exists"), "{e}");
+    let e = run(
+        Some(PIN),
+        &["key", "new", "--type", "ed25519", "--pkcs11", &t.uri("ed")],
+    );
+    assert!(e.contains("cannot be generated on a token"), "{e}");
+    // A token key never leaves the token.
+    let e = run(
+        Some(PIN),
+        &[
+            "p12",
+            "export",
+            "--key",
+            &t.uri("k"),
+            "--cert",
+            &s(&cert),
+            "-o",
+            &s(&t.path("k.p12")),
+        ],
+    );
+    assert!(e.contains("cannot be exported"), "{e}");
+    assert!(!t.path("k.p12").exists());
 }
 
 #[test]
