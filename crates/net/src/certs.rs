@@ -36,33 +36,26 @@ pub fn load_signing_key(
     key: &Path,
     provider: &CryptoProvider,
 ) -> Result<Arc<dyn rustls::sign::SigningKey>, NetError> {
-    let spec = key.to_str().filter(|s| tlskit_pkcs11::is_uri(s));
-    let uri_text;
-    let uri = match spec {
-        Some(s) => Some(s),
+    let uri = match key.to_str().filter(|s| tlskit_pkcs11::is_uri(s)) {
+        Some(s) => s.to_string(),
         None => {
             let data = std::fs::read(key).map_err(|e| NetError::file(key, e))?;
-            let text = std::str::from_utf8(&data).unwrap_or("").trim();
-            uri_text = text.to_string();
-            if tlskit_pkcs11::is_uri(&uri_text) {
-                Some(uri_text.as_str())
-            } else {
-                let der = PrivateKeyDer::from_pem_slice(&data)
-                    .map_err(|e| NetError::file(key, format!("no usable private key: {e}")))?;
-                return provider
-                    .key_provider
-                    .load_private_key(der)
-                    .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")));
+            match std::str::from_utf8(&data).map(str::trim) {
+                Ok(text) if tlskit_pkcs11::is_uri(text) => text.to_string(),
+                _ => {
+                    let der = PrivateKeyDer::from_pem_slice(&data)
+                        .map_err(|e| NetError::file(key, format!("no usable private key: {e}")))?;
+                    return provider
+                        .key_provider
+                        .load_private_key(der)
+                        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")));
+                }
             }
         }
     };
-    let uri = uri.unwrap_or_default();
-    let token = |e: tlskit_pkcs11::Pkcs11Error| NetError::Pkcs11(e.to_string());
-    let parsed = tlskit_pkcs11::Pkcs11Uri::parse(uri).map_err(token)?;
-    let k = tlskit_pkcs11::TokenKey::open(&parsed, None).map_err(token)?;
-    Ok(Arc::new(CheckedTokenKey(
-        tlskit_pkcs11::RustlsKey::new(k).map_err(token)?,
-    )))
+    let parsed = tlskit_pkcs11::Pkcs11Uri::parse(&uri)?;
+    let k = tlskit_pkcs11::TokenKey::open(&parsed, None)?;
+    Ok(Arc::new(CheckedTokenKey(tlskit_pkcs11::RustlsKey::new(k)?)))
 }
 
 /// A token key that is checked before each handshake uses it: when the token is gone

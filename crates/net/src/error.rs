@@ -16,8 +16,8 @@ pub enum NetError {
     },
     /// A private key on a PKCS#11 token could not be opened (the message names the URI,
     /// PIN redacted, and the reason).
-    #[error("{0}")]
-    Pkcs11(String),
+    #[error(transparent)]
+    Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
     /// The private key does not belong to the certificate's public key.
     #[error("{key}: private key does not match the certificate in {cert}")]
     KeyMismatch {
