@@ -270,6 +270,16 @@ fn pkcs11_serve_with_token_keys_curl_and_openssl_verify() {
             assert!(good, "{text}");
             assert!(text.contains("Peer signature type: RSA\n"), "{text}");
         }
+        // Concurrent handshakes sign on the session pool (no login per handshake).
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| sc.spawn(|| curl(&cert, srv.port())))
+                .collect();
+            for h in handles {
+                let out = h.join().expect("curl thread");
+                ok(&out);
+            }
+        });
         // The PIN never reaches the log.
         assert!(!srv.stderr().contains(PIN), "{}", srv.stderr());
     }
