@@ -22,6 +22,10 @@ struct Cli {
     /// object per line). Which events: --log-level (serve), TLSKIT_LOG or RUST_LOG.
     #[arg(long, global = true, value_enum, value_name = "FORMAT")]
     log_format: Option<logging::LogFormat>,
+    /// PKCS#11 module for `pkcs11:` key URIs that carry no module-path= (default:
+    /// TLSKIT_PKCS11_MODULE).
+    #[arg(long, global = true, value_name = "PATH")]
+    pkcs11_module: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -71,6 +75,9 @@ enum Command {
     /// Certificates from an ACME CA (Let's Encrypt): issue, renew, revoke.
     #[command(subcommand)]
     Acme(cmd::acme::AcmeCmd),
+    /// PKCS#11 tokens: list slots, tokens and keys.
+    #[command(subcommand)]
+    Pkcs11(cmd::pkcs11::Pkcs11Cmd),
 }
 
 #[derive(Subcommand)]
@@ -119,6 +126,9 @@ fn main() -> ExitCode {
             return output::finish(Err(e));
         }
     }
+    if let Some(m) = &cli.pkcs11_module {
+        tlskit_pkcs11::set_default_module(m.clone());
+    }
     let result = match cli.command {
         Command::Doctor(a) => cmd::doctor::run(a),
         Command::Store(c) => cmd::store::run(c),
@@ -138,6 +148,7 @@ fn main() -> ExitCode {
         Command::Completions(a) => cmd::install::completions(a),
         Command::Man(a) => cmd::install::man(a),
         Command::Acme(c) => cmd::acme::run(c),
+        Command::Pkcs11(c) => cmd::pkcs11::run(c, cli.pkcs11_module),
     };
     output::finish(result)
 }

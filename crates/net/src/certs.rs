@@ -51,10 +51,62 @@ pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, Ne
     Ok(certs)
 }
 
-/// Read a PEM private key (PKCS#8, SEC1 or PKCS#1).
-pub(crate) fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, NetError> {
-    let data = read_pem(path)?;
-    PrivateKeyDer::from_pem_slice(&data).map_err(|e| NetError::file(path, key_pem_reason(&e)))
+/// Turn a key spec into a rustls signing key: a PEM key file, a `pkcs11:` URI (RFC 7512),
+/// or a file holding such a URI (an SNI directory's `NAME.key`). A token key is opened
+/// afresh each call (new sessions, new login), so a reload re-opens tokens.
+pub fn load_signing_key(
+    key: &Path,
+    provider: &CryptoProvider,
+) -> Result<Arc<dyn rustls::sign::SigningKey>, NetError> {
+    let uri = match key.to_str().filter(|s| tlskit_pkcs11::is_uri(s)) {
+        Some(s) => s.to_string(),
+        None => {
+            let data = read_pem(key)?;
+            match std::str::from_utf8(&data).map(str::trim) {
+                Ok(text) if tlskit_pkcs11::is_uri(text) => text.to_string(),
+                _ => {
+                    let der = PrivateKeyDer::from_pem_slice(&data)
+                        .map_err(|e| NetError::file(key, key_pem_reason(&e)))?;
+                    return provider
+                        .key_provider
+                        .load_private_key(der)
+                        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")));
+                }
+            }
+        }
+    };
+    let parsed = tlskit_pkcs11::Pkcs11Uri::parse(&uri)?;
+    let k = tlskit_pkcs11::TokenKey::open(&parsed, None)?;
+    Ok(Arc::new(CheckedTokenKey(tlskit_pkcs11::RustlsKey::new(k)?)))
+}
+
+/// A token key that is checked before each handshake uses it: when the token is gone
+/// (and re-opening it failed) the handshake ends with a handshake_failure alert and a
+/// `pkcs11_unavailable` log line, instead of a connection dropped mid-handshake.
+#[derive(Debug)]
+struct CheckedTokenKey(tlskit_pkcs11::RustlsKey);
+
+impl rustls::sign::SigningKey for CheckedTokenKey {
+    fn choose_scheme(
+        &self,
+        offered: &[rustls::SignatureScheme],
+    ) -> Option<Box<dyn rustls::sign::Signer>> {
+        if let Err(e) = self.0.check() {
+            crate::log::event(
+                crate::log::Level::Error,
+                "pkcs11_unavailable",
+                &[("reason", &e)],
+            );
+            return None;
+        }
+        self.0.choose_scheme(offered)
+    }
+    fn public_key(&self) -> Option<rustls_pki_types::SubjectPublicKeyInfoDer<'_>> {
+        self.0.public_key()
+    }
+    fn algorithm(&self) -> rustls::SignatureAlgorithm {
+        self.0.algorithm()
+    }
 }
 
 /// Load a chain and its key and check that the key belongs to the leaf.
@@ -64,11 +116,7 @@ pub fn load_certified_key(
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, NetError> {
     let chain = load_chain(cert)?;
-    let der = load_key(key)?;
-    let signing = provider
-        .key_provider
-        .load_private_key(der)
-        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")))?;
+    let signing = load_signing_key(key, provider)?;
     let ck = CertifiedKey::new(chain, signing);
     match ck.keys_match() {
         Ok(()) => Ok(Arc::new(ck)),

@@ -308,8 +308,8 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
         Some((cert, key)) => {
             // Checks that the key matches the leaf, with a clear error if not.
             let ck = crate::certs::load_certified_key(cert, key, &provider)?;
-            let der = crate::certs::load_key(key)?;
-            builder.with_client_auth_cert(ck.cert.clone(), der)?
+            // A resolver rather than with_client_auth_cert: the key may be on a token.
+            builder.with_client_cert_resolver(Arc::new(OneClientCert(ck)))
         }
         None => builder.with_no_client_auth(),
     };
@@ -638,5 +638,22 @@ mod tests {
         assert!(matches!(split_target("[::1]:8443"), Ok((h, 8443)) if h == "::1"));
         assert!(split_target("example.com").is_err());
         assert!(split_target(":443").is_err());
+    }
+}
+
+/// The one client certificate (and key, file or token) of `connect --cert/--key`.
+#[derive(Debug)]
+struct OneClientCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for OneClientCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+    fn has_certs(&self) -> bool {
+        true
     }
 }

@@ -14,6 +14,10 @@ pub enum NetError {
         /// Why it was refused.
         reason: String,
     },
+    /// A private key on a PKCS#11 token could not be opened (the message names the URI,
+    /// PIN redacted, and the reason).
+    #[error(transparent)]
+    Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
     /// The private key does not belong to the certificate's public key.
     #[error("{key}: private key does not match the certificate in {cert}")]
     KeyMismatch {

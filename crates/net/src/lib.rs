@@ -23,7 +23,9 @@ pub mod starttls;
 mod systemd;
 mod tickets;
 
-pub use certs::{load_certified_key, CertIndex, PairIssue, ServedCert, SniResolver};
+pub use certs::{
+    load_certified_key, load_signing_key, CertIndex, PairIssue, ServedCert, SniResolver,
+};
 pub use client::{connect, ConnectOptions, ConnectReport, Connected};
 pub use config::FileConfig;
 pub use error::NetError;

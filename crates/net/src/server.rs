@@ -767,7 +767,14 @@ fn watch_files(
     use notify::{RecursiveMode, Watcher};
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let mut files: Vec<PathBuf> = match default_pair(cfg) {
-        Some((c, k)) => vec![abs(c), abs(k)],
+        Some((c, k)) => {
+            let mut v = vec![abs(c)];
+            // A pkcs11: URI is no file to watch (SIGHUP re-opens the token).
+            if !k.to_str().is_some_and(tlskit_pkcs11::is_uri) {
+                v.push(abs(k));
+            }
+            v
+        }
         None => Vec::new(),
     };
     let mut dirs: Vec<PathBuf> = Vec::new();

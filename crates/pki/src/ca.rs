@@ -3,7 +3,8 @@
 //! A CA directory holds `ca.key` (0600), `ca.pem` (the CA certificate), `chain.pem`
 //! (for an intermediate: the certificates above it, root excluded), `serial` (the last
 //! serial issued), `index.jsonl` (one JSON line per issued certificate, append-only) and
-//! `lock`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
+//! `lock`. A CA whose key is on a PKCS#11 token has `ca.pkcs11` (the key's URI, never a
+//! PIN) instead of `ca.key`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
 //! appends to the index; serials are random 128-bit values checked against the index
 //! under that lock, so two concurrent issues never share one. A caller that finds the
 //! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
@@ -26,6 +27,7 @@ use crate::key::{self, KeyType};
 use crate::{cert, dn, fsx, san, PkiError, Result};
 
 const KEY: &str = "ca.key";
+const TOKEN_KEY: &str = "ca.pkcs11";
 const CERT: &str = "ca.pem";
 const CHAIN: &str = "chain.pem";
 const SERIAL: &str = "serial";
@@ -90,6 +92,9 @@ pub struct InitOptions {
     pub parent: Option<PathBuf>,
     /// As `IssueOptions::on_lock_wait`, for the parent CA's lock.
     pub on_lock_wait: Option<fn(&Path)>,
+    /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of generating a
+    /// key file; the CA directory then stores the URI (without any PIN) in `ca.pkcs11`.
+    pub token_key: Option<String>,
 }
 
 /// Certificate profiles of `ca issue`.
@@ -191,9 +196,20 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         permitted.push(GeneralSubtree::DnsName(base));
     }
 
-    let key_der = key::generate(opts.key_type)?;
-    let key =
-        KeyPair::try_from(key_der.as_slice()).map_err(PkiError::rcgen("loading the new CA key"))?;
+    let (key, key_file) = match &opts.token_key {
+        Some(uri) => {
+            let k = key::open_token(uri, None)?;
+            let stored = k.token_uri().map(|u| format!("{u}\n")).unwrap_or_default();
+            (k, (TOKEN_KEY, stored, false))
+        }
+        None => {
+            let key_der = key::generate(opts.key_type)?;
+            let k = KeyPair::try_from(key_der.as_slice())
+                .map_err(PkiError::rcgen("loading the new CA key"))?;
+            let pem = key::pem_encode("PRIVATE KEY", &key_der);
+            (key::SignKey::File(k), (KEY, pem, true))
+        }
+    };
     let mut p = CertificateParams::default();
     p.distinguished_name = subject;
     p.serial_number = Some(SerialNumber::from_slice(&cert::random_serial()?));
@@ -214,7 +230,8 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let (ca_pem, chain_pem) = match &opts.parent {
         None => (
             p.self_signed(&key)
-                .map_err(PkiError::rcgen("signing the CA certificate"))?
+                .map_err(PkiError::rcgen("signing the CA certificate"))
+                .map_err(|e| key.explain(e))?
                 .pem(),
             String::new(),
         ),
@@ -243,16 +260,15 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     };
 
     create_dir_private(dir)?;
-    let key_pem = key::pem_encode("PRIVATE KEY", &key_der);
-    let paths: Vec<PathBuf> = [KEY, CERT, CHAIN, SERIAL, INDEX]
+    let paths: Vec<PathBuf> = [key_file.0, CERT, CHAIN, SERIAL, INDEX]
         .iter()
         .map(|n| dir.join(n))
         .collect();
     let mut outputs = vec![
         fsx::Output {
             path: &paths[0],
-            bytes: key_pem.as_bytes(),
-            private: true,
+            bytes: key_file.1.as_bytes(),
+            private: key_file.2,
         },
         fsx::Output {
             path: &paths[1],
@@ -303,7 +319,7 @@ fn create_dir_private(dir: &Path) -> Result<()> {
 /// An opened CA directory.
 struct Ca {
     dir: PathBuf,
-    key: KeyPair,
+    key: key::SignKey,
     cert_der: Vec<u8>,
     cert_pem: String,
     chain_pem: String,
@@ -316,13 +332,21 @@ struct Ca {
 
 impl Ca {
     fn open(dir: &Path) -> Result<Self> {
-        if !dir.join(CERT).exists() || !dir.join(KEY).exists() {
+        let token = dir.join(TOKEN_KEY);
+        let key_name = if token.exists() { TOKEN_KEY } else { KEY };
+        if !dir.join(CERT).exists() || !dir.join(key_name).exists() {
             return Err(PkiError::bad(
                 dir,
                 format!("not a CA directory (no {CERT} / {KEY}); create one with `tlskit ca init`"),
             ));
         }
-        let key = key::load(&dir.join(KEY))?;
+        let key = if token.exists() {
+            let text = String::from_utf8(fsx::read(&token)?)
+                .map_err(|_| PkiError::bad(&token, "not a pkcs11: URI"))?;
+            key::open_token(text.trim(), None)?
+        } else {
+            key::SignKey::File(key::load(&dir.join(KEY))?)
+        };
         let cert_path = dir.join(CERT);
         let cert_pem = String::from_utf8(fsx::read(&cert_path)?)
             .map_err(|_| PkiError::bad(&cert_path, "not a PEM file"))?;
@@ -359,7 +383,7 @@ impl Ca {
         if spki != x.public_key().raw {
             return Err(PkiError::Mismatch(format!(
                 "{}: the CA key does not match {}",
-                dir.join(KEY).display(),
+                dir.join(key_name).display(),
                 cert_path.display()
             )));
         }
@@ -455,7 +479,8 @@ impl Ca {
         p.serial_number = Some(SerialNumber::from_slice(&serial));
         let c = p
             .signed_by(spki, &issuer)
-            .map_err(PkiError::rcgen("signing the certificate"))?;
+            .map_err(PkiError::rcgen("signing the certificate"))
+            .map_err(|e| self.key.explain(e))?;
         let der = c.der().to_vec();
         let sha256 = dn::hex(&Sha256::digest(&der));
         let fmt = |t: ::time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();

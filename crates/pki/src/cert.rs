@@ -1,7 +1,7 @@
 //! Certificate signing requests and self-signed certificates (rcgen writes them).
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    BasicConstraints, CertificateParams, DistinguishedName, ExtendedKeyUsagePurpose, IsCa,
     KeyUsagePurpose, SanType, SerialNumber,
 };
 use time::{Duration, OffsetDateTime};
@@ -70,8 +70,14 @@ fn cn_to_a_label(subject: &mut DistinguishedName, sans: &[SanType]) -> Option<(S
 }
 
 /// Whether a key is RSA (RSA leaf keys also get keyEncipherment).
-pub(crate) fn is_rsa(key: &KeyPair) -> bool {
-    key.is_compatible(&rcgen::PKCS_RSA_SHA256)
+pub(crate) fn is_rsa(key: &impl rcgen::PublicKeyData) -> bool {
+    let alg = key.algorithm();
+    [
+        &rcgen::PKCS_RSA_SHA256,
+        &rcgen::PKCS_RSA_SHA384,
+        &rcgen::PKCS_RSA_SHA512,
+    ]
+    .contains(&alg)
 }
 
 /// A random positive serial number of 16 bytes (first byte 0x01..=0x7f, so the DER
@@ -140,7 +146,7 @@ pub(crate) fn set_ca_usages(p: &mut CertificateParams, path_len: Option<u8>) {
 }
 
 /// Build a PKCS#10 request (PEM) signed by `key`.
-pub fn csr_pem(key: &KeyPair, names: &Names) -> Result<String> {
+pub fn csr_pem(key: &impl rcgen::SigningKey, names: &Names) -> Result<String> {
     let mut p = CertificateParams::default();
     p.distinguished_name = names.subject.clone();
     p.subject_alt_names = names.sans.clone();
@@ -151,7 +157,12 @@ pub fn csr_pem(key: &KeyPair, names: &Names) -> Result<String> {
 
 /// Build a self-signed certificate (PEM). `ca` makes it a CA (keyCertSign, no EKU);
 /// otherwise a TLS server+client leaf.
-pub fn self_signed_pem(key: &KeyPair, names: &Names, days: u32, ca: bool) -> Result<String> {
+pub fn self_signed_pem(
+    key: &impl rcgen::SigningKey,
+    names: &Names,
+    days: u32,
+    ca: bool,
+) -> Result<String> {
     let mut p = CertificateParams::default();
     p.distinguished_name = names.subject.clone();
     p.subject_alt_names = names.sans.clone();
@@ -175,7 +186,7 @@ mod tests {
 
     #[test]
     fn csr_keeps_a_labels_and_verifies() {
-        let key = KeyPair::generate().unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
         let n = names("CN=räksmörgås.com,O=Ö", &["dns:räksmörgås。com".into()]).unwrap();
         let pem = csr_pem(&key, &n).unwrap();
         let blocks = crate::key::pem_blocks(pem.as_bytes()).unwrap().unwrap();

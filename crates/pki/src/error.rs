@@ -77,6 +77,10 @@ pub enum PkiError {
         /// The rcgen error.
         source: rcgen::Error,
     },
+    /// A key on a PKCS#11 token could not be used (the message names the URI, PIN
+    /// redacted).
+    #[error(transparent)]
+    Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
     /// Another error with its explanation.
     #[error("{0}")]
     Other(String),

@@ -201,6 +201,91 @@ pub fn load(path: &Path) -> Result<rcgen::KeyPair> {
         .map_err(|e| PkiError::bad(path, format!("not a usable private key: {e}")))
 }
 
+/// A key that signs requests and certificates: a key file, or a key on a PKCS#11 token.
+#[derive(Debug)]
+pub enum SignKey {
+    /// Read from a file.
+    File(rcgen::KeyPair),
+    /// On a token; the private half never leaves it.
+    Token(tlskit_pkcs11::RcgenKey),
+}
+
+impl SignKey {
+    /// Replace rcgen's bare "remote key error" by the token's reason.
+    pub fn explain(&self, e: PkiError) -> PkiError {
+        match (self, e) {
+            (
+                SignKey::Token(k),
+                PkiError::Rcgen {
+                    source: rcgen::Error::RemoteKeyError,
+                    context,
+                },
+            ) => match k.take_error() {
+                Some(t) => PkiError::Pkcs11(t),
+                None => PkiError::Other(format!("{context}: the token refused to sign")),
+            },
+            (_, e) => e,
+        }
+    }
+
+    /// The token URI (no PIN) when the key is on a token.
+    pub fn token_uri(&self) -> Option<&tlskit_pkcs11::Pkcs11Uri> {
+        match self {
+            SignKey::File(_) => None,
+            SignKey::Token(k) => Some(k.token_key().uri()),
+        }
+    }
+}
+
+impl rcgen::PublicKeyData for SignKey {
+    fn der_bytes(&self) -> &[u8] {
+        match self {
+            SignKey::File(k) => k.der_bytes(),
+            SignKey::Token(k) => k.der_bytes(),
+        }
+    }
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        match self {
+            SignKey::File(k) => rcgen::PublicKeyData::algorithm(k),
+            SignKey::Token(k) => k.algorithm(),
+        }
+    }
+}
+
+impl rcgen::SigningKey for SignKey {
+    fn sign(&self, msg: &[u8]) -> std::result::Result<Vec<u8>, rcgen::Error> {
+        match self {
+            SignKey::File(k) => k.sign(msg),
+            SignKey::Token(k) => k.sign(msg),
+        }
+    }
+}
+
+/// Open a key on a token by its `pkcs11:` URI. `module` is the `--pkcs11-module` the
+/// URI's `module-path=` overrides.
+pub fn open_token(uri: &str, module: Option<&Path>) -> Result<SignKey> {
+    let u = tlskit_pkcs11::Pkcs11Uri::parse(uri)?;
+    let k = tlskit_pkcs11::TokenKey::open(&u, module)?;
+    Ok(SignKey::Token(tlskit_pkcs11::RcgenKey::new(k)?))
+}
+
+/// Load a signing key from a spec: a `pkcs11:` URI, a file holding one, or a key file
+/// (PKCS#8, SEC1 or PKCS#1; PEM or DER).
+pub fn load_signing(spec: &Path) -> Result<SignKey> {
+    if let Some(s) = spec.to_str().filter(|s| tlskit_pkcs11::is_uri(s)) {
+        return open_token(s, None);
+    }
+    let data = fsx::read(spec)?;
+    if let Some(uri) = std::str::from_utf8(&data)
+        .ok()
+        .map(str::trim)
+        .filter(|t| tlskit_pkcs11::is_uri(t))
+    {
+        return open_token(uri, None);
+    }
+    load(spec).map(SignKey::File)
+}
+
 /// The PKCS#8 DER of a loaded key (for PKCS#12 export).
 pub fn pkcs8_der(key: &rcgen::KeyPair) -> Vec<u8> {
     key.serialize_der()

@@ -4,6 +4,7 @@ pub(crate) mod acme;
 pub(crate) mod doctor;
 pub(crate) mod install;
 pub(crate) mod net;
+pub(crate) mod pkcs11;
 pub(crate) mod pki;
 pub(crate) mod probe;
 pub(crate) mod store;

@@ -75,7 +75,7 @@ struct ServeFlags {
     /// PEM file: leaf certificate followed by its chain.
     #[arg(long, value_name = "FILE")]
     cert: Option<PathBuf>,
-    /// PEM private key of the leaf.
+    /// PEM private key of the leaf, or a pkcs11: URI naming a key on a token (RFC 7512).
     #[arg(long, value_name = "FILE")]
     key: Option<PathBuf>,
     /// Directory of NAME.crt (or NAME.pem) + NAME.key pairs, chosen by SNI (exact and wildcard names).
@@ -196,7 +196,7 @@ pub(crate) struct ConnectArgs {
     /// Client certificate chain (PEM).
     #[arg(long, value_name = "FILE", requires = "key")]
     cert: Option<PathBuf>,
-    /// Client private key (PEM).
+    /// Client private key (PEM), or a pkcs11: URI naming a key on a token.
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<PathBuf>,
     /// TLS versions to offer (repeatable): 1.2, 1.3. Default both.

@@ -17,15 +17,23 @@ use crate::output::{bounded, print_json, warn, CmdResult, Escaped, Outcome, Styl
 pub(crate) enum KeyCmd {
     /// Generate a private key (PKCS#8 PEM, written atomically with mode 0600).
     #[command(
-        after_help = "Examples:\n  tlskit key new -o server.key\n  tlskit key new --type rsa3072 -o legacy.key\n  tlskit key new --type ed25519 -o ed.key --force\n\nThe key is never printed; an existing file is only replaced with --force (the old one is kept as FILE.bak)."
+        after_help = "Examples:\n  tlskit key new -o server.key\n  tlskit key new --type rsa3072 -o legacy.key\n  tlskit key new --type ed25519 -o ed.key --force\n  TLSKIT_PKCS11_PIN=... tlskit key new --pkcs11 'pkcs11:token=web;object=tls?module-path=/usr/lib/softhsm/libsofthsm2.so'\n\nThe key is never printed; an existing file is only replaced with --force (the old one is kept as FILE.bak).\nWith --pkcs11 the key is generated on the token (p256, p384, rsa2048, rsa3072), never extractable;\nan existing key with that label or id is never replaced."
     )]
     New {
         /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
         #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
         key_type: KeyType,
         /// Where to write the key.
-        #[arg(short = 'o', long = "out", value_name = "FILE")]
-        out: PathBuf,
+        #[arg(
+            short = 'o',
+            long = "out",
+            value_name = "FILE",
+            required_unless_present = "pkcs11"
+        )]
+        out: Option<PathBuf>,
+        /// Generate the key on the PKCS#11 token this URI names (object=LABEL names the key).
+        #[arg(long, value_name = "URI", conflicts_with = "out")]
+        pkcs11: Option<String>,
         /// Replace an existing file (keeping it as FILE.bak).
         #[arg(long)]
         force: bool,
@@ -54,7 +62,7 @@ pub(crate) enum CsrCmd {
         after_help = "Examples:\n  tlskit csr new --key server.key --subject 'CN=www.example.com,O=Example,C=SE' \\\n      --san dns:www.example.com --san dns:example.com -o server.csr\n  tlskit csr new --key k.pem --subject 'CN=räksmörgås.se' --san 'dns:räksmörgås.se' -o idn.csr\n  tlskit csr new --key k.pem --subject 'CN=api' --san ip:192.0.2.10 -o api.csr"
     )]
     New {
-        /// The private key that signs the request.
+        /// The private key that signs the request (a file, or a pkcs11: URI).
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
         #[command(flatten)]
@@ -77,7 +85,7 @@ pub(crate) enum CertCmd {
         after_help = "Examples:\n  tlskit cert self-sign --key k.pem --subject CN=localhost --san dns:localhost --san ip:127.0.0.1 -o cert.pem\n  tlskit cert self-sign --key ca.key --subject 'CN=Test Root' --ca --days 3650 -o root.pem"
     )]
     SelfSign {
-        /// The private key (it signs and is certified).
+        /// The private key (it signs and is certified): a file, or a pkcs11: URI.
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
         #[command(flatten)]
@@ -125,6 +133,10 @@ pub(crate) enum CaCmd {
         /// Make an intermediate CA issued by the CA in this directory.
         #[arg(long, value_name = "DIR")]
         parent: Option<PathBuf>,
+        /// Use this key on a PKCS#11 token (a pkcs11: URI) instead of generating ca.key;
+        /// the directory then stores the URI (never a PIN) in ca.pkcs11.
+        #[arg(long, value_name = "URI", conflicts_with = "key_type")]
+        key: Option<String>,
     },
     /// Issue a certificate for a request; writes the certificate followed by the chain
     /// up to (not including) the root.
@@ -294,8 +306,13 @@ pub(crate) fn key(c: KeyCmd) -> CmdResult {
         KeyCmd::New {
             key_type,
             out,
+            pkcs11,
             force,
         } => {
+            let Some(out) = out else {
+                let uri = pkcs11.unwrap_or_default();
+                return crate::cmd::pkcs11::key_new(&uri, key_type);
+            };
             key::generate_to_file(key_type, &out, force)?;
             println!(
                 "wrote a new {key_type} private key to {} (mode 0600)",
@@ -331,9 +348,9 @@ pub(crate) fn csr(c: CsrCmd) -> CmdResult {
             force,
         } => {
             tlskit_pki::fsx::check_absent(&out, force)?;
-            let kp = key::load(&key)?;
+            let kp = key::load_signing(&key)?;
             let names = names(&n)?;
-            let pem = cert::csr_pem(&kp, &names)?;
+            let pem = cert::csr_pem(&kp, &names).map_err(|e| kp.explain(e))?;
             tlskit_pki::fsx::write_atomic(&out, pem.as_bytes(), false, force)?;
             println!("wrote a certificate request to {}", out.display());
             Ok(Outcome::Success)
@@ -352,13 +369,13 @@ pub(crate) fn cert(c: CertCmd) -> CmdResult {
             force,
         } => {
             tlskit_pki::fsx::check_absent(&out, force)?;
-            let kp = key::load(&key)?;
+            let kp = key::load_signing(&key)?;
             let names = names(&n)?;
             let days = days.unwrap_or(if ca { 3650 } else { 90 });
             if days == 0 {
                 anyhow::bail!("--days must be at least 1");
             }
-            let pem = cert::self_signed_pem(&kp, &names, days, ca)?;
+            let pem = cert::self_signed_pem(&kp, &names, days, ca).map_err(|e| kp.explain(e))?;
             tlskit_pki::fsx::write_atomic(&out, pem.as_bytes(), false, force)?;
             println!("wrote a self-signed certificate to {}", out.display());
             Ok(Outcome::Success)
@@ -376,6 +393,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             permit_dns,
             days,
             parent,
+            key,
         } => {
             let opts = ca::InitOptions {
                 subject,
@@ -385,6 +403,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 days,
                 parent,
                 on_lock_wait: Some(say_lock_wait),
+                token_key: key,
             };
             ca::init(&dir, &opts)?;
             println!(
@@ -467,6 +486,11 @@ pub(crate) fn p12(c: P12Cmd) -> CmdResult {
             password,
             force,
         } => {
+            if key.to_str().is_some_and(tlskit_pkcs11::is_uri) {
+                anyhow::bail!(
+                    "--key: a key on a PKCS#11 token cannot be exported (it never leaves the token)"
+                );
+            }
             let pw = password.get()?;
             if pw.is_empty() {
                 anyhow::bail!("refusing to write a PKCS#12 file with an empty password");
