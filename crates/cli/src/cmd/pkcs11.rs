@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde::Serialize;
 use tlskit_pki::key::KeyType;
 
-use crate::output::{print_json, CmdResult, Outcome};
+use crate::output::{print_json, CmdResult, Escaped, Outcome};
 
 /// `tlskit pkcs11` subcommands.
 #[derive(clap::Subcommand)]
@@ -23,7 +23,7 @@ pub(crate) enum Pkcs11Cmd {
         /// Read the user PIN from this file (default: TLSKIT_PKCS11_PIN).
         #[arg(long, value_name = "FILE")]
         pin_source: Option<PathBuf>,
-        /// Print JSON (schema tlskit.pkcs11-list/1).
+        /// Print JSON (schema tlskit.pkcs11.list/1, docs/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -31,7 +31,6 @@ pub(crate) enum Pkcs11Cmd {
 
 #[derive(Serialize)]
 struct ListJson {
-    schema: &'static str,
     module: String,
     slots: Vec<SlotJson>,
 }
@@ -78,17 +77,10 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
                 .or_else(|| std::env::var_os(tlskit_pkcs11::MODULE_ENV).map(PathBuf::from))
                 .context("no PKCS#11 module: give --module PATH")?;
             let pin = match &pin_source {
+                // A regular file of at most 4 KiB, opened without blocking (a FIFO is
+                // refused): tlskit-io's bounded reader.
                 Some(p) => {
-                    // A regular file, at most 4 KiB (a FIFO would block).
-                    let meta = std::fs::metadata(p)
-                        .with_context(|| format!("{}: cannot read the PIN file", p.display()))?;
-                    if !meta.is_file() || meta.len() > 4096 {
-                        anyhow::bail!(
-                            "{}: the PIN file must be a regular file of at most 4 KiB",
-                            p.display()
-                        );
-                    }
-                    let text = std::fs::read_to_string(p)
+                    let text = tlskit_io::read_to_string(p, 4096)
                         .with_context(|| format!("{}: cannot read the PIN file", p.display()))?;
                     Some(tlskit_pkcs11::AuthPin::new(
                         text.trim_end_matches(['\r', '\n']).to_string(),
@@ -98,7 +90,6 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
             };
             let slots = tlskit_pkcs11::list(&module, pin)?;
             let out = ListJson {
-                schema: "tlskit.pkcs11-list/1",
                 module: module.display().to_string(),
                 slots: slots
                     .into_iter()
@@ -136,17 +127,17 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
             }
             println!("module {}", out.module);
             for s in &out.slots {
-                println!("slot {}: {}", s.id, s.description);
+                println!("slot {}: {}", s.id, Escaped(&s.description));
                 let Some(t) = &s.token else {
                     println!("  (no initialised token)");
                     continue;
                 };
                 println!(
-                    "  token {:?} ({} {}, serial {}){}{}",
-                    t.label,
-                    t.manufacturer,
-                    t.model,
-                    t.serial,
+                    "  token \"{}\" ({} {}, serial {}){}{}",
+                    Escaped(&t.label),
+                    Escaped(&t.manufacturer),
+                    Escaped(&t.model),
+                    Escaped(&t.serial),
                     if t.pin_locked { ", PIN LOCKED" } else { "" },
                     if t.logged_in {
                         ""
@@ -157,14 +148,17 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
                     }
                 );
                 if let Some(e) = &t.error {
-                    println!("  error: {e}");
+                    println!("  error: {}", Escaped(e));
                 }
                 for o in &t.objects {
                     println!(
-                        "    {:<7} {:<12} label {:?} id {}",
-                        o.class, o.key_type, o.label, o.id
+                        "    {:<7} {:<12} label \"{}\" id {}",
+                        o.class,
+                        Escaped(&o.key_type),
+                        Escaped(&o.label),
+                        o.id
                     );
-                    println!("            {}", o.uri);
+                    println!("            {}", Escaped(&o.uri));
                 }
             }
             Ok(Outcome::Success)
