@@ -1,0 +1,368 @@
+//! Bounded memory before the handshake: the server reads the client's ClientHello itself,
+//! record by record, before rustls sees a byte.
+//!
+//! rustls buffers a handshake message until it is complete, up to 64 KiB, and its
+//! buffer grows by reallocation; a client that sends a 65,000-byte ClientHello minus its
+//! last byte held about 70 KiB per connection, and glibc kept most of it after the
+//! connections closed (fragmented heap). Here:
+//!
+//! - a connection buffers at most `max_client_hello` bytes (the ClientHello's records,
+//!   headers included) before its ClientHello is complete; a ClientHello that declares a
+//!   larger size is refused after its first 9 bytes, with an `illegal_parameter` alert;
+//! - all connections together buffer at most `handshake_budget` bytes of partial
+//!   ClientHellos ([`Budget`]); a connection that would overspend it is refused at once
+//!   (`internal_error` alert) and counted, while connections already in flight finish;
+//! - the buffer is allocated once per record at its exact size, and handed to rustls
+//!   whole ([`Prefixed`]), so rustls processes the ClientHello in one go and never holds a
+//!   partial one.
+//!
+//! Anything that is not a TLS handshake record (an HTTP request, an SSLv2 hello, an
+//! alert) is handed to rustls as read so far, and rustls refuses it with its own alert.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+/// Default for [`crate::ServeConfig::max_client_hello`]: 16 KiB. Browsers' ClientHellos
+/// with a post-quantum key share (X25519MLKEM768, 1,216 bytes) are about 1.8-2.5 KB;
+/// with a resumption ticket and ECH under 4 KB.
+pub const DEFAULT_MAX_CLIENT_HELLO: usize = 16 * 1024;
+
+/// Default for [`crate::ServeConfig::handshake_budget`]: 16 MiB, 1,024 connections holding
+/// a full 16 KiB partial ClientHello, or about 8,000 holding a typical 2 KB one.
+pub const DEFAULT_HANDSHAKE_BUDGET: usize = 16 * 1024 * 1024;
+
+const HANDSHAKE: u8 = 22;
+const CLIENT_HELLO: u8 = 1;
+const RECORD_HEADER: usize = 5;
+/// rustls refuses records longer than this (RFC 8446 5.1: 2^14 bytes of plaintext).
+const MAX_FRAGMENT: usize = 16 * 1024;
+
+/// Bytes of partial ClientHellos held across all connections.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicUsize,
+    limit: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            used: AtomicUsize::new(0),
+            limit,
+        })
+    }
+
+    /// Bytes held now.
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn take(self: &Arc<Self>, n: usize, held: &mut Reservation) -> bool {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let Some(next) = cur.checked_add(n).filter(|v| *v <= self.limit) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    held.bytes += n;
+                    return true;
+                }
+                Err(v) => cur = v,
+            }
+        }
+    }
+}
+
+/// Bytes one connection holds against the [`Budget`]; given back on drop.
+pub(crate) struct Reservation {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Why a ClientHello was refused before rustls saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Declared or sent more than `max_client_hello` bytes.
+    TooLarge,
+    /// The budget across connections is spent.
+    Budget,
+    /// The peer closed (or reset) before the ClientHello was complete.
+    Eof,
+}
+
+impl Refused {
+    /// The metrics label (also the log reason).
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::TooLarge => "client_hello_too_large",
+            Self::Budget => "handshake_budget",
+            Self::Eof => "eof",
+        }
+    }
+}
+
+/// Read the ClientHello (whole records) from `io`. Returns the bytes read, to be replayed
+/// to rustls, and the reservation they hold (drop it once rustls has consumed them).
+pub(crate) async fn read_client_hello<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    max: usize,
+    budget: &Arc<Budget>,
+) -> Result<(Vec<u8>, Reservation), Refused> {
+    let mut held = Reservation {
+        budget: budget.clone(),
+        bytes: 0,
+    };
+    let mut buf: Vec<u8> = Vec::new();
+    match collect(io, max, budget, &mut held, &mut buf).await {
+        Ok(()) => Ok((buf, held)),
+        Err(e) => {
+            drop(buf);
+            drop(held);
+            match e {
+                Refused::TooLarge => refuse(io, ALERT_ILLEGAL_PARAMETER).await,
+                Refused::Budget => refuse(io, ALERT_INTERNAL_ERROR).await,
+                Refused::Eof => {}
+            }
+            Err(e)
+        }
+    }
+}
+
+async fn collect<S: AsyncRead + Unpin>(
+    io: &mut S,
+    max: usize,
+    budget: &Arc<Budget>,
+    held: &mut Reservation,
+    buf: &mut Vec<u8>,
+) -> Result<(), Refused> {
+    // Handshake bytes received so far, and the ClientHello's total (header included)
+    // once its 4-byte header is in.
+    let mut hs_len = 0usize;
+    let mut hs_total: Option<usize> = None;
+    loop {
+        let record_at = buf.len();
+        grow(buf, RECORD_HEADER, max, budget, held)?;
+        read_exact(io, &mut buf[record_at..]).await?;
+        let h = &buf[record_at..];
+        let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
+        if h[0] != HANDSHAKE || h[1] != 3 || frag == 0 || frag > MAX_FRAGMENT {
+            // Not a handshake record rustls would accept: let rustls say so.
+            return Ok(());
+        }
+        // Over the cap: a ClientHello too large, or one cut in pieces to cost more than
+        // it says (record headers count).
+        let at = buf.len();
+        grow(buf, frag, max, budget, held)?;
+        read_exact(io, &mut buf[at..]).await?;
+        // The ClientHello's header is the first 4 handshake bytes (it may straddle records).
+        hs_len += frag;
+        if hs_total.is_none() && hs_len >= 4 {
+            let mut head = [0u8; 4];
+            let mut have = 0;
+            let mut pos = 0;
+            // Walk the records read so far for the first 4 handshake bytes.
+            while have < 4 {
+                let len = usize::from(u16::from_be_bytes([buf[pos + 3], buf[pos + 4]]));
+                let body = &buf[pos + RECORD_HEADER..pos + RECORD_HEADER + len];
+                let n = body.len().min(4 - have);
+                head[have..have + n].copy_from_slice(&body[..n]);
+                have += n;
+                pos += RECORD_HEADER + len;
+            }
+            if head[0] != CLIENT_HELLO {
+                return Ok(());
+            }
+            let total =
+                4 + (usize::from(head[1]) << 16 | usize::from(head[2]) << 8) + usize::from(head[3]);
+            // Headers of the records still to come are not counted: the cap is checked
+            // again, exactly, as each record arrives.
+            if total + RECORD_HEADER > max {
+                return Err(Refused::TooLarge);
+            }
+            hs_total = Some(total);
+        }
+        if hs_total.is_some_and(|t| hs_len >= t) {
+            return Ok(());
+        }
+    }
+}
+
+/// Make room for `n` more bytes (zeroed, to be read into), charged to the budget.
+fn grow(
+    buf: &mut Vec<u8>,
+    n: usize,
+    max: usize,
+    budget: &Arc<Budget>,
+    held: &mut Reservation,
+) -> Result<(), Refused> {
+    if buf.len() + n > max {
+        return Err(Refused::TooLarge);
+    }
+    if !budget.take(n, held) {
+        return Err(Refused::Budget);
+    }
+    buf.reserve_exact(n);
+    buf.resize(buf.len() + n, 0);
+    Ok(())
+}
+
+async fn read_exact<S: AsyncRead + Unpin>(io: &mut S, into: &mut [u8]) -> Result<(), Refused> {
+    io.read_exact(into)
+        .await
+        .map(|_| ())
+        .map_err(|_| Refused::Eof)
+}
+
+const ALERT_ILLEGAL_PARAMETER: u8 = 47;
+const ALERT_INTERNAL_ERROR: u8 = 80;
+
+/// Send a fatal alert (plaintext, as before any key exchange) and give up on the peer.
+async fn refuse<S: AsyncWrite + Unpin>(io: &mut S, alert: u8) {
+    let _ = io.write_all(&[21, 3, 3, 0, 2, 2, alert]).await;
+    let _ = io.shutdown().await;
+}
+
+/// A stream that first replays `prefix`, then reads from `inner`; writes go to `inner`.
+pub(crate) struct Prefixed<S> {
+    prefix: Vec<u8>,
+    pos: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
+        Self {
+            prefix,
+            pos: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.pos < this.prefix.len() {
+            let n = (this.prefix.len() - this.pos).min(buf.remaining());
+            buf.put_slice(&this.prefix[this.pos..this.pos + n]);
+            this.pos += n;
+            if this.pos == this.prefix.len() {
+                // Replayed: the buffer is not needed for the rest of the connection.
+                this.prefix = Vec::new();
+                this.pos = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(body: &[u8]) -> Vec<u8> {
+        let mut r = vec![22, 3, 1];
+        r.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    fn hello(len: usize) -> Vec<u8> {
+        let mut h = vec![1, (len >> 16) as u8, (len >> 8) as u8, len as u8];
+        h.resize(4 + len, 7);
+        h
+    }
+
+    async fn run(wire: Vec<u8>, max: usize, budget: &Arc<Budget>) -> Result<Vec<u8>, Refused> {
+        let (mut a, mut b) = tokio::io::duplex(1 << 20);
+        b.write_all(&wire).await.unwrap_or_else(|e| panic!("{e}"));
+        drop(b);
+        read_client_hello(&mut a, max, budget).await.map(|(v, _)| v)
+    }
+
+    #[tokio::test]
+    async fn whole_hello_in_pieces_and_refusals() {
+        let budget = Budget::new(1 << 20);
+        let h = hello(3000);
+        // Split over three records, the 4-byte header straddling the first two.
+        let mut wire = record(&h[..2]);
+        wire.extend(record(&h[2..1000]));
+        wire.extend(record(&h[1000..]));
+        wire.extend_from_slice(b"next flight");
+        let got = run(wire.clone(), 16 * 1024, &budget).await;
+        assert_eq!(got, Ok(wire[..wire.len() - 11].to_vec()));
+        assert_eq!(budget.used(), 0, "reservation given back");
+        // Declared over the cap: refused after its header.
+        let big = hello(20_000);
+        assert_eq!(
+            run(record(&big[..4]), 16 * 1024, &budget).await,
+            Err(Refused::TooLarge)
+        );
+        // Cut into 1-byte records: the headers count against the cap.
+        let small = hello(4000);
+        let wire: Vec<u8> = small.chunks(1).flat_map(record).collect();
+        assert_eq!(run(wire, 16 * 1024, &budget).await, Err(Refused::TooLarge));
+        // Not TLS: handed on as read.
+        assert_eq!(
+            run(b"GET / HTTP/1.1\r\n\r\n".to_vec(), 16 * 1024, &budget).await,
+            Ok(b"GET /".to_vec())
+        );
+        // Truncated: EOF.
+        let mut cut = record(&hello(100));
+        cut.pop();
+        assert_eq!(run(cut, 16 * 1024, &budget).await, Err(Refused::Eof));
+        // Over the budget.
+        let tight = Budget::new(64);
+        assert_eq!(
+            run(record(&hello(100)), 16 * 1024, &tight).await,
+            Err(Refused::Budget)
+        );
+        assert_eq!(tight.used(), 0);
+    }
+}
