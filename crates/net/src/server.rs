@@ -173,6 +173,8 @@ struct Shared {
     budget: Arc<crate::hello::Budget>,
     /// Per-source limit on failed-handshake log lines.
     log_limit: crate::ratelimit::LogLimiter,
+    /// Per-source limit on connection-limit log lines.
+    limit_log_limit: crate::ratelimit::LogLimiter,
     stopping: AtomicBool,
     /// Set to true on SIGTERM/SIGINT; idle keep-alive connections close at once.
     stop: watch::Sender<bool>,
@@ -425,6 +427,7 @@ impl Server {
                 limit,
                 budget,
                 log_limit: crate::ratelimit::LogLimiter::default(),
+                limit_log_limit: crate::ratelimit::LogLimiter::default(),
                 stopping: AtomicBool::new(false),
                 stop: watch::channel(false).0,
             }),
@@ -674,7 +677,19 @@ async fn accept_loop(l: TcpListener, s: Arc<Shared>, mut stop: watch::Receiver<b
         };
         let Ok(permit) = s.limit.clone().try_acquire_owned() else {
             s.metrics.rejected();
-            log::event(Level::Warn, "connection_limit", &[("peer", &peer)]);
+            // Rate-limited per source like failed handshakes (a flood at the limit
+            // would otherwise log one line per connection).
+            match s.limit_log_limit.check(peer.ip(), Instant::now()) {
+                crate::ratelimit::Verdict::Log { suppressed: 0 } => {
+                    log::event(Level::Warn, "connection_limit", &[("peer", &peer)]);
+                }
+                crate::ratelimit::Verdict::Log { suppressed } => log::event(
+                    Level::Warn,
+                    "connection_limit",
+                    &[("peer", &peer), ("suppressed", &suppressed)],
+                ),
+                crate::ratelimit::Verdict::Drop => s.metrics.log_suppressed(),
+            }
             drop(tcp);
             continue;
         };
@@ -702,6 +717,7 @@ async fn sweep_log_limit(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             _ = tokio::time::sleep(crate::ratelimit::REFILL) => {}
             _ = stop.changed() => return,
         }
+        let _ = s.limit_log_limit.sweep(Instant::now());
         for (ip, count) in s.log_limit.sweep(Instant::now()) {
             let peer: &dyn std::fmt::Display = match &ip {
                 Some(ip) => ip,
