@@ -1387,7 +1387,10 @@ fn net_serve_partial_client_hello_flood_bounded_memory() {
     // Everything closed on the server side too.
     let t = Instant::now();
     while metric(&scrape(&maddr), "tlskit_active_connections") != Some(0.0) {
-        assert!(t.elapsed() < Duration::from_secs(20), "connections never closed");
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "connections never closed"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(10).saturating_sub(closed_at.elapsed()));
@@ -1453,7 +1456,8 @@ fn net_serve_silent_backend_idle_timeout() {
     let mut clients: Vec<_> = (0..5)
         .map(|_| {
             let mut t = tls_connect(srv.addr(), &ca);
-            t.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("write");
+            t.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                .expect("write");
             t.flush().expect("flush");
             t.sock
                 .set_read_timeout(Some(Duration::from_millis(200)))
@@ -1473,8 +1477,11 @@ fn net_serve_silent_backend_idle_timeout() {
     t.write_all(b"x").expect("write");
     let text = scrape(&maddr);
     assert!(
-        metric(&text, "tlskit_connections_closed_total{reason=\"idle_timeout\"}")
-            .is_some_and(|v| v >= 5.0),
+        metric(
+            &text,
+            "tlskit_connections_closed_total{reason=\"idle_timeout\"}"
+        )
+        .is_some_and(|v| v >= 5.0),
         "{text}"
     );
 }
@@ -1529,7 +1536,10 @@ fn net_serve_dripping_client_header_timeout() {
     }
     for (i, at) in closed_at.iter().enumerate() {
         let at = at.unwrap_or_else(|| panic!("dripper {i} still open after {:?}", t0.elapsed()));
-        assert!(at < Duration::from_secs(6), "dripper {i} closed after {at:?}");
+        assert!(
+            at < Duration::from_secs(6),
+            "dripper {i} closed after {at:?}"
+        );
         assert!(
             answers[i].starts_with(b"HTTP/1.1 408"),
             "{:?}",
@@ -1551,7 +1561,10 @@ fn net_serve_dripping_client_header_timeout() {
 /// timeout closed the connection (59 s seen).
 #[test]
 fn net_serve_tls12_renegotiation_refused_at_once() {
-    assert!(have("openssl"), "openssl is required (scripts/setup installs it)");
+    assert!(
+        have("openssl"),
+        "openssl is required (scripts/setup installs it)"
+    );
     let pki = Pki::new();
     let srv = http_server(&pki, &["--idle-timeout", "30"]);
     let mut child = Command::new("openssl")
@@ -1628,7 +1641,10 @@ fn net_serve_http_body_not_taken_as_a_request() {
         t.sock
             .set_read_timeout(Some(Duration::from_millis(100)))
             .expect("timeout");
-        let req = format!("{}{smuggled}", head.replace("LEN", &smuggled.len().to_string()));
+        let req = format!(
+            "{}{smuggled}",
+            head.replace("LEN", &smuggled.len().to_string())
+        );
         t.write_all(req.as_bytes()).expect("write");
         let (out, closed) = read_until_close(&mut t, Duration::from_secs(3));
         (String::from_utf8_lossy(&out).into_owned(), closed)
@@ -1677,8 +1693,11 @@ fn net_serve_failed_handshake_log_rate_limited() {
     }
     std::thread::sleep(Duration::from_millis(200));
     let text = scrape(&maddr);
-    let protocol =
-        metric(&text, "tlskit_handshake_failures_total{reason=\"protocol\"}").unwrap_or(0.0);
+    let protocol = metric(
+        &text,
+        "tlskit_handshake_failures_total{reason=\"protocol\"}",
+    )
+    .unwrap_or(0.0);
     let suppressed = metric(&text, "tlskit_log_lines_suppressed_total").unwrap_or(0.0);
     let lines = srv.stderr().matches("event=handshake_failed").count();
     eprintln!("{sent} failed handshakes in 3 s: {lines} log lines, {suppressed} suppressed");

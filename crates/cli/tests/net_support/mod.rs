@@ -391,7 +391,8 @@ pub fn scrape(addr: &str) -> String {
     let mut c = std::net::TcpStream::connect(addr).expect("connect metrics");
     c.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("write");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .expect("write");
     let mut out = String::new();
     c.read_to_string(&mut out).expect("read");
     out
