@@ -213,6 +213,16 @@ fn net_serve_bad_configuration_exits_2_before_listening() {
     let k = s(&pki.path("leaf.key"));
     let err = run(&["--cert", &c, "--key", &k, "--ticket-rotation", "21601"]);
     assert!(err.contains("ticket_rotation must be 1 to 21600"), "{err}");
+    // Memory bounds and deadlines out of range.
+    let err = run(&["--cert", &c, "--key", &k, "--max-client-hello", "100"]);
+    assert!(err.contains("max_client_hello must be 1024 to"), "{err}");
+    let err = run(&["--cert", &c, "--key", &k, "--handshake-budget", "4096"]);
+    assert!(
+        err.contains("handshake_budget (4096 bytes) must be at least"),
+        "{err}"
+    );
+    let err = run(&["--cert", &c, "--key", &k, "--header-timeout", "0"]);
+    assert!(err.contains("header_timeout must be more than 0"), "{err}");
     // A key that belongs to another certificate.
     let err = run(&["--cert", &c, "--key", &s(&pki.path("client.key"))]);
     assert!(err.contains("does not match"), "{err}");
