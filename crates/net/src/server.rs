@@ -796,7 +796,11 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     // The ClientHello first, read by us within bounds (crate::hello); rustls gets it whole.
     let hello = tokio::time::timeout_at(
         deadline,
-        crate::hello::read_client_hello(&mut tcp, s.cfg.max_client_hello, &s.budget),
+        Box::pin(crate::hello::read_client_hello(
+            &mut tcp,
+            s.cfg.max_client_hello,
+            &s.budget,
+        )),
     )
     .await;
     let (prefix, reservation) = match hello {
@@ -817,8 +821,8 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(s.tls.clone());
     let io = crate::hello::Prefixed::new(prefix, tcp);
-    // Boxed, as the established phase below: a connection waiting for its ClientHello holds
-    // only this function's small state, not the largest state of any later phase.
+    // Each phase boxed: the task of a connection holds only the state of the phase it is
+    // in, not the largest state of any phase.
     let accepted = tokio::time::timeout_at(deadline, Box::pin(acceptor.accept(io))).await;
     drop(reservation);
     let tls = match accepted {
