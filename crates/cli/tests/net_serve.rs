@@ -1717,3 +1717,59 @@ fn net_serve_failed_handshake_log_rate_limited() {
     assert!(lines >= 1);
     assert_eq!(suppressed as u64 + lines as u64, sent, "{text}");
 }
+
+/// After a valid ClientHello, the rest of the client's handshake is bounded too: a TLS 1.2
+/// client that answers the server's flight with a handshake message declared 65,000 bytes
+/// long (sent but its last byte) is cut after 16 KiB, not held (with rustls buffering it)
+/// until the handshake timeout.
+#[test]
+fn net_serve_rest_of_handshake_bounded() {
+    use tlskit_verify::rustls;
+    let pki = Pki::new();
+    let srv = http_server(
+        &pki,
+        &["--handshake-timeout", "30", "--metrics", "127.0.0.1:0"],
+    );
+    let maddr = srv.metrics_addr();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in tlskit_verify::load_certs(&pki.path("ca.pem")).expect("ca.pem") {
+        roots.add(c).expect("root");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("test.example").expect("name");
+    let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(cfg), name).expect("client");
+    let mut hello = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut hello).expect("write_tls");
+    }
+    let mut sock = TcpStream::connect(srv.addr()).expect("connect");
+    sock.write_all(&hello).expect("hello");
+    sock.set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("timeout");
+    let (flight, closed) = read_until_close(&mut sock, Duration::from_millis(500));
+    assert!(!flight.is_empty() && !closed, "server flight");
+    // A ClientKeyExchange (type 16) declared 65,000 bytes long, cut by one byte.
+    let mut big = partial_client_hello(65_000);
+    big[5] = 16;
+    let t = Instant::now();
+    let _ = sock.write_all(&big);
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .expect("timeout");
+    let (_, closed) = read_until_close(&mut sock, Duration::from_secs(10));
+    assert!(closed, "held for {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let text = scrape(&maddr);
+    assert_eq!(
+        metric(
+            &text,
+            "tlskit_handshake_failures_total{reason=\"handshake_too_large\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+}

@@ -237,20 +237,45 @@ async fn refuse<S: AsyncWrite + Unpin>(io: &mut S, alert: u8) {
     let _ = io.shutdown().await;
 }
 
+/// Most bytes the client may send after its ClientHello until the handshake is done
+/// (rustls buffers a handshake message until it is whole, up to 64 KiB): without client
+/// authentication its second flight is about 100-200 bytes; with it, a certificate chain.
+pub(crate) const REST_OF_HANDSHAKE: usize = 16 * 1024;
+/// The same with client authentication: rustls's largest handshake message and records.
+pub(crate) const REST_OF_HANDSHAKE_CLIENT_AUTH: usize = 64 * 1024 + 8 * 1024;
+
+/// The error a read returns once the client sent more than the handshake allows.
+pub(crate) fn too_large() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "handshake larger than allowed")
+}
+
+/// Whether `e` is [`too_large`].
+pub(crate) fn is_too_large(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::InvalidData && e.to_string() == "handshake larger than allowed"
+}
+
 /// A stream that first replays `prefix`, then reads from `inner`; writes go to `inner`.
+/// Until [`Prefixed::unlimit`], at most `limit` bytes are read from `inner`.
 pub(crate) struct Prefixed<S> {
     prefix: Vec<u8>,
     pos: usize,
     inner: S,
+    limit: Option<usize>,
 }
 
 impl<S> Prefixed<S> {
-    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
+    pub(crate) fn new(prefix: Vec<u8>, inner: S, limit: usize) -> Self {
         Self {
             prefix,
             pos: 0,
             inner,
+            limit: Some(limit),
         }
+    }
+
+    /// The handshake is done: no more limit on reads.
+    pub(crate) fn unlimit(&mut self) {
+        self.limit = None;
     }
 }
 
@@ -272,7 +297,23 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
             }
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        let Some(limit) = this.limit else {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        };
+        if limit == 0 {
+            return Poll::Ready(Err(too_large()));
+        }
+        // During the handshake only: through a stack buffer, at most `limit` bytes.
+        let mut stack = [0u8; 4096];
+        let want = limit.min(buf.remaining()).min(stack.len());
+        let mut part = ReadBuf::new(&mut stack[..want]);
+        let r = Pin::new(&mut this.inner).poll_read(cx, &mut part);
+        if let Poll::Ready(Ok(())) = r {
+            let n = part.filled().len();
+            buf.put_slice(part.filled());
+            this.limit = Some(limit - n);
+        }
+        r
     }
 }
 

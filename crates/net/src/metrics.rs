@@ -25,6 +25,8 @@ pub(crate) enum FailReason {
     ClientHelloTooLarge,
     /// The handshake budget across connections was spent.
     HandshakeBudget,
+    /// After the ClientHello, the client sent more than the rest of a handshake needs.
+    HandshakeTooLarge,
     /// Not finished within `handshake_timeout`.
     Timeout,
     /// The peer closed or reset before the handshake finished.
@@ -42,9 +44,10 @@ pub(crate) enum FailReason {
 }
 
 impl FailReason {
-    const ALL: [Self; 9] = [
+    const ALL: [Self; 10] = [
         Self::ClientHelloTooLarge,
         Self::HandshakeBudget,
+        Self::HandshakeTooLarge,
         Self::Timeout,
         Self::Eof,
         Self::Protocol,
@@ -58,6 +61,7 @@ impl FailReason {
         match self {
             Self::ClientHelloTooLarge => "client_hello_too_large",
             Self::HandshakeBudget => "handshake_budget",
+            Self::HandshakeTooLarge => "handshake_too_large",
             Self::Timeout => "timeout",
             Self::Eof => "eof",
             Self::Protocol => "protocol",

@@ -820,13 +820,22 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         }
     };
     let acceptor = tokio_rustls::TlsAcceptor::from(s.tls.clone());
-    let io = crate::hello::Prefixed::new(prefix, tcp);
+    let rest = if s.store.is_some() {
+        crate::hello::REST_OF_HANDSHAKE_CLIENT_AUTH
+    } else {
+        crate::hello::REST_OF_HANDSHAKE
+    };
+    let io = crate::hello::Prefixed::new(prefix, tcp, rest);
     // Each phase boxed: the task of a connection holds only the state of the phase it is
     // in, not the largest state of any phase.
     let accepted = tokio::time::timeout_at(deadline, Box::pin(acceptor.accept(io))).await;
     drop(reservation);
-    let tls = match accepted {
+    let mut tls = match accepted {
         Ok(Ok(t)) => t,
+        Ok(Err(e)) if crate::hello::is_too_large(&e) => {
+            handshake_failed(s, peer, FailReason::HandshakeTooLarge, &e);
+            return;
+        }
         Ok(Err(e)) => {
             handshake_failed(s, peer, FailReason::of(&e), &e);
             return;
@@ -841,6 +850,7 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             return;
         }
     };
+    tls.get_mut().0.unlimit();
     let secs = start.elapsed().as_secs_f64();
     let (_, conn) = tls.get_ref();
     let resumed = conn.handshake_kind() == Some(HandshakeKind::Resumed);

@@ -43,7 +43,8 @@ Deadlines (every connection state has one; flag, or the same key in --config):
 Memory before the handshake: a ClientHello may buffer at most --max-client-hello bytes
 (16384, records included; larger: refused with illegal_parameter), and all partial
 ClientHellos together at most --handshake-budget bytes (16 MiB; over it a new connection is
-refused). Both counted in tlskit_handshake_failures_total{reason=...}.";
+refused); the rest of the client's handshake at most 16 KiB (72 KiB with --client-ca). All
+counted in tlskit_handshake_failures_total{reason=...}.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
