@@ -9,9 +9,12 @@
 //! - a connection buffers at most `max_client_hello` bytes (the ClientHello's records,
 //!   headers included) before its ClientHello is complete; a ClientHello that declares a
 //!   larger size is refused after its first 9 bytes, with an `illegal_parameter` alert;
-//! - all connections together buffer at most `handshake_budget` bytes of partial
-//!   ClientHellos ([`Budget`]); a connection that would overspend it is refused at once
-//!   (`internal_error` alert) and counted, while connections already in flight finish;
+//! - all connections together buffer at most `handshake_budget` bytes of ClientHellos
+//!   ([`Budget`]); a connection that needs room when it is spent evicts the oldest
+//!   connections still waiting for the rest of their ClientHello (`internal_error`
+//!   alert, counted), so a flood of partial ClientHellos cannot lock out new clients;
+//!   when nothing can be evicted (every byte belongs to a complete ClientHello whose
+//!   handshake is running), the new connection is refused;
 //! - the buffer is allocated once per record at its exact size, and handed to rustls
 //!   whole ([`Prefixed`]), so rustls processes the ClientHello in one go and never holds a
 //!   partial one.
@@ -19,11 +22,15 @@
 //! Anything that is not a TLS handshake record (an HTTP request, an SSLv2 hello, an
 //! alert) is handed to rustls as read so far, and rustls refuses it with its own alert.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
@@ -42,11 +49,37 @@ const RECORD_HEADER: usize = 5;
 /// rustls refuses records longer than this (RFC 8446 5.1: 2^14 bytes of plaintext).
 const MAX_FRAGMENT: usize = 16 * 1024;
 
-/// Bytes of partial ClientHellos held across all connections.
+/// Evictions one connection may cause to make room for one record.
+const EVICT_TRIES: usize = 4;
+/// How long it waits for an evicted connection to let go of its bytes.
+const EVICT_WAIT: Duration = Duration::from_millis(200);
+
+/// ClientHello bytes held across all connections.
 #[derive(Debug)]
 pub(crate) struct Budget {
     used: AtomicUsize,
     limit: usize,
+    /// Connections still reading their ClientHello, by arrival (oldest first). Each
+    /// removes itself when done ([`Waiter`]), so nothing outlives its connection.
+    waiting: Mutex<BTreeMap<u64, Arc<Notify>>>,
+    next_id: AtomicU64,
+    /// Signalled whenever a reservation is given back.
+    released: Notify,
+}
+
+/// A connection's place in [`Budget::waiting`]; leaves it on drop.
+struct Waiter {
+    budget: Arc<Budget>,
+    id: u64,
+    evict: Arc<Notify>,
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Ok(mut w) = self.budget.waiting.lock() {
+            w.remove(&self.id);
+        }
+    }
 }
 
 impl Budget {
@@ -54,7 +87,41 @@ impl Budget {
         Arc::new(Self {
             used: AtomicUsize::new(0),
             limit,
+            waiting: Mutex::new(BTreeMap::new()),
+            next_id: AtomicU64::new(0),
+            released: Notify::new(),
         })
+    }
+
+    /// A connection starts reading its ClientHello.
+    fn register(self: &Arc<Self>) -> Waiter {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let evict = Arc::new(Notify::new());
+        if let Ok(mut w) = self.waiting.lock() {
+            w.insert(id, evict.clone());
+        }
+        Waiter {
+            budget: self.clone(),
+            id,
+            evict,
+        }
+    }
+
+    /// Tell the oldest connection still reading its ClientHello (not `me`) to give up.
+    fn evict_oldest(&self, me: u64) -> bool {
+        let Ok(mut w) = self.waiting.lock() else {
+            return false;
+        };
+        let Some(id) = w.keys().copied().find(|id| *id != me) else {
+            return false;
+        };
+        match w.remove(&id) {
+            Some(victim) => {
+                victim.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Bytes held now.
@@ -90,7 +157,10 @@ pub(crate) struct Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+        if self.bytes > 0 {
+            self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+            self.budget.released.notify_waiters();
+        }
     }
 }
 
@@ -99,8 +169,10 @@ impl Drop for Reservation {
 pub(crate) enum Refused {
     /// Declared or sent more than `max_client_hello` bytes.
     TooLarge,
-    /// The budget across connections is spent.
+    /// The budget across connections is spent and nothing could be evicted.
     Budget,
+    /// Evicted (the oldest partial ClientHello) to make room for a newer connection.
+    Evicted,
     /// The peer closed (or reset) before the ClientHello was complete.
     Eof,
 }
@@ -111,6 +183,7 @@ impl Refused {
         match self {
             Self::TooLarge => "client_hello_too_large",
             Self::Budget => "handshake_budget",
+            Self::Evicted => "evicted",
             Self::Eof => "eof",
         }
     }
@@ -128,14 +201,17 @@ pub(crate) async fn read_client_hello<S: AsyncRead + AsyncWrite + Unpin>(
         bytes: 0,
     };
     let mut buf: Vec<u8> = Vec::new();
-    match collect(io, max, budget, &mut held, &mut buf).await {
+    let me = budget.register();
+    let result = collect(io, max, budget, &mut held, &mut buf, &me).await;
+    drop(me);
+    match result {
         Ok(()) => Ok((buf, held)),
         Err(e) => {
             drop(buf);
             drop(held);
             match e {
                 Refused::TooLarge => refuse(io, ALERT_ILLEGAL_PARAMETER).await,
-                Refused::Budget => refuse(io, ALERT_INTERNAL_ERROR).await,
+                Refused::Budget | Refused::Evicted => refuse(io, ALERT_INTERNAL_ERROR).await,
                 Refused::Eof => {}
             }
             Err(e)
@@ -149,26 +225,29 @@ async fn collect<S: AsyncRead + Unpin>(
     budget: &Arc<Budget>,
     held: &mut Reservation,
     buf: &mut Vec<u8>,
+    me: &Waiter,
 ) -> Result<(), Refused> {
     // Handshake bytes received so far, and the ClientHello's total (header included)
     // once its 4-byte header is in.
     let mut hs_len = 0usize;
     let mut hs_total: Option<usize> = None;
     loop {
-        let record_at = buf.len();
-        grow(buf, RECORD_HEADER, max, budget, held)?;
-        read_exact(io, &mut buf[record_at..]).await?;
-        let h = &buf[record_at..];
+        // The record header on the stack: the buffer grows once per record, to its size.
+        let mut h = [0u8; RECORD_HEADER];
+        read_exact(io, &mut h, me).await?;
         let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
+        let at = buf.len();
         if h[0] != HANDSHAKE || h[1] != 3 || frag == 0 || frag > MAX_FRAGMENT {
             // Not a handshake record rustls would accept: let rustls say so.
+            grow(buf, RECORD_HEADER, max, budget, held, me).await?;
+            buf[at..].copy_from_slice(&h);
             return Ok(());
         }
         // Over the cap: a ClientHello too large, or one cut in pieces to cost more than
         // it says (record headers count).
-        let at = buf.len();
-        grow(buf, frag, max, budget, held)?;
-        read_exact(io, &mut buf[at..]).await?;
+        grow(buf, RECORD_HEADER + frag, max, budget, held, me).await?;
+        buf[at..at + RECORD_HEADER].copy_from_slice(&h);
+        read_exact(io, &mut buf[at + RECORD_HEADER..], me).await?;
         // The ClientHello's header is the first 4 handshake bytes (it may straddle records).
         hs_len += frag;
         if hs_total.is_none() && hs_len >= 4 {
@@ -202,30 +281,52 @@ async fn collect<S: AsyncRead + Unpin>(
     }
 }
 
-/// Make room for `n` more bytes (zeroed, to be read into), charged to the budget.
-fn grow(
+/// Make room for `n` more bytes (zeroed, to be read into), charged to the budget; when
+/// it is spent, evict the oldest partial ClientHellos (a few at most) to make room.
+async fn grow(
     buf: &mut Vec<u8>,
     n: usize,
     max: usize,
     budget: &Arc<Budget>,
     held: &mut Reservation,
+    me: &Waiter,
 ) -> Result<(), Refused> {
     if buf.len() + n > max {
         return Err(Refused::TooLarge);
     }
-    if !budget.take(n, held) {
-        return Err(Refused::Budget);
+    let mut tries = 0;
+    loop {
+        // Armed before the attempt, so a release between the attempt and the wait counts.
+        let released = budget.released.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if budget.take(n, held) {
+            break;
+        }
+        tries += 1;
+        if tries > EVICT_TRIES || !budget.evict_oldest(me.id) {
+            return Err(Refused::Budget);
+        }
+        tokio::select! {
+            _ = &mut released => {}
+            _ = me.evict.notified() => return Err(Refused::Evicted),
+            _ = tokio::time::sleep(EVICT_WAIT) => return Err(Refused::Budget),
+        }
     }
     buf.reserve_exact(n);
     buf.resize(buf.len() + n, 0);
     Ok(())
 }
 
-async fn read_exact<S: AsyncRead + Unpin>(io: &mut S, into: &mut [u8]) -> Result<(), Refused> {
-    io.read_exact(into)
-        .await
-        .map(|_| ())
-        .map_err(|_| Refused::Eof)
+async fn read_exact<S: AsyncRead + Unpin>(
+    io: &mut S,
+    into: &mut [u8],
+    me: &Waiter,
+) -> Result<(), Refused> {
+    tokio::select! {
+        r = io.read_exact(into) => r.map(|_| ()).map_err(|_| Refused::Eof),
+        _ = me.evict.notified() => Err(Refused::Evicted),
+    }
 }
 
 const ALERT_ILLEGAL_PARAMETER: u8 = 47;
@@ -398,12 +499,42 @@ mod tests {
         let mut cut = record(&hello(100));
         cut.pop();
         assert_eq!(run(cut, 16 * 1024, &budget).await, Err(Refused::Eof));
-        // Over the budget.
+        // Over the budget, nobody to evict.
         let tight = Budget::new(64);
         assert_eq!(
             run(record(&hello(100)), 16 * 1024, &tight).await,
             Err(Refused::Budget)
         );
         assert_eq!(tight.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn oldest_partial_hello_evicted_for_a_new_one() {
+        let budget = Budget::new(20_000);
+        let h = hello(15_000);
+        let mut partial = record(&h);
+        partial.pop();
+        // The old one: all but its last byte, then it waits.
+        let (mut a, mut a_peer) = tokio::io::duplex(1 << 20);
+        a_peer
+            .write_all(&partial)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b2 = budget.clone();
+        let old = tokio::spawn(async move {
+            let r = read_client_hello(&mut a, 16 * 1024, &b2).await.map(|_| ());
+            drop(a_peer);
+            r
+        });
+        while budget.used() < 15_000 {
+            tokio::task::yield_now().await;
+        }
+        // A new one needs room: the old one is evicted, the new one completes.
+        let whole = record(&h);
+        let got = run(whole.clone(), 16 * 1024, &budget).await;
+        assert_eq!(got, Ok(whole));
+        assert_eq!(old.await.ok(), Some(Err(Refused::Evicted)));
+        assert_eq!(budget.used(), 0);
+        assert!(budget.waiting.lock().map(|w| w.is_empty()).unwrap_or(false));
     }
 }

@@ -97,8 +97,8 @@ pub struct ServeConfig {
     /// Most bytes a connection may buffer before its ClientHello is complete (records,
     /// headers included); a larger ClientHello is refused.
     pub max_client_hello: usize,
-    /// Most bytes of partial ClientHellos buffered across all connections; a connection
-    /// that would exceed it is refused and counted.
+    /// Most bytes of ClientHellos buffered across all connections; when spent, a new
+    /// connection evicts the oldest partial ClientHello (counted).
     pub handshake_budget: usize,
     /// Most connections open at once; more are accepted and closed at once.
     pub max_connections: usize,
@@ -808,7 +808,9 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         Ok(Err(refused)) => {
             let reason = match refused {
                 crate::hello::Refused::TooLarge => FailReason::ClientHelloTooLarge,
-                crate::hello::Refused::Budget => FailReason::HandshakeBudget,
+                crate::hello::Refused::Budget | crate::hello::Refused::Evicted => {
+                    FailReason::HandshakeBudget
+                }
                 crate::hello::Refused::Eof => FailReason::Eof,
             };
             handshake_failed(s, peer, reason, &refused.label());

@@ -42,8 +42,8 @@ Deadlines (every connection state has one; flag, or the same key in --config):
 
 Memory before the handshake: a ClientHello may buffer at most --max-client-hello bytes
 (16384, records included; larger: refused with illegal_parameter), and all partial
-ClientHellos together at most --handshake-budget bytes (16 MiB; over it a new connection is
-refused); the rest of the client's handshake at most 16 KiB (72 KiB with --client-ca). All
+ClientHellos together at most --handshake-budget bytes (16 MiB; when spent, a newcomer evicts
+the oldest partial ClientHello); the rest of the client's handshake at most 16 KiB (72 KiB with --client-ca). All
 counted in tlskit_handshake_failures_total{reason=...}.";
 
 const CONNECT_EXAMPLES: &str = "\
@@ -127,8 +127,8 @@ struct ServeFlags {
     /// [default: 16384].
     #[arg(long, value_name = "BYTES")]
     max_client_hello: Option<usize>,
-    /// Most bytes of partial ClientHellos across all connections; beyond, new connections
-    /// are refused [default: 16777216].
+    /// Most bytes of ClientHellos across all connections; when spent, a new connection
+    /// evicts the oldest partial ClientHello [default: 16777216].
     #[arg(long, value_name = "BYTES")]
     handshake_budget: Option<usize>,
     /// Most open connections; more are closed at once [default: 10000].
