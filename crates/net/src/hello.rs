@@ -9,20 +9,26 @@
 //! - a connection buffers at most `max_client_hello` bytes (the ClientHello's records,
 //!   headers included) before its ClientHello is complete; a ClientHello that declares a
 //!   larger size is refused after its first 9 bytes, with an `illegal_parameter` alert;
-//! - all connections together buffer at most `handshake_budget` bytes of ClientHellos
-//!   ([`Budget`]); a connection that needs room when it is spent evicts the oldest
-//!   connections still waiting for the rest of their ClientHello (`internal_error`
-//!   alert, counted), so a flood of partial ClientHellos cannot lock out new clients;
-//!   when nothing can be evicted (every byte belongs to a complete ClientHello whose
-//!   handshake is running), the new connection is refused;
-//! - the buffer is allocated once per record at its exact size, and handed to rustls
-//!   whole ([`Prefixed`]), so rustls processes the ClientHello in one go and never holds a
+//! - the buffers are slots of `max_client_hello` bytes in one allocation of
+//!   `handshake_budget` bytes ([`Budget`]), made when the first slot is needed and given
+//!   back to the system once no slot has been in use for a second or two ([`Budget::trim`]):
+//!   memory returns after a flood whatever the allocator keeps of its heaps (glibc keeps
+//!   freed chunks it cannot trim), and only the pages written are resident;
+//! - a connection whose ClientHello does not arrive in one piece... takes a slot for its
+//!   first record; when every slot is taken, it evicts the oldest connections still
+//!   waiting for the rest of their ClientHello (`internal_error` alert, counted), so a
+//!   flood of partial ClientHellos cannot lock out new clients; with nothing to evict,
+//!   the newcomer is refused;
+//! - the ClientHello is copied out of its slot (the slot is free at once) and handed to
+//!   rustls whole ([`Prefixed`]), so rustls processes it in one go and never holds a
 //!   partial one.
 //!
 //! Anything that is not a TLS handshake record (an HTTP request, an SSLv2 hello, an
 //! alert) is handed to rustls as read so far, and rustls refuses it with its own alert.
 
 use std::collections::BTreeMap;
+
+use bytes::BytesMut;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -49,22 +55,39 @@ const RECORD_HEADER: usize = 5;
 /// rustls refuses records longer than this (RFC 8446 5.1: 2^14 bytes of plaintext).
 const MAX_FRAGMENT: usize = 16 * 1024;
 
+/// Smallest allocation made for the slots (address space; only written pages count).
+const MIN_SLAB: usize = 33 * 1024 * 1024;
+
 /// Evictions one connection may cause to make room for one record.
 const EVICT_TRIES: usize = 4;
 /// How long it waits for an evicted connection to let go of its bytes.
 const EVICT_WAIT: Duration = Duration::from_millis(200);
 
-/// ClientHello bytes held across all connections.
+/// The slots that hold partial ClientHellos, shared by all connections.
 #[derive(Debug)]
 pub(crate) struct Budget {
+    /// Bytes per slot (`max_client_hello`).
+    slot: usize,
+    /// Slots in all (`handshake_budget / max_client_hello`).
+    slots: usize,
+    pool: Mutex<Pool>,
+    /// Slots in use now.
     used: AtomicUsize,
-    limit: usize,
     /// Connections still reading their ClientHello, by arrival (oldest first). Each
     /// removes itself when done ([`Waiter`]), so nothing outlives its connection.
     waiting: Mutex<BTreeMap<u64, Arc<Notify>>>,
     next_id: AtomicU64,
-    /// Signalled whenever a reservation is given back.
+    /// Signalled whenever a slot is given back.
     released: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Pool {
+    /// Free slots: views into one shared allocation, freed with the last view.
+    free: Vec<BytesMut>,
+    allocated: bool,
+    /// Consecutive [`Budget::trim`] calls that found no slot in use.
+    idle_ticks: u8,
 }
 
 /// A connection's place in [`Budget::waiting`]; leaves it on drop.
@@ -83,10 +106,13 @@ impl Drop for Waiter {
 }
 
 impl Budget {
-    pub(crate) fn new(limit: usize) -> Arc<Self> {
+    /// `limit` bytes in slots of `slot` bytes.
+    pub(crate) fn new(limit: usize, slot: usize) -> Arc<Self> {
         Arc::new(Self {
+            slot,
+            slots: limit / slot.max(1),
+            pool: Mutex::new(Pool::default()),
             used: AtomicUsize::new(0),
-            limit,
             waiting: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(0),
             released: Notify::new(),
@@ -124,41 +150,71 @@ impl Budget {
         }
     }
 
-    /// Bytes held now.
+    /// Bytes of slots in use now.
     pub(crate) fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.used.load(Ordering::Relaxed) * self.slot
     }
 
-    fn take(self: &Arc<Self>, n: usize, held: &mut Reservation) -> bool {
-        let mut cur = self.used.load(Ordering::Relaxed);
-        loop {
-            let Some(next) = cur.checked_add(n).filter(|v| *v <= self.limit) else {
-                return false;
-            };
-            match self
-                .used
-                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    held.bytes += n;
-                    return true;
-                }
-                Err(v) => cur = v,
+    fn take(self: &Arc<Self>) -> Option<Slot> {
+        let mut p = self.pool.lock().ok()?;
+        if !p.allocated && self.slots > 0 {
+            // One allocation for every slot; pages are resident only once written. At
+            // least MIN_SLAB: glibc serves larger requests with their own mapping (its
+            // dynamic mmap threshold never exceeds 32 MiB), which free() unmaps; a smaller
+            // one may come from a heap that keeps it.
+            let mut all = BytesMut::with_capacity((self.slot * self.slots).max(MIN_SLAB));
+            for _ in 1..self.slots {
+                let rest = all.split_off(self.slot);
+                p.free.push(all);
+                all = rest;
             }
+            p.free.push(all);
+            p.allocated = true;
+        }
+        let buf = p.free.pop()?;
+        p.idle_ticks = 0;
+        self.used.fetch_add(1, Ordering::Relaxed);
+        Some(Slot {
+            budget: self.clone(),
+            buf: Some(buf),
+        })
+    }
+
+    /// Called about once a second: after two calls in a row that found no slot in use,
+    /// the slots' allocation is freed (made again when next needed).
+    pub(crate) fn trim(&self) {
+        let Ok(mut p) = self.pool.lock() else {
+            return;
+        };
+        if !p.allocated || self.used.load(Ordering::Relaxed) > 0 {
+            p.idle_ticks = 0;
+            return;
+        }
+        p.idle_ticks += 1;
+        if p.idle_ticks >= 2 {
+            p.free = Vec::new();
+            p.allocated = false;
+            p.idle_ticks = 0;
         }
     }
 }
 
-/// Bytes one connection holds against the [`Budget`]; given back on drop.
-pub(crate) struct Reservation {
+/// One connection's slot; back to the pool on drop.
+pub(crate) struct Slot {
     budget: Arc<Budget>,
-    bytes: usize,
+    buf: Option<BytesMut>,
 }
 
-impl Drop for Reservation {
+impl Drop for Slot {
     fn drop(&mut self) {
-        if self.bytes > 0 {
-            self.budget.used.fetch_sub(self.bytes, Ordering::Relaxed);
+        if let Some(mut buf) = self.buf.take() {
+            buf.clear();
+            if let Ok(mut p) = self.budget.pool.lock() {
+                if p.allocated {
+                    p.free.push(buf);
+                }
+            }
+            self.budget.used.fetch_sub(1, Ordering::Relaxed);
             self.budget.released.notify_waiters();
         }
     }
@@ -190,25 +246,29 @@ impl Refused {
 }
 
 /// Read the ClientHello (whole records) from `io`. Returns the bytes read, to be replayed
-/// to rustls, and the reservation they hold (drop it once rustls has consumed them).
+/// to rustls.
 pub(crate) async fn read_client_hello<S: AsyncRead + AsyncWrite + Unpin>(
     io: &mut S,
     max: usize,
     budget: &Arc<Budget>,
-) -> Result<(Vec<u8>, Reservation), Refused> {
-    let mut held = Reservation {
-        budget: budget.clone(),
-        bytes: 0,
-    };
-    let mut buf: Vec<u8> = Vec::new();
+) -> Result<Vec<u8>, Refused> {
     let me = budget.register();
-    let result = collect(io, max, budget, &mut held, &mut buf, &me).await;
+    let mut slot: Option<Slot> = None;
+    let result = collect(io, max, budget, &mut slot, &me).await;
     drop(me);
     match result {
-        Ok(()) => Ok((buf, held)),
+        Ok(first) => {
+            // Out of the slot, which is free again at once.
+            let mut out = Vec::with_capacity(first.len() + slot.as_ref().map_or(0, |s| s.len()));
+            out.extend_from_slice(&first);
+            if let Some(s) = slot.as_ref().and_then(|s| s.buf.as_ref()) {
+                out.extend_from_slice(s);
+            }
+            drop(slot);
+            Ok(out)
+        }
         Err(e) => {
-            drop(buf);
-            drop(held);
+            drop(slot);
             match e {
                 Refused::TooLarge => refuse(io, ALERT_ILLEGAL_PARAMETER).await,
                 Refused::Budget | Refused::Evicted => refuse(io, ALERT_INTERNAL_ERROR).await,
@@ -219,33 +279,49 @@ pub(crate) async fn read_client_hello<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+impl Slot {
+    fn len(&self) -> usize {
+        self.buf.as_ref().map_or(0, |b| b.len())
+    }
+}
+
+/// Read records into the slot (taken at the first record). Returns bytes to put before
+/// the slot's: a first record header that is not a handshake's (handed on to rustls).
 async fn collect<S: AsyncRead + Unpin>(
     io: &mut S,
     max: usize,
     budget: &Arc<Budget>,
-    held: &mut Reservation,
-    buf: &mut Vec<u8>,
+    slot: &mut Option<Slot>,
     me: &Waiter,
-) -> Result<(), Refused> {
+) -> Result<Vec<u8>, Refused> {
     // Handshake bytes received so far, and the ClientHello's total (header included)
     // once its 4-byte header is in.
     let mut hs_len = 0usize;
     let mut hs_total: Option<usize> = None;
     loop {
-        // The record header on the stack: the buffer grows once per record, to its size.
+        // The record header on the stack.
         let mut h = [0u8; RECORD_HEADER];
         read_exact(io, &mut h, me).await?;
         let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
-        let at = buf.len();
         if h[0] != HANDSHAKE || h[1] != 3 || frag == 0 || frag > MAX_FRAGMENT {
             // Not a handshake record rustls would accept: let rustls say so.
-            grow(buf, RECORD_HEADER, max, budget, held, me).await?;
+            if slot.is_none() {
+                return Ok(h.to_vec());
+            }
+            let buf = room(slot, RECORD_HEADER, max)?;
+            let at = buf.len();
+            buf.resize(at + RECORD_HEADER, 0);
             buf[at..].copy_from_slice(&h);
-            return Ok(());
+            return Ok(Vec::new());
+        }
+        if slot.is_none() {
+            *slot = Some(take_slot(budget, me).await?);
         }
         // Over the cap: a ClientHello too large, or one cut in pieces to cost more than
         // it says (record headers count).
-        grow(buf, RECORD_HEADER + frag, max, budget, held, me).await?;
+        let buf = room(slot, RECORD_HEADER + frag, max)?;
+        let at = buf.len();
+        buf.resize(at + RECORD_HEADER + frag, 0);
         buf[at..at + RECORD_HEADER].copy_from_slice(&h);
         read_exact(io, &mut buf[at + RECORD_HEADER..], me).await?;
         // The ClientHello's header is the first 4 handshake bytes (it may straddle records).
@@ -264,7 +340,7 @@ async fn collect<S: AsyncRead + Unpin>(
                 pos += RECORD_HEADER + len;
             }
             if head[0] != CLIENT_HELLO {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let total =
                 4 + (usize::from(head[1]) << 16 | usize::from(head[2]) << 8) + usize::from(head[3]);
@@ -276,32 +352,34 @@ async fn collect<S: AsyncRead + Unpin>(
             hs_total = Some(total);
         }
         if hs_total.is_some_and(|t| hs_len >= t) {
-            return Ok(());
+            return Ok(Vec::new());
         }
     }
 }
 
-/// Make room for `n` more bytes (zeroed, to be read into), charged to the budget; when
-/// it is spent, evict the oldest partial ClientHellos (a few at most) to make room.
-async fn grow(
-    buf: &mut Vec<u8>,
-    n: usize,
-    max: usize,
-    budget: &Arc<Budget>,
-    held: &mut Reservation,
-    me: &Waiter,
-) -> Result<(), Refused> {
-    if buf.len() + n > max {
+/// The slot's buffer, if `n` more bytes fit under the cap.
+fn room(slot: &mut Option<Slot>, n: usize, max: usize) -> Result<&mut BytesMut, Refused> {
+    let buf = slot
+        .as_mut()
+        .and_then(|s| s.buf.as_mut())
+        .ok_or(Refused::Budget)?;
+    if buf.len() + n > max.min(buf.capacity()) {
         return Err(Refused::TooLarge);
     }
+    Ok(buf)
+}
+
+/// A free slot; when there is none, evict the oldest partial ClientHellos (a few at most)
+/// to free one.
+async fn take_slot(budget: &Arc<Budget>, me: &Waiter) -> Result<Slot, Refused> {
     let mut tries = 0;
     loop {
         // Armed before the attempt, so a release between the attempt and the wait counts.
         let released = budget.released.notified();
         tokio::pin!(released);
         released.as_mut().enable();
-        if budget.take(n, held) {
-            break;
+        if let Some(s) = budget.take() {
+            return Ok(s);
         }
         tries += 1;
         if tries > EVICT_TRIES || !budget.evict_oldest(me.id) {
@@ -313,9 +391,6 @@ async fn grow(
             _ = tokio::time::sleep(EVICT_WAIT) => return Err(Refused::Budget),
         }
     }
-    buf.reserve_exact(n);
-    buf.resize(buf.len() + n, 0);
-    Ok(())
 }
 
 async fn read_exact<S: AsyncRead + Unpin>(
@@ -465,12 +540,12 @@ mod tests {
         let (mut a, mut b) = tokio::io::duplex(1 << 20);
         b.write_all(&wire).await.unwrap_or_else(|e| panic!("{e}"));
         drop(b);
-        read_client_hello(&mut a, max, budget).await.map(|(v, _)| v)
+        read_client_hello(&mut a, max, budget).await
     }
 
     #[tokio::test]
     async fn whole_hello_in_pieces_and_refusals() {
-        let budget = Budget::new(1 << 20);
+        let budget = Budget::new(1 << 20, 16 * 1024);
         let h = hello(3000);
         // Split over three records, the 4-byte header straddling the first two.
         let mut wire = record(&h[..2]);
@@ -500,7 +575,7 @@ mod tests {
         cut.pop();
         assert_eq!(run(cut, 16 * 1024, &budget).await, Err(Refused::Eof));
         // Over the budget, nobody to evict.
-        let tight = Budget::new(64);
+        let tight = Budget::new(64, 16 * 1024);
         assert_eq!(
             run(record(&hello(100)), 16 * 1024, &tight).await,
             Err(Refused::Budget)
@@ -510,7 +585,7 @@ mod tests {
 
     #[tokio::test]
     async fn oldest_partial_hello_evicted_for_a_new_one() {
-        let budget = Budget::new(20_000);
+        let budget = Budget::new(20_000, 16 * 1024);
         let h = hello(15_000);
         let mut partial = record(&h);
         partial.pop();
@@ -526,7 +601,7 @@ mod tests {
             drop(a_peer);
             r
         });
-        while budget.used() < 15_000 {
+        while budget.used() == 0 {
             tokio::task::yield_now().await;
         }
         // A new one needs room: the old one is evicted, the new one completes.
@@ -536,5 +611,20 @@ mod tests {
         assert_eq!(old.await.ok(), Some(Err(Refused::Evicted)));
         assert_eq!(budget.used(), 0);
         assert!(budget.waiting.lock().map(|w| w.is_empty()).unwrap_or(false));
+        // The slots' allocation goes after two idle trims, and comes back when needed.
+        budget.trim();
+        assert!(budget.pool.lock().map(|p| p.allocated).unwrap_or(false));
+        budget.trim();
+        assert!(!budget.pool.lock().map(|p| p.allocated).unwrap_or(true));
+        assert_eq!(
+            run(whole_again(&h), 16 * 1024, &budget)
+                .await
+                .map(|v| v.len()),
+            Ok(15_009)
+        );
+    }
+
+    fn whole_again(h: &[u8]) -> Vec<u8> {
+        record(h)
     }
 }

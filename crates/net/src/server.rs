@@ -411,7 +411,7 @@ impl Server {
             None
         };
         let metrics = Arc::new(Metrics::default());
-        let budget = crate::hello::Budget::new(cfg.handshake_budget);
+        let budget = crate::hello::Budget::new(cfg.handshake_budget, cfg.max_client_hello);
         let _ = metrics.budget.set(budget.clone());
         Ok(Self {
             rt,
@@ -498,6 +498,7 @@ async fn run_async(
         tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
     }
     tokio::spawn(sweep_log_limit(shared.clone(), stop_rx.clone()));
+    tokio::spawn(trim_budget(shared.clone(), stop_rx.clone()));
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     loop {
         tokio::select! {
@@ -732,6 +733,16 @@ async fn sweep_log_limit(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     }
 }
 
+/// Every second, let the handshake budget give its slots back when none is in use.
+async fn trim_budget(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => s.budget.trim(),
+            _ = stop.changed() => return,
+        }
+    }
+}
+
 /// Count a failed handshake and log it within the per-source rate limit.
 fn handshake_failed(
     s: &Shared,
@@ -803,7 +814,7 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         )),
     )
     .await;
-    let (prefix, reservation) = match hello {
+    let prefix = match hello {
         Ok(Ok(x)) => x,
         Ok(Err(refused)) => {
             let reason = match refused {
@@ -831,7 +842,6 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     // Each phase boxed: the task of a connection holds only the state of the phase it is
     // in, not the largest state of any phase.
     let accepted = tokio::time::timeout_at(deadline, Box::pin(acceptor.accept(io))).await;
-    drop(reservation);
     let mut tls = match accepted {
         Ok(Ok(t)) => t,
         Ok(Err(e)) if crate::hello::is_too_large(&e) => {
