@@ -135,7 +135,7 @@ pub struct Metrics {
     failures: [AtomicU64; FailReason::ALL.len()],
     closed: [AtomicU64; CloseReason::ALL.len()],
     log_suppressed: AtomicU64,
-    /// ClientHello bytes of handshakes in flight (the budget's gauge), when serving.
+    /// Bytes of handshake-budget slots in use (partial ClientHellos), when serving.
     pub(crate) budget: std::sync::OnceLock<std::sync::Arc<crate::hello::Budget>>,
     full: AtomicU64,
     resumed: AtomicU64,
@@ -244,7 +244,7 @@ impl Metrics {
         }
         let _ = writeln!(
             s,
-            "# HELP tlskit_handshake_buffer_bytes ClientHello bytes of handshakes in flight, held against the handshake budget."
+            "# HELP tlskit_handshake_buffer_bytes Bytes of handshake-budget slots holding partial ClientHellos now."
         );
         let _ = writeln!(s, "# TYPE tlskit_handshake_buffer_bytes gauge");
         let _ = writeln!(

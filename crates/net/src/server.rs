@@ -97,8 +97,9 @@ pub struct ServeConfig {
     /// Most bytes a connection may buffer before its ClientHello is complete (records,
     /// headers included); a larger ClientHello is refused.
     pub max_client_hello: usize,
-    /// Most bytes of ClientHellos buffered across all connections; when spent, a new
-    /// connection evicts the oldest partial ClientHello (counted).
+    /// Most bytes of partial ClientHellos across all connections, in slots of
+    /// `max_client_hello` bytes; when all are taken, a new connection evicts the oldest
+    /// partial ClientHello (counted).
     pub handshake_budget: usize,
     /// Most connections open at once; more are accepted and closed at once.
     pub max_connections: usize,
@@ -169,7 +170,7 @@ struct Shared {
     tls: Arc<ServerConfig>,
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
-    /// Bytes of partial ClientHellos across connections.
+    /// Slots for partial ClientHellos across connections.
     budget: Arc<crate::hello::Budget>,
     /// Per-source limit on failed-handshake log lines.
     log_limit: crate::ratelimit::LogLimiter,
