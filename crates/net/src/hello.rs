@@ -10,12 +10,14 @@
 //!   headers included) before its ClientHello is complete; a ClientHello that declares a
 //!   larger size is refused after its first 9 bytes, with an `illegal_parameter` alert;
 //! - the buffers are slots of `max_client_hello` bytes in one allocation of
-//!   `handshake_budget` bytes ([`Budget`]), made when the first slot is needed and given
-//!   back to the system once no slot has been in use for a second or two ([`Budget::trim`]):
-//!   memory returns after a flood whatever the allocator keeps of its heaps (glibc keeps
-//!   freed chunks it cannot trim), and only the pages written are resident;
-//! - a connection whose ClientHello does not arrive in one piece... takes a slot for its
-//!   first record; when every slot is taken, it evicts the oldest connections still
+//!   `handshake_budget` bytes ([`Budget`]) (at least 33 MiB of address space, so that
+//!   glibc maps it on its own), made when the first slot is needed and given back to the
+//!   system once no slot has been in use for two seconds ([`Budget::trim`]): memory
+//!   returns after a flood whatever the allocator keeps of its heaps, and only the pages
+//!   written are resident;
+//! - a connection takes a slot when its first handshake record arrives (and gives it
+//!   back when its ClientHello is complete); when every slot is taken, it evicts the
+//!   oldest connections still
 //!   waiting for the rest of their ClientHello (`internal_error` alert, counted), so a
 //!   flood of partial ClientHellos cannot lock out new clients; with nothing to evict,
 //!   the newcomer is refused;
@@ -27,8 +29,6 @@
 //! alert) is handed to rustls as read so far, and rustls refuses it with its own alert.
 
 use std::collections::BTreeMap;
-
-use bytes::BytesMut;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::BytesMut;
 use tokio::sync::Notify;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
