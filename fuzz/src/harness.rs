@@ -700,8 +700,8 @@ pub fn config(data: &[u8]) -> bool {
         c.header_timeout,
         c.shutdown_grace,
     ]
-        .into_iter()
-        .flatten()
+    .into_iter()
+    .flatten()
     {
         let _ = Duration::try_from_secs_f64(v);
     }
