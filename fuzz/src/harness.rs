@@ -694,9 +694,14 @@ pub fn config(data: &[u8]) -> bool {
     {
         let _ = a.parse::<std::net::SocketAddr>();
     }
-    for v in [c.handshake_timeout, c.idle_timeout, c.shutdown_grace]
-        .into_iter()
-        .flatten()
+    for v in [
+        c.handshake_timeout,
+        c.idle_timeout,
+        c.header_timeout,
+        c.shutdown_grace,
+    ]
+    .into_iter()
+    .flatten()
     {
         let _ = Duration::try_from_secs_f64(v);
     }

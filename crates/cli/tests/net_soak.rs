@@ -6,10 +6,16 @@
 //!   each sending an HTTP/1.0 request and checking the 200 answer;
 //! * garbage bytes, slow clients trickling a real ClientHello one byte per 200 ms (closed
 //!   by the 2 s handshake timeout), idle TCP connections that never speak and idle TLS
-//!   connections that never send a request (closed by the 3 s idle timeout).
+//!   connections that never send a request (closed by the 3 s idle timeout);
+//! * the attacks of issue 12: partial-ClientHello floods (200 connections each holding a
+//!   16,000-byte ClientHello minus its last byte, and 20 declaring 65,000 bytes, every
+//!   2 s), clients dripping a request head one byte per 300 ms (cut by the 2 s header
+//!   timeout with a 408), POSTs whose body is a smuggled request (exactly one answer
+//!   each) and a client failing handshakes as fast as it can (logged a handful of times).
 //!
 //! The server's RSS is sampled every second. Asserted: the server never exits, no valid
-//! handshake fails, resumptions happen, every reload succeeds, and RSS is flat after
+//! handshake fails (good clients are served through the attacks), resumptions happen,
+//! every attack is met as above, every reload succeeds, and RSS is flat after
 //! warm-up: the maximum over the last third of the run is at most the maximum over the
 //! first third after warm-up plus max(16 MiB, 25%). The table (t, RSS, handshakes) is
 //! printed; run with `--nocapture` to see it.
@@ -108,6 +114,10 @@ struct Counts {
     idle_tcp: AtomicU64,
     idle_tls: AtomicU64,
     reloads: AtomicU64,
+    partial: AtomicU64,
+    dripped_cut: AtomicU64,
+    smuggled: AtomicU64,
+    spam: AtomicU64,
 }
 
 impl Counts {
@@ -137,9 +147,14 @@ fn net_soak_mixed_load_with_reloads() {
         "2",
         "--idle-timeout",
         "3",
+        "--header-timeout",
+        "2",
         "--max-connections",
         "4000",
+        "--metrics",
+        "127.0.0.1:0",
     ]);
+    let maddr = srv.metrics_addr();
     let pid = srv.child.id();
     let addr = srv.addr();
     let ca = pki.path("ca.pem");
@@ -263,6 +278,147 @@ fn net_soak_mixed_load_with_reloads() {
             }
         }));
     }
+    // Partial-ClientHello floods: every 2 s, 200 connections holding a ClientHello within
+    // the cap minus its last byte and 20 declaring one over it, held 1.5 s.
+    {
+        let (stop, counts) = (stop.clone(), counts.clone());
+        workers.push(std::thread::spawn(move || {
+            let at_cap = partial_client_hello(16_000);
+            let over = partial_client_hello(65_000);
+            while !stop.load(Relaxed) {
+                let mut held = Vec::new();
+                for i in 0..220 {
+                    let Ok(mut t) = TcpStream::connect(addr) else {
+                        continue;
+                    };
+                    let _ = t.set_write_timeout(Some(Duration::from_secs(2)));
+                    let _ = t.write_all(if i < 200 { &at_cap } else { &over });
+                    held.push(t);
+                }
+                counts.partial.fetch_add(held.len() as u64, Relaxed);
+                std::thread::sleep(Duration::from_millis(1500));
+                drop(held);
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }));
+    }
+    // Drippers: two at a time, a request head one byte per 300 ms after the handshake;
+    // the 2 s header timeout cuts them with a 408.
+    for _ in 0..2 {
+        let (stop, counts, failures, cfg) = (
+            stop.clone(),
+            counts.clone(),
+            failures.clone(),
+            full_cfg.clone(),
+        );
+        workers.push(std::thread::spawn(move || {
+            let head =
+                b"GET / HTTP/1.1\r\nHost: test.example\r\nX-Drip: aaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+            while !stop.load(Relaxed) {
+                let Ok(mut sock) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                let _ = sock.set_read_timeout(Some(Duration::from_millis(300)));
+                let Ok(mut conn) = rustls::ClientConnection::new(cfg.clone(), name()) else {
+                    continue;
+                };
+                if conn.complete_io(&mut sock).is_err() {
+                    continue;
+                }
+                let t = Instant::now();
+                let mut tls = rustls::StreamOwned::new(conn, sock);
+                let mut got = Vec::new();
+                let mut closed = false;
+                for b in head {
+                    if stop.load(Relaxed) || tls.write_all(std::slice::from_ref(b)).is_err() {
+                        break;
+                    }
+                    let (out, c) = read_until_close(&mut tls, Duration::from_millis(300));
+                    got.extend_from_slice(&out);
+                    if c {
+                        closed = true;
+                        break;
+                    }
+                }
+                if closed {
+                    if got.starts_with(b"HTTP/1.1 408") && t.elapsed() < Duration::from_secs(6) {
+                        counts.dripped_cut.fetch_add(1, Relaxed);
+                    } else if !stop.load(Relaxed) {
+                        failures.lock().expect("failures").push(format!(
+                            "dripper: closed after {:?} with {:?}",
+                            t.elapsed(),
+                            String::from_utf8_lossy(&got)
+                        ));
+                    }
+                } else if !stop.load(Relaxed) {
+                    failures
+                        .lock()
+                        .expect("failures")
+                        .push("dripper: sent its whole head without being cut".into());
+                }
+            }
+        }));
+    }
+    // Smuggling: a POST whose body is a request gets exactly one answer.
+    {
+        let (stop, counts, failures, cfg) = (
+            stop.clone(),
+            counts.clone(),
+            failures.clone(),
+            full_cfg.clone(),
+        );
+        workers.push(std::thread::spawn(move || {
+            let body = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+            let req = format!(
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            while !stop.load(Relaxed) {
+                let Ok(mut sock) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+                let Ok(conn) = rustls::ClientConnection::new(cfg.clone(), name()) else {
+                    continue;
+                };
+                let mut conn = conn;
+                if conn.complete_io(&mut sock).is_err() {
+                    continue;
+                }
+                let mut tls = rustls::StreamOwned::new(conn, sock);
+                if tls.write_all(req.as_bytes()).is_err() {
+                    continue;
+                }
+                let (out, _) = read_until_close(&mut tls, Duration::from_millis(700));
+                let answers = String::from_utf8_lossy(&out).matches("HTTP/1.1 ").count();
+                if answers == 1 {
+                    counts.smuggled.fetch_add(1, Relaxed);
+                } else if !stop.load(Relaxed) {
+                    failures
+                        .lock()
+                        .expect("failures")
+                        .push(format!("smuggling: {answers} answers"));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }));
+    }
+    // Handshake-failure spam: plaintext HTTP as fast as the server refuses it.
+    {
+        let (stop, counts) = (stop.clone(), counts.clone());
+        workers.push(std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                let Ok(mut g) = TcpStream::connect(addr) else {
+                    continue;
+                };
+                let _ = g.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+                let _ = g.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut sink = Vec::new();
+                let _ = g.read_to_end(&mut sink);
+                counts.spam.fetch_add(1, Relaxed);
+            }
+        }));
+    }
     // Reloads: SIGHUP every 1.5 s; every other time a new leaf is issued first (written
     // to new names, then renamed over the served files, so a reload never sees half).
     {
@@ -331,14 +487,19 @@ fn net_soak_mixed_load_with_reloads() {
         }
         let c = &*counts;
         eprintln!(
-            "soak totals: full {} resumed {} garbage {} slow {} idle_tcp {} idle_tls {} reloads {}",
+            "soak totals: full {} resumed {} garbage {} slow {} idle_tcp {} idle_tls {} reloads {} \
+             partial {} dripped_cut {} smuggled {} spam {}",
             c.full.load(Relaxed),
             c.resumed.load(Relaxed),
             c.garbage.load(Relaxed),
             c.slow.load(Relaxed),
             c.idle_tcp.load(Relaxed),
             c.idle_tls.load(Relaxed),
-            c.reloads.load(Relaxed)
+            c.reloads.load(Relaxed),
+            c.partial.load(Relaxed),
+            c.dripped_cut.load(Relaxed),
+            c.smuggled.load(Relaxed),
+            c.spam.load(Relaxed)
         );
 
         // Still serving after the soak, with the last certificate.
@@ -357,10 +518,32 @@ fn net_soak_mixed_load_with_reloads() {
         let reloaded = log.matches("event=reloaded").count() as u64;
         assert!(reloaded >= c.reloads.load(Relaxed).saturating_sub(1) && reloaded > 0);
         assert!(!log.contains("ok=false"), "a reload failed: {log}");
+        let text = scrape(&maddr);
+        let m = |name: &str| metric(&text, name).unwrap_or(0.0);
         assert!(
-            log.contains("event=handshake_timeout"),
-            "slow clients timed out"
+            m("tlskit_handshake_failures_total{reason=\"timeout\"}") > 0.0,
+            "slow clients timed out: {text}"
         );
+        assert!(
+            m("tlskit_handshake_failures_total{reason=\"client_hello_too_large\"}") > 0.0,
+            "{text}"
+        );
+        assert!(
+            m("tlskit_connections_closed_total{reason=\"header_timeout\"}") > 0.0,
+            "{text}"
+        );
+        assert!(c.partial.load(Relaxed) > 0 && c.dripped_cut.load(Relaxed) > 0);
+        assert!(c.smuggled.load(Relaxed) > 0);
+        // Failed-handshake lines: 5 at once, then one per 10 s, plus a summary each 10 s.
+        let lines = log.matches("event=handshake_failed").count()
+            + log.matches("event=handshake_timeout").count();
+        let failed = m("tlskit_handshake_failures_total{reason=\"protocol\"}");
+        eprintln!("soak: {failed} protocol failures, {lines} failure lines logged");
+        assert!(
+            lines as u64 <= 5 + secs / 10 + 2,
+            "{lines} failure lines for {failed} failures"
+        );
+        assert!(failed as u64 >= c.spam.load(Relaxed));
 
         // Flat memory after warm-up.
         let warm = (secs as f64 * 0.15).max(3.0);

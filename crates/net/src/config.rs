@@ -13,7 +13,11 @@
 //! compress = "brotli,zlib"
 //! metrics = "127.0.0.1:9100"
 //! handshake_timeout = 10
+//! header_timeout = 10
+//! idle_timeout = 60
 //! max_connections = 10000
+//! max_client_hello = 16384
+//! handshake_budget = 16777216
 //! # Certificates from an ACME CA instead of cert/key:
 //! # acme = "https://acme-v02.api.letsencrypt.org/directory"
 //! # domain = ["www.example.com"]
@@ -65,6 +69,12 @@ pub struct FileConfig {
     pub handshake_timeout: Option<f64>,
     /// Seconds.
     pub idle_timeout: Option<f64>,
+    /// Seconds.
+    pub header_timeout: Option<f64>,
+    /// Bytes.
+    pub max_client_hello: Option<usize>,
+    /// Bytes.
+    pub handshake_budget: Option<usize>,
     /// Count.
     pub max_connections: Option<usize>,
     /// Seconds.
@@ -134,13 +144,17 @@ mod tests {
         let p = dir.path().join("serve.toml");
         std::fs::write(
             &p,
-            "listen = [\"127.0.0.1:0\"]\ncert = \"c.pem\"\nkey = \"/k.pem\"\nmax_connections = 5\n",
+            "listen = [\"127.0.0.1:0\"]\ncert = \"c.pem\"\nkey = \"/k.pem\"\nmax_connections = 5\n\
+             header_timeout = 2.5\nmax_client_hello = 8192\nhandshake_budget = 65536\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let c = FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(c.cert, Some(dir.path().join("c.pem")));
         assert_eq!(c.key, Some(PathBuf::from("/k.pem")));
         assert_eq!(c.max_connections, Some(5));
+        assert_eq!(c.header_timeout, Some(2.5));
+        assert_eq!(c.max_client_hello, Some(8192));
+        assert_eq!(c.handshake_budget, Some(65536));
         std::fs::write(
             &p,
             "acme = \"https://ca.test/dir\"\ndomain = [\"a.test\"]\nacme_storage = \"st\"\nacme_challenge = \"http-01\"\nhttp_listen = \"127.0.0.1:80\"\n",

@@ -26,7 +26,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::certs::{CertIndex, SniResolver};
 use crate::error::NetError;
 use crate::log::{self, Level};
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{CloseReason, FailReason, Metrics, Outcome};
 
 /// What the server does with the plaintext.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,10 +89,22 @@ pub struct ServeConfig {
     pub versions: Vec<TlsVersion>,
     /// Prometheus endpoint address.
     pub metrics: Option<SocketAddr>,
-    /// Time a client has to complete the handshake.
+    /// Time a client has, from TCP accept, to complete the handshake (total); also bounds
+    /// the backend connect.
     pub handshake_timeout: Duration,
-    /// Time an established connection may stay silent (HTTP responder and echo).
+    /// Time an established connection may stay silent: nothing read or written, either
+    /// side (HTTP responder between requests, echo, backend relay both ways).
     pub idle_timeout: Duration,
+    /// Total time for one HTTP request head (and a body of up to 64 KiB) from its first
+    /// byte (the first request: from the end of the handshake), however it trickles in.
+    pub header_timeout: Duration,
+    /// Most bytes a connection may buffer before its ClientHello is complete (records,
+    /// headers included); a larger ClientHello is refused.
+    pub max_client_hello: usize,
+    /// Most bytes of partial ClientHellos across all connections, in slots of
+    /// `max_client_hello` bytes; when all are taken, a new connection evicts the oldest
+    /// partial ClientHello (counted).
+    pub handshake_budget: usize,
     /// Most connections open at once; more are accepted and closed at once.
     pub max_connections: usize,
     /// How long SIGTERM waits for open connections before closing them.
@@ -150,6 +162,9 @@ impl ServeConfig {
             metrics: None,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
+            max_client_hello: crate::hello::DEFAULT_MAX_CLIENT_HELLO,
+            handshake_budget: crate::hello::DEFAULT_HANDSHAKE_BUDGET,
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(10),
             ticket_rotation: Duration::from_secs(6 * 3600),
@@ -171,6 +186,12 @@ struct Shared {
     tls: Arc<ServerConfig>,
     metrics: Arc<Metrics>,
     limit: Arc<Semaphore>,
+    /// Slots for partial ClientHellos across connections.
+    budget: Arc<crate::hello::Budget>,
+    /// Per-source limit on failed-handshake log lines.
+    log_limit: crate::ratelimit::LogLimiter,
+    /// Per-source limit on connection-limit log lines.
+    limit_log_limit: crate::ratelimit::LogLimiter,
     stopping: AtomicBool,
     /// Number of the latest reload started (see [`reload`]).
     reload_seq: std::sync::atomic::AtomicU64,
@@ -302,6 +323,29 @@ impl Server {
                 )));
             }
         }
+        if !(MIN_CLIENT_HELLO..=MAX_CLIENT_HELLO).contains(&cfg.max_client_hello) {
+            return Err(NetError::Config(format!(
+                "max_client_hello must be {MIN_CLIENT_HELLO} to {MAX_CLIENT_HELLO} bytes, not {}",
+                cfg.max_client_hello
+            )));
+        }
+        if cfg.handshake_budget < cfg.max_client_hello {
+            return Err(NetError::Config(format!(
+                "handshake_budget ({} bytes) must be at least max_client_hello ({} bytes)",
+                cfg.handshake_budget, cfg.max_client_hello
+            )));
+        }
+        for (name, t) in [
+            ("handshake_timeout", cfg.handshake_timeout),
+            ("idle_timeout", cfg.idle_timeout),
+            ("header_timeout", cfg.header_timeout),
+        ] {
+            if t.is_zero() {
+                return Err(NetError::Config(format!(
+                    "{name} must be more than 0 seconds"
+                )));
+            }
+        }
         if cfg.max_connections == 0 {
             return Err(NetError::Config(
                 "max_connections must be at least 1".into(),
@@ -409,6 +453,9 @@ impl Server {
         } else {
             None
         };
+        let metrics = Arc::new(Metrics::default());
+        let budget = crate::hello::Budget::new(cfg.handshake_budget, cfg.max_client_hello);
+        let _ = metrics.budget.set(budget.clone());
         Ok(Self {
             rt,
             signals,
@@ -421,6 +468,9 @@ impl Server {
                 tls,
                 metrics,
                 limit,
+                budget,
+                log_limit: crate::ratelimit::LogLimiter::default(),
+                limit_log_limit: crate::ratelimit::LogLimiter::default(),
                 stopping: AtomicBool::new(false),
                 reload_seq: std::sync::atomic::AtomicU64::new(0),
                 stop: watch::channel(false).0,
@@ -496,6 +546,8 @@ async fn run_async(
         // Redirects name the port actually bound (`--listen` may say :0).
         a.start(stop_rx.clone(), addrs.first().map_or(443, |a| a.port()))?;
     }
+    tokio::spawn(sweep_log_limit(shared.clone(), stop_rx.clone()));
+    tokio::spawn(trim_budget(shared.clone(), stop_rx.clone()));
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     // The signal loop never waits on a reload: reloads run on the blocking pool, at most
     // one at a time (requests meanwhile are coalesced into one more), each with a
@@ -909,7 +961,19 @@ async fn accept_loop(l: TcpListener, s: Arc<Shared>, mut stop: watch::Receiver<b
         };
         let Ok(permit) = s.limit.clone().try_acquire_owned() else {
             s.metrics.rejected();
-            log::event(Level::Warn, "connection_limit", &[("peer", &peer)]);
+            // Rate-limited per source like failed handshakes (a flood at the limit
+            // would otherwise log one line per connection).
+            match s.limit_log_limit.check(peer.ip(), Instant::now()) {
+                crate::ratelimit::Verdict::Log { suppressed: 0 } => {
+                    log::event(Level::Warn, "connection_limit", &[("peer", &peer)]);
+                }
+                crate::ratelimit::Verdict::Log { suppressed } => log::event(
+                    Level::Warn,
+                    "connection_limit",
+                    &[("peer", &peer), ("suppressed", &suppressed)],
+                ),
+                crate::ratelimit::Verdict::Drop => s.metrics.log_suppressed(),
+            }
             drop(tcp);
             continue;
         };
@@ -923,7 +987,96 @@ async fn accept_loop(l: TcpListener, s: Arc<Shared>, mut stop: watch::Receiver<b
     }
 }
 
-async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
+/// Smallest and largest `max_client_hello` accepted (bytes).
+const MIN_CLIENT_HELLO: usize = 1024;
+const MAX_CLIENT_HELLO: usize = 64 * 1024 + 5 * 4;
+
+/// The TLS stream every connection state works on.
+type Tls = crate::conn::Guarded<crate::hello::Prefixed<TcpStream>>;
+
+/// Every [`crate::ratelimit::REFILL`], report the failed-handshake lines left out.
+async fn sweep_log_limit(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(crate::ratelimit::REFILL) => {}
+            _ = stop.changed() => return,
+        }
+        let _ = s.limit_log_limit.sweep(Instant::now());
+        for (ip, count) in s.log_limit.sweep(Instant::now()) {
+            let peer: &dyn std::fmt::Display = match &ip {
+                Some(ip) => ip,
+                None => &"other",
+            };
+            log::event(
+                Level::Warn,
+                "handshake_failures_suppressed",
+                &[("peer", peer), ("count", &count)],
+            );
+        }
+    }
+}
+
+/// Every second, let the handshake budget give its slots back when none is in use.
+async fn trim_budget(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => s.budget.trim(),
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Count a failed handshake and log it within the per-source rate limit.
+fn handshake_failed(
+    s: &Shared,
+    peer: SocketAddr,
+    reason: FailReason,
+    detail: &dyn std::fmt::Display,
+) {
+    s.metrics.handshake(
+        if reason == FailReason::Timeout {
+            Outcome::Timeout
+        } else {
+            Outcome::Failed
+        },
+        0.0,
+    );
+    s.metrics.failure(reason);
+    if !log::enabled(Level::Warn) {
+        return;
+    }
+    match s.log_limit.check(peer.ip(), Instant::now()) {
+        crate::ratelimit::Verdict::Drop => s.metrics.log_suppressed(),
+        crate::ratelimit::Verdict::Log { suppressed } => {
+            let event = if reason == FailReason::Timeout {
+                "handshake_timeout"
+            } else {
+                "handshake_failed"
+            };
+            let class = reason.label();
+            if suppressed > 0 {
+                log::event(
+                    Level::Warn,
+                    event,
+                    &[
+                        ("peer", &peer),
+                        ("class", &class),
+                        ("reason", detail),
+                        ("suppressed", &suppressed),
+                    ],
+                );
+            } else {
+                log::event(
+                    Level::Warn,
+                    event,
+                    &[("peer", &peer), ("class", &class), ("reason", detail)],
+                );
+            }
+        }
+    }
+}
+
+async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     if let Err(e) = crate::sock::tune(socket2::SockRef::from(&tcp)) {
         log::event(
             Level::Warn,
@@ -933,28 +1086,73 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     }
     let local = tcp.local_addr().unwrap_or(peer);
     let start = Instant::now();
-    // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
-    // with the validation certificate and closed here.
-    let alpn_cfg = s.acme.as_ref().and_then(|a| a.alpn_config.as_ref());
-    let accept = crate::acme::accept(tcp, &s.tls, alpn_cfg);
-    let tls = match tokio::time::timeout(s.cfg.handshake_timeout, accept).await {
-        Ok(Ok(crate::acme::Accepted::Tls(t))) => *t,
-        Ok(Ok(crate::acme::Accepted::Validation)) => return,
-        Ok(Err(e)) => {
-            s.metrics.handshake(Outcome::Failed, 0.0);
-            log::event(
-                Level::Warn,
-                "handshake_failed",
-                &[("peer", &peer), ("reason", &e)],
-            );
+    let deadline = tokio::time::Instant::from_std(start + s.cfg.handshake_timeout);
+    // The ClientHello first, read by us within bounds (crate::hello); rustls gets it whole.
+    let hello = tokio::time::timeout_at(
+        deadline,
+        Box::pin(crate::hello::read_client_hello(
+            &mut tcp,
+            s.cfg.max_client_hello,
+            &s.budget,
+        )),
+    )
+    .await;
+    let prefix = match hello {
+        Ok(Ok(x)) => x,
+        Ok(Err(refused)) => {
+            let reason = match refused {
+                crate::hello::Refused::TooLarge => FailReason::ClientHelloTooLarge,
+                crate::hello::Refused::Budget | crate::hello::Refused::Evicted => {
+                    FailReason::HandshakeBudget
+                }
+                crate::hello::Refused::Eof => FailReason::Eof,
+            };
+            handshake_failed(s, peer, reason, &refused.label());
             return;
         }
         Err(_) => {
-            s.metrics.handshake(Outcome::Timeout, 0.0);
-            log::event(Level::Warn, "handshake_timeout", &[("peer", &peer)]);
+            handshake_failed(s, peer, FailReason::Timeout, &"no ClientHello in time");
             return;
         }
     };
+    let rest = if s.store.is_some() {
+        crate::hello::REST_OF_HANDSHAKE_CLIENT_AUTH
+    } else {
+        crate::hello::REST_OF_HANDSHAKE
+    };
+    let io = crate::hello::Prefixed::new(prefix, tcp, rest);
+    // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
+    // with the validation certificate and closed here.
+    let alpn_cfg = s.acme.as_ref().and_then(|a| a.alpn_config.as_ref());
+    // Each phase boxed: the task of a connection holds only the state of the phase it is
+    // in, not the largest state of any phase.
+    let accepted = tokio::time::timeout_at(
+        deadline,
+        Box::pin(crate::acme::accept(io, &s.tls, alpn_cfg)),
+    )
+    .await;
+    let mut tls = match accepted {
+        Ok(Ok(crate::acme::Accepted::Tls(t))) => *t,
+        Ok(Ok(crate::acme::Accepted::Validation)) => return,
+        Ok(Err(e)) if crate::hello::is_too_large(&e) => {
+            handshake_failed(s, peer, FailReason::HandshakeTooLarge, &e);
+            return;
+        }
+        Ok(Err(e)) => {
+            handshake_failed(s, peer, FailReason::of(&e), &e);
+            return;
+        }
+        Err(_) => {
+            handshake_failed(
+                s,
+                peer,
+                FailReason::Timeout,
+                &"handshake not finished in time",
+            );
+            return;
+        }
+    };
+    tls.get_mut().0.unlimit();
     let secs = start.elapsed().as_secs_f64();
     let (_, conn) = tls.get_ref();
     let resumed = conn.handshake_kind() == Some(HandshakeKind::Resumed);
@@ -981,121 +1179,232 @@ async fn handle(tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             ],
         );
     }
+    let activity = crate::conn::Activity::new();
+    let tls = crate::conn::Guarded::new(tls, activity.clone());
     let result = match &s.cfg.mode {
-        Mode::Http => respond_http(tls, s).await,
-        Mode::Echo => echo(tls, s.cfg.idle_timeout).await,
-        Mode::Backend(addr) => forward(tls, addr, peer, local, s).await,
+        Mode::Http => Box::pin(respond_http(tls, s)).await,
+        Mode::Echo => Box::pin(echo(tls, s)).await,
+        Mode::Backend(addr) => Box::pin(forward(tls, activity, addr, peer, local, s)).await,
     };
     if let Err(e) = result {
-        log::event(
-            Level::Debug,
-            "connection_error",
-            &[("peer", &peer), ("reason", &e)],
-        );
+        if crate::conn::is_renegotiation(&e) {
+            s.metrics.closed(CloseReason::Renegotiation);
+            log::event(Level::Warn, "renegotiation_refused", &[("peer", &peer)]);
+        } else {
+            log::event(
+                Level::Debug,
+                "connection_error",
+                &[("peer", &peer), ("reason", &e)],
+            );
+        }
     }
 }
 
 const BODY: &[u8] = b"hello from tlskit\n";
 
-async fn respond_http(
-    mut tls: tokio_rustls::server::TlsStream<TcpStream>,
-    s: &Shared,
-) -> std::io::Result<()> {
+/// Request bodies up to this size are read and dropped (keep-alive goes on); a larger
+/// body, or a chunked one, gets its answer and the connection closes.
+const MAX_SKIPPED_BODY: u64 = 64 * 1024;
+
+/// After answering a request whose body is not read, the server keeps reading (and
+/// dropping) for this long, at most [`MAX_SKIPPED_BODY`] bytes, before closing, so that
+/// the client's unread bytes do not turn the close into a reset that loses the answer.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Write with the idle deadline (a client that reads nothing cannot hold a writer).
+async fn send(tls: &mut Tls, bytes: &[u8], s: &Shared) -> std::io::Result<()> {
+    match tokio::time::timeout(s.cfg.idle_timeout, async {
+        tls.write_all(bytes).await?;
+        tls.flush().await
+    })
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => {
+            s.metrics.closed(CloseReason::IdleTimeout);
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "client did not read within idle_timeout",
+            ))
+        }
+    }
+}
+
+/// Send close_notify (bounded by the idle deadline), then read and drop what the client
+/// still sends for up to [`LINGER`].
+async fn close(mut tls: Tls, s: &Shared, linger: bool) -> std::io::Result<()> {
+    let _ = tokio::time::timeout(s.cfg.idle_timeout, tls.shutdown()).await;
+    if linger {
+        let mut left = MAX_SKIPPED_BODY as usize;
+        let mut sink = vec![0u8; 4096];
+        let until = tokio::time::Instant::now() + LINGER;
+        while left > 0 {
+            match tokio::time::timeout_at(until, tls.read(&mut sink)).await {
+                Ok(Ok(n)) if n > 0 => left = left.saturating_sub(n),
+                _ => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn respond_http(mut tls: Tls, s: &Shared) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
+    // The first request's head is due `header_timeout` after the handshake.
+    let mut due = Some(tokio::time::Instant::now() + s.cfg.header_timeout);
     // No per-connection read array: bytes land in `buf`'s spare capacity, which an idle
     // keep-alive connection gives back (see the end of the loop).
     loop {
-        // Read one request head.
+        // Read one request head: within `header_timeout` of its first byte in total.
         let end = loop {
-            if let Some(p) = find_head_end(&buf) {
+            if let Some(p) = crate::http::head_end(&buf) {
                 break p;
             }
             if buf.len() > 16 * 1024 {
-                tls.write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").await?;
-                return tls.shutdown().await;
+                s.metrics.closed(CloseReason::BadRequest);
+                send(&mut tls, b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await?;
+                return close(tls, s, true).await;
             }
             buf.reserve(2048);
-            let between_requests = buf.is_empty();
-            let read = tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf));
-            let n = if between_requests {
-                // Between requests: a shutdown closes the idle connection now.
-                let mut stop = s.stop.subscribe();
-                if *stop.borrow_and_update() {
-                    return tls.shutdown().await;
+            let n = match due {
+                Some(due) => match tokio::time::timeout_at(due, tls.read_buf(&mut buf)).await {
+                    Ok(r) => r?,
+                    Err(_) => {
+                        s.metrics.closed(CloseReason::HeaderTimeout);
+                        let _ = send(&mut tls, b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await;
+                        return close(tls, s, false).await;
+                    }
+                },
+                None => {
+                    // Between requests: idle, and a shutdown closes the connection now.
+                    let mut stop = s.stop.subscribe();
+                    if *stop.borrow_and_update() {
+                        return close(tls, s, false).await;
+                    }
+                    let read = tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf));
+                    let r = tokio::select! {
+                        r = read => r,
+                        _ = stop.changed() => return close(tls, s, false).await,
+                    };
+                    match r {
+                        Ok(r) => {
+                            due = Some(tokio::time::Instant::now() + s.cfg.header_timeout);
+                            r?
+                        }
+                        Err(_) => {
+                            s.metrics.closed(CloseReason::IdleTimeout);
+                            return close(tls, s, false).await;
+                        }
+                    }
                 }
-                tokio::select! {
-                    r = read => r,
-                    _ = stop.changed() => return tls.shutdown().await,
-                }
-            } else {
-                read.await
-            };
-            let n = match n {
-                Ok(r) => r?,
-                Err(_) => return tls.shutdown().await,
             };
             if n == 0 {
                 return Ok(());
             }
         };
-        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-        let http10 = head.lines().next().is_some_and(|l| l.ends_with("http/1.0"));
-        let close = s.stopping.load(Ordering::Acquire)
-            || head.contains("\nconnection: close")
-            || (http10 && !head.contains("\nconnection: keep-alive"));
+        let head = match crate::http::parse(&buf[..end]) {
+            Ok(h) => h,
+            Err(bad) => {
+                s.metrics.closed(CloseReason::BadRequest);
+                let reason = bad.reason();
+                let resp = format!(
+                    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{reason}\n",
+                    reason.len() + 1
+                );
+                send(&mut tls, resp.as_bytes(), s).await?;
+                return close(tls, s, true).await;
+            }
+        };
         buf.drain(..end);
+        // The body: skipped when small, else answered and closed.
+        let mut close_after = s.stopping.load(Ordering::Acquire) || head.close;
+        let mut linger = false;
+        match head.body {
+            crate::http::Body::None => {}
+            crate::http::Body::Length(n) if n <= MAX_SKIPPED_BODY => {
+                let mut left = n as usize;
+                loop {
+                    let take = left.min(buf.len());
+                    buf.drain(..take);
+                    left -= take;
+                    if left == 0 {
+                        break;
+                    }
+                    buf.reserve(left.min(16 * 1024));
+                    let due = due.unwrap_or_else(tokio::time::Instant::now);
+                    match tokio::time::timeout_at(due, tls.read_buf(&mut buf)).await {
+                        Ok(Ok(0)) => return Ok(()),
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => return Err(e),
+                        Err(_) => {
+                            s.metrics.closed(CloseReason::HeaderTimeout);
+                            let _ = send(&mut tls, b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await;
+                            return close(tls, s, false).await;
+                        }
+                    }
+                }
+            }
+            crate::http::Body::Length(_) | crate::http::Body::Chunked => {
+                // Not read: whatever follows is body, never another request.
+                close_after = true;
+                linger = true;
+                buf.clear();
+            }
+        }
         let mut resp = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
             BODY.len(),
-            if close { "Connection: close\r\n" } else { "" }
+            if close_after {
+                "Connection: close\r\n"
+            } else {
+                ""
+            }
         )
         .into_bytes();
         resp.extend_from_slice(BODY);
-        tls.write_all(&resp).await?;
-        tls.flush().await?;
-        if close {
-            return tls.shutdown().await;
+        send(&mut tls, &resp, s).await?;
+        if close_after {
+            return close(tls, s, linger).await;
         }
         if buf.is_empty() {
             // Between requests an idle connection holds no read buffer.
             buf = Vec::new();
+            due = None;
+        } else {
+            // Pipelined: the next request's bytes are here already.
+            due = Some(tokio::time::Instant::now() + s.cfg.header_timeout);
         }
     }
 }
 
-fn find_head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
-}
-
-async fn echo(
-    tls: tokio_rustls::server::TlsStream<TcpStream>,
-    idle: Duration,
-) -> std::io::Result<()> {
-    let (mut r, mut w) = tokio::io::split(tls);
+async fn echo(mut tls: Tls, s: &Shared) -> std::io::Result<()> {
     let mut buf = vec![0u8; 4096];
     loop {
-        let n = match tokio::time::timeout(idle, r.read(&mut buf)).await {
+        let n = match tokio::time::timeout(s.cfg.idle_timeout, tls.read(&mut buf)).await {
             Ok(n) => n?,
-            Err(_) => break,
+            Err(_) => {
+                s.metrics.closed(CloseReason::IdleTimeout);
+                break;
+            }
         };
         if n == 0 {
             break;
         }
-        w.write_all(&buf[..n]).await?;
-        w.flush().await?;
+        send(&mut tls, &buf[..n], s).await?;
     }
-    w.shutdown().await
+    close(tls, s, false).await
 }
 
 async fn forward(
-    mut tls: tokio_rustls::server::TlsStream<TcpStream>,
+    mut tls: Tls,
+    activity: Arc<crate::conn::Activity>,
     addr: &str,
     peer: SocketAddr,
     local: SocketAddr,
     s: &Shared,
 ) -> std::io::Result<()> {
     let connect = tokio::time::timeout(s.cfg.handshake_timeout, TcpStream::connect(addr));
-    let mut backend = match connect.await {
+    let backend = match connect.await {
         Ok(Ok(b)) => b,
         Ok(Err(e)) => {
             s.metrics.backend_error();
@@ -1104,7 +1413,7 @@ async fn forward(
                 "backend_unreachable",
                 &[("backend", &addr), ("reason", &e)],
             );
-            return tls.shutdown().await;
+            return close(tls, s, false).await;
         }
         Err(_) => {
             s.metrics.backend_error();
@@ -1113,17 +1422,43 @@ async fn forward(
                 "backend_unreachable",
                 &[("backend", &addr), ("reason", &"connect timed out")],
             );
-            return tls.shutdown().await;
+            return close(tls, s, false).await;
         }
     };
     backend.set_nodelay(true)?;
+    let mut backend = crate::conn::Tracked::new(backend, activity.clone());
     if s.cfg.proxy_protocol {
-        backend
-            .write_all(&crate::proxy::v2_header(peer, local))
-            .await?;
+        let header = crate::proxy::v2_header(peer, local);
+        match tokio::time::timeout(s.cfg.idle_timeout, backend.write_all(&header)).await {
+            Ok(r) => r?,
+            Err(_) => return close(tls, s, false).await,
+        }
     }
-    tokio::io::copy_bidirectional(&mut tls, &mut backend).await?;
-    Ok(())
+    // Both ways at once; the connection ends when nothing has moved either way for
+    // `idle_timeout` (a silent backend, or a silent client, cannot hold it).
+    {
+        let copy = tokio::io::copy_bidirectional(&mut tls, &mut backend);
+        tokio::pin!(copy);
+        loop {
+            let due = tokio::time::Instant::from_std(activity.deadline(s.cfg.idle_timeout));
+            tokio::select! {
+                r = &mut copy => return r.map(|_| ()),
+                _ = tokio::time::sleep_until(due) => {
+                    if activity.deadline(s.cfg.idle_timeout) <= Instant::now() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    s.metrics.closed(CloseReason::IdleTimeout);
+    log::event(
+        Level::Debug,
+        "idle_timeout",
+        &[("peer", &peer), ("backend", &addr)],
+    );
+    drop(backend);
+    close(tls, s, false).await
 }
 
 async fn metrics_loop(l: TcpListener, m: Arc<Metrics>, mut stop: watch::Receiver<bool>) {

@@ -43,7 +43,24 @@ after 30 s. SIGTERM stops accepting and lets open connections finish, for up to
 Logs: one line per event on stderr, `ts=2026-11-23T21:50:37.266Z level=info event=started
 ...` or JSON with --log-format json; which events: --log-level, or an env filter in
 TLSKIT_LOG (`TLSKIT_LOG=tlskit=debug`). Start and every reload warn about served
-certificates that expired or expire within --expiry-warning-days.";
+certificates that expired or expire within --expiry-warning-days.
+
+Deadlines (every connection state has one; flag, or the same key in --config):
+  state                                   setting              default
+  TCP accept -> handshake done (total)    --handshake-timeout  10 s  (also the backend connect)
+  handshake done -> first request head    --header-timeout     10 s  (total, however it trickles)
+  first byte of a request -> head + body  --header-timeout     10 s  (total; 408, then close)
+  nothing read or written, either side    --idle-timeout       60 s  (keep-alive, echo, backend
+                                                                      relay both ways, writes)
+  TLS 1.2 renegotiation attempt           -                    none: refused and closed at once
+  answer sent, unread body dropped        -                    1 s   (then close)
+  SIGTERM -> open connections closed      --shutdown-grace     10 s
+
+Memory before the handshake: a ClientHello may buffer at most --max-client-hello bytes
+(16384, records included; larger: refused with illegal_parameter), and all partial
+ClientHellos together at most --handshake-budget bytes (16 MiB; when spent, a newcomer evicts
+the oldest partial ClientHello); the rest of the client's handshake at most 16 KiB (72 KiB with --client-ca). All
+counted in tlskit_handshake_failures_total{reason=...}.";
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
@@ -120,9 +137,22 @@ struct ServeFlags {
     /// Seconds a client has to finish the handshake [default: 10].
     #[arg(long, value_name = "SECS")]
     handshake_timeout: Option<f64>,
-    /// Seconds an idle connection is kept (responders) [default: 60].
+    /// Seconds a connection may stay silent, nothing read or written either side (keep-alive,
+    /// echo, backend relay both ways) [default: 60].
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<f64>,
+    /// Seconds for one whole HTTP request head (and a small body), from its first byte
+    /// (the first request: from the handshake), however slowly it arrives [default: 10].
+    #[arg(long, value_name = "SECS")]
+    header_timeout: Option<f64>,
+    /// Most bytes a connection may buffer before its ClientHello is complete (1024 to 65556)
+    /// [default: 16384].
+    #[arg(long, value_name = "BYTES")]
+    max_client_hello: Option<usize>,
+    /// Most bytes of ClientHellos across all connections; when spent, a new connection
+    /// evicts the oldest partial ClientHello [default: 16777216].
+    #[arg(long, value_name = "BYTES")]
+    handshake_budget: Option<usize>,
     /// Most open connections; more are closed at once [default: 10000].
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
@@ -423,6 +453,15 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
     }
     if let Some(v) = a.idle_timeout.or(f.idle_timeout) {
         cfg.idle_timeout = secs(v, "--idle-timeout")?;
+    }
+    if let Some(v) = a.header_timeout.or(f.header_timeout) {
+        cfg.header_timeout = secs(v, "--header-timeout")?;
+    }
+    if let Some(v) = a.max_client_hello.or(f.max_client_hello) {
+        cfg.max_client_hello = v;
+    }
+    if let Some(v) = a.handshake_budget.or(f.handshake_budget) {
+        cfg.handshake_budget = v;
     }
     if let Some(v) = a.shutdown_grace.or(f.shutdown_grace) {
         cfg.shutdown_grace = secs(v, "--shutdown-grace")?;

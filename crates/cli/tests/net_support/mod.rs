@@ -432,3 +432,100 @@ impl Drop for Guard {
         let _ = self.0.wait();
     }
 }
+
+/// VmRSS of a process in KiB.
+pub fn rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// The value of the metric line starting with `name` (labels included) in a Prometheus text.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// GET /metrics from `addr` (HOST:PORT).
+pub fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr).expect("connect metrics");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+        .expect("write");
+    let mut out = String::new();
+    c.read_to_string(&mut out).expect("read");
+    out
+}
+
+/// A ClientHello handshake message of `size` bytes (a valid start, zero padding), in
+/// records of at most 16,384 bytes, with its last byte cut off: the server waits for it.
+pub fn partial_client_hello(size: usize) -> Vec<u8> {
+    let mut body = vec![3, 3];
+    body.extend_from_slice(&[0x5a; 32]);
+    body.extend_from_slice(&[0, 0, 2, 0x13, 0x01, 1, 0]);
+    body.resize(size - 4, 0);
+    let mut hs = vec![1u8];
+    hs.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
+    hs.extend_from_slice(&body);
+    let mut wire = Vec::new();
+    for frag in hs.chunks(16 * 1024) {
+        wire.extend_from_slice(&[22, 3, 1]);
+        wire.extend_from_slice(&(frag.len() as u16).to_be_bytes());
+        wire.extend_from_slice(frag);
+    }
+    wire.pop();
+    wire
+}
+
+/// A blocking rustls client connection to the test server (`test.example`, roots `ca`).
+pub fn tls_connect(
+    addr: SocketAddr,
+    ca: &Path,
+) -> tlskit_verify::rustls::StreamOwned<tlskit_verify::rustls::ClientConnection, std::net::TcpStream>
+{
+    use tlskit_verify::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in tlskit_verify::load_certs(ca).expect("ca.pem") {
+        roots.add(c).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("test.example").expect("name");
+    let mut conn = rustls::ClientConnection::new(Arc::new(cfg), name).expect("client");
+    let mut sock = std::net::TcpStream::connect(addr).expect("connect");
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    conn.complete_io(&mut sock).expect("handshake");
+    rustls::StreamOwned::new(conn, sock)
+}
+
+/// Read until the peer closes (EOF, close_notify, reset) or `limit` passes; returns the
+/// bytes and whether it closed.
+pub fn read_until_close<R: std::io::Read>(r: &mut R, limit: Duration) -> (Vec<u8>, bool) {
+    let t = Instant::now();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    while t.elapsed() < limit {
+        match r.read(&mut buf) {
+            Ok(0) => return (out, true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return (out, true),
+        }
+    }
+    (out, false)
+}

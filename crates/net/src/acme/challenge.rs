@@ -146,27 +146,31 @@ pub(crate) fn is_validation(hello: &ClientHello<'_>) -> bool {
 
 /// What the server's TLS accept returns: a connection to serve, or a TLS-ALPN-01
 /// validation handshake that was answered and closed.
-pub(crate) enum Accepted {
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+pub(crate) enum Accepted<IO> {
+    Tls(Box<tokio_rustls::server::TlsStream<IO>>),
     Validation,
 }
 
-/// Accept one TLS connection. Without `acme` this is the plain acceptor; with it the
-/// ClientHello is read first and a validation connection (ALPN `acme-tls/1` only) gets
-/// the validation configuration, then is closed (RFC 8737 §3: no data follows).
-pub(crate) async fn accept(
-    tcp: TcpStream,
+/// Accept one TLS connection on `io` (the server hands a stream whose ClientHello it has
+/// already read within bounds). Without `acme` this is the plain acceptor; with it the
+/// ClientHello is looked at first and a validation connection (ALPN `acme-tls/1` only)
+/// gets the validation configuration, then is closed (RFC 8737 §3: no data follows).
+pub(crate) async fn accept<IO>(
+    io: IO,
     main: &Arc<ServerConfig>,
     acme: Option<&Arc<ServerConfig>>,
-) -> std::io::Result<Accepted> {
+) -> std::io::Result<Accepted<IO>>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let Some(acme) = acme else {
         let tls = tokio_rustls::TlsAcceptor::from(main.clone())
-            .accept(tcp)
+            .accept(io)
             .await?;
         return Ok(Accepted::Tls(Box::new(tls)));
     };
     let start =
-        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), tcp).await?;
+        tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), io).await?;
     let hello = start.client_hello();
     if is_validation(&hello) {
         let sni = hello.server_name().map(super::clean).unwrap_or_default();
