@@ -11,11 +11,16 @@
 //!   16,000-byte ClientHello minus its last byte, and 20 declaring 65,000 bytes, every
 //!   2 s), clients dripping a request head one byte per 300 ms (cut by the 2 s header
 //!   timeout with a 408), POSTs whose body is a smuggled request (exactly one answer
-//!   each) and a client failing handshakes as fast as it can (logged a handful of times).
+//!   each) and a client failing handshakes as fast as it can (logged a handful of times);
+//! * the file attacks of issue 12: the client-CA snapshot (`--client-ca`, client
+//!   certificates optional) truncated and rewritten in place, and FIFOs appearing in the
+//!   `--sni-dir`, every ~3 s, so that reloads meet damaged and non-regular files.
 //!
 //! The server's RSS is sampled every second. Asserted: the server never exits, no valid
 //! handshake fails (good clients are served through the attacks), resumptions happen,
-//! every attack is met as above, every reload succeeds, and RSS is flat after
+//! every attack is met as above, every reload succeeds except client-CA reloads that met
+//! the damaged snapshot (the last good store stays, the reason is logged), a FIFO in the
+//! SNI directory is skipped, the restored snapshot loads again, and RSS is flat after
 //! warm-up: the maximum over the last third of the run is at most the maximum over the
 //! first third after warm-up plus max(16 MiB, 25%). The table (t, RSS, handshakes) is
 //! printed; run with `--nocapture` to see it.
@@ -118,12 +123,26 @@ struct Counts {
     dripped_cut: AtomicU64,
     smuggled: AtomicU64,
     spam: AtomicU64,
+    snapshot_damaged: AtomicU64,
+    fifos: AtomicU64,
 }
 
 impl Counts {
     fn handshakes(&self) -> u64 {
         self.full.load(Relaxed) + self.resumed.load(Relaxed)
     }
+}
+
+/// Wait up to 10 s for the server's log to satisfy `f`.
+fn until_log(srv: &Serve, f: impl Fn(&str) -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        if f(&srv.stderr()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
 }
 
 #[test]
@@ -135,6 +154,21 @@ fn net_soak_mixed_load_with_reloads() {
         .max(6);
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    // The client-CA snapshot the file attacks damage in place, and the SNI directory they
+    // put FIFOs in.
+    let snap = pki.path("client.snap");
+    let built = tlskit(&[
+        "store",
+        "build",
+        &s(&pki.path("client-ca.pem")),
+        "-o",
+        &s(&snap),
+    ]);
+    assert!(built.status.success(), "store build: {built:?}");
+    let snap_bytes = std::fs::read(&snap).expect("snapshot");
+    let sni = pki.path("sni");
+    std::fs::create_dir(&sni).expect("sni dir");
+    let (snap_arg, sni_arg) = (s(&snap), s(&sni));
     let mut srv = Serve::start(&[
         "--cert",
         &c,
@@ -153,6 +187,12 @@ fn net_soak_mixed_load_with_reloads() {
         "4000",
         "--metrics",
         "127.0.0.1:0",
+        "--client-ca",
+        &snap_arg,
+        "--client-auth",
+        "optional",
+        "--sni-dir",
+        &sni_arg,
     ]);
     let maddr = srv.metrics_addr();
     let pid = srv.child.id();
@@ -419,6 +459,50 @@ fn net_soak_mixed_load_with_reloads() {
             }
         }));
     }
+    // File attacks: the snapshot truncated to half and rewritten whole in place (same
+    // inode: what `cp new.snap s.snap` does), and a FIFO pair in the SNI directory, each
+    // state held across a reload.
+    {
+        let (stop_f, counts_f) = (stop.clone(), counts.clone());
+        let (snap, sni) = (snap.clone(), sni.clone());
+        let bytes = snap_bytes.clone();
+        workers.push(std::thread::spawn(move || {
+            let rewrite = |b: &[u8]| {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&snap)
+                    .expect("open snapshot in place");
+                f.write_all(b).expect("write snapshot in place");
+            };
+            let pause = |ms: u64| {
+                let until = Instant::now() + Duration::from_millis(ms);
+                while Instant::now() < until && !stop_f.load(Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            };
+            while !stop_f.load(Relaxed) {
+                rewrite(&bytes[..bytes.len() / 2]);
+                counts_f.snapshot_damaged.fetch_add(1, Relaxed);
+                pause(1700);
+                rewrite(&bytes);
+                let made = ["evil.pem", "evil.key"].iter().all(|n| {
+                    std::process::Command::new("mkfifo")
+                        .arg(sni.join(n))
+                        .status()
+                        .is_ok_and(|st| st.success())
+                });
+                if made {
+                    counts_f.fifos.fetch_add(1, Relaxed);
+                }
+                pause(1700);
+                for n in ["evil.pem", "evil.key"] {
+                    let _ = std::fs::remove_file(sni.join(n));
+                }
+            }
+            rewrite(&bytes);
+        }));
+    }
     // Reloads: SIGHUP every 1.5 s; every other time a new leaf is issued first (written
     // to new names, then renamed over the served files, so a reload never sees half).
     {
@@ -517,7 +601,36 @@ fn net_soak_mixed_load_with_reloads() {
         let log = srv.stderr();
         let reloaded = log.matches("event=reloaded").count() as u64;
         assert!(reloaded >= c.reloads.load(Relaxed).saturating_sub(1) && reloaded > 0);
-        assert!(!log.contains("ok=false"), "a reload failed: {log}");
+        // The only reload failures are client-CA reloads that met the half snapshot:
+        // each keeps the last good store and says why.
+        let failed: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("event=reload_failed"))
+            .collect();
+        assert!(
+            failed.iter().all(|l| l.contains("what=client_ca")),
+            "a reload failed for another reason: {failed:?}"
+        );
+        assert!(
+            c.snapshot_damaged.load(Relaxed) > 0 && c.fifos.load(Relaxed) > 0,
+            "the file attacks ran"
+        );
+        assert!(
+            !failed.is_empty() || c.reloads.load(Relaxed) < 4,
+            "no reload met the damaged snapshot: {log}"
+        );
+        assert!(
+            log.contains("event=sni_pair_skipped") || c.reloads.load(Relaxed) < 4,
+            "no reload met the FIFO pair: {log}"
+        );
+        // The snapshot is whole again: the next reload loads it.
+        let before = log.matches("ok=true").count();
+        srv.signal("HUP");
+        assert!(
+            until_log(&srv, |l| l.matches("ok=true").count() > before),
+            "the restored snapshot did not load: {}",
+            srv.stderr()
+        );
         let text = scrape(&maddr);
         let m = |name: &str| metric(&text, name).unwrap_or(0.0);
         assert!(

@@ -453,7 +453,6 @@ impl Server {
         } else {
             None
         };
-        let metrics = Arc::new(Metrics::default());
         let budget = crate::hello::Budget::new(cfg.handshake_budget, cfg.max_client_hello);
         let _ = metrics.budget.set(budget.clone());
         Ok(Self {
