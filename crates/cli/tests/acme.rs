@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use net_support::{free_port, tlskit, wait_port, Serve, BIN};
+use net_support::{free_port, tlskit, Serve, BIN};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
 fn s(p: &Path) -> String {
@@ -73,6 +73,17 @@ impl Pebble {
     /// Pebble with these profiles (Pebble picks one at random for an order that names
     /// none, so tests that need a lifetime offer only that one).
     fn start_with(profiles: serde_json::Value) -> Option<Self> {
+        // Ports are picked free, then bound by Pebble: another test may take one in
+        // between (Pebble then exits with "address already in use"), so try again.
+        for _ in 0..4 {
+            if let Some(p) = Self::try_start_with(&profiles) {
+                return Some(p);
+            }
+        }
+        panic!("pebble did not start in 4 tries (ports taken?)");
+    }
+
+    fn try_start_with(profiles: &serde_json::Value) -> Option<Self> {
         let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
             panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
         };
@@ -126,7 +137,7 @@ impl Pebble {
             "externalAccountBindingRequired": false,
             "retryAfter": {"authz": 1, "order": 1},
             "keyAlgorithm": "ecdsa",
-            "profiles": profiles
+            "profiles": profiles.clone()
         }});
         std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
         let dns = format!("127.0.0.1:{}", p.dns_port);
@@ -146,12 +157,21 @@ impl Pebble {
             .spawn()
             .expect("spawn pebble-challtestsrv");
         p.children.push(chall);
-        p.start_pebble();
-        Some(p)
+        if p.spawn_pebble() {
+            Some(p)
+        } else {
+            eprintln!("pebble did not come up, trying other ports: {}", p.log());
+            None
+        }
     }
 
     /// (Re)start Pebble itself on the same ports (a new CA each time, as Pebble does).
     fn start_pebble(&mut self) {
+        assert!(self.spawn_pebble(), "pebble did not listen: {}", self.log());
+    }
+
+    /// Start Pebble; true once both its ports accept while it runs.
+    fn spawn_pebble(&mut self) -> bool {
         let log = std::fs::File::create(self.dir.path().join("pebble.log")).expect("log");
         let child = Command::new(&self.exe)
             .arg("-config")
@@ -163,11 +183,22 @@ impl Pebble {
             .spawn()
             .expect("spawn pebble");
         self.children.push(child);
-        assert!(
-            wait_port(self.port, Duration::from_secs(20)),
-            "pebble did not listen: {}",
-            self.log()
-        );
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(20) {
+            let running = self
+                .children
+                .last_mut()
+                .is_some_and(|c| c.try_wait().is_ok_and(|st| st.is_none()));
+            if !running {
+                return false;
+            }
+            let up = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+            if up(self.port) && up(self.mgmt_port) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
     }
 
     fn stop_pebble(&mut self) {
