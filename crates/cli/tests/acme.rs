@@ -255,24 +255,11 @@ fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Parse a `--json` document and check it against the JSON Schema its `schema` field names
-/// (`tlskit.acme.issue/1` -> docs/schemas/acme.issue.schema.json).
+/// Parse a `--json` document and check it against the JSON Schema its `schema` field names.
 fn json(out: &str) -> serde_json::Value {
     let v: serde_json::Value =
         serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
-    let name = v["schema"]
-        .as_str()
-        .and_then(|s| s.strip_prefix("tlskit."))
-        .and_then(|s| s.strip_suffix("/1"))
-        .unwrap_or_else(|| panic!("no schema field: {out}"));
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../docs/schemas")
-        .join(format!("{name}.schema.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{name}: {errors:?}\n{out}");
+    net_support::assert_matches_schema(&v);
     v
 }
 

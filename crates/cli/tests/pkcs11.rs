@@ -563,14 +563,7 @@ fn pkcs11_cross_check_with_pkcs11_tool_and_p11tool() {
     ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["schema"], "tlskit.pkcs11.list/1");
-    let schema_path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas/pkcs11.list.schema.json");
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&schema_path).expect("schema file"))
-            .expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
-    let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "pkcs11 list --json: {errors:?}\n{v}");
+    net_support::assert_matches_schema(&v);
     let tok = v["slots"]
         .as_array()
         .expect("slots")

@@ -529,3 +529,23 @@ pub fn read_until_close<R: std::io::Read>(r: &mut R, limit: Duration) -> (Vec<u8
     }
     (out, false)
 }
+
+/// Check a `--json` document against the JSON Schema its `schema` field names
+/// (`tlskit.acme.issue/1` -> docs/schemas/acme.issue.schema.json), failing the test with
+/// every violation.
+#[track_caller]
+pub fn assert_matches_schema(v: &serde_json::Value) {
+    let name = v["schema"]
+        .as_str()
+        .and_then(|s| s.strip_prefix("tlskit."))
+        .and_then(|s| s.strip_suffix("/1"))
+        .unwrap_or_else(|| panic!("no schema field: {v}"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schemas")
+        .join(format!("{name}.schema.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{name}: {errors:?}\n{v}");
+}
