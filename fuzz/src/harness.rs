@@ -735,3 +735,303 @@ pub fn config(data: &[u8]) -> bool {
     }
     true
 }
+
+/// What [`client_hello`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HelloOutcome {
+    /// Too short for the control bytes.
+    Empty,
+    /// Each connection's result: bytes handed on, or the refusal's label.
+    Runs(Vec<Result<usize, &'static str>>),
+}
+
+/// The alert the reader sends when it refuses (plaintext, fatal).
+fn alert(desc: u8) -> [u8; 7] {
+    [21, 3, 3, 0, 2, 2, desc]
+}
+
+/// Check one connection's run through the ClientHello reader (`wire` what it was sent,
+/// `stalled` whether its client went quiet instead of closing).
+fn check_hello_run(
+    run: &tlskit_net::fuzzing::HelloRun,
+    wire: &[u8],
+    max: usize,
+    stalled: bool,
+) -> Result<usize, &'static str> {
+    assert!(run.read <= wire.len(), "read past the input");
+    match &run.result {
+        Ok(out) => {
+            assert!(run.written.is_empty(), "wrote to an accepted client");
+            // Everything read is handed on to rustls, nothing more, nothing changed.
+            assert_eq!(out.as_slice(), &wire[..run.read], "handed-on bytes differ");
+            // The per-connection cap (a first header that is not a handshake's: 5 bytes).
+            assert!(
+                out.len() <= max.max(5),
+                "{} bytes buffered, cap {max}",
+                out.len()
+            );
+            // Whole records only: the walk ends on a record boundary, or on one
+            // non-handshake record header that is handed on as read.
+            let mut at = 0;
+            let mut hs = Vec::new();
+            while at < out.len() {
+                let h = &out[at..];
+                assert!(h.len() >= 5, "a partial record header handed on");
+                let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
+                if h[0] != 22 || h[1] != 3 || frag == 0 || frag > 16 * 1024 {
+                    assert_eq!(at + 5, out.len(), "bytes after a non-handshake header");
+                    break;
+                }
+                assert!(h.len() >= 5 + frag, "a partial record handed on");
+                hs.extend_from_slice(&h[5..5 + frag]);
+                at += 5 + frag;
+            }
+            // A ClientHello whose header is in: it is complete, and it fits the cap.
+            if hs.len() >= 4 && hs[0] == 1 {
+                let total =
+                    4 + (usize::from(hs[1]) << 16 | usize::from(hs[2]) << 8) + usize::from(hs[3]);
+                assert!(total + 5 <= max, "a ClientHello of {total} bytes accepted");
+                assert!(hs.len() >= total, "an incomplete ClientHello handed on");
+            }
+            Ok(out.len())
+        }
+        Err(label) => {
+            let expected: &[u8] = match *label {
+                "client_hello_too_large" => &alert(47),
+                "handshake_budget" | "evicted" => &alert(80),
+                "eof" => {
+                    if !stalled {
+                        assert_eq!(run.read, wire.len(), "eof before the input's end");
+                    }
+                    &[]
+                }
+                other => panic!("unknown refusal {other}"),
+            };
+            assert_eq!(run.written, expected, "alert for {label}");
+            Err(label)
+        }
+    }
+}
+
+/// The server's own ClientHello reader (`crates/net/src/hello.rs`), through
+/// `tlskit_net::fuzzing::client_hello`. Control bytes: [flags, cap, chunk, split], then
+/// the client's bytes. flags bit 0: two connections share the budget (the input split
+/// at `split` * len / 256; the first stalls at its end so the second may evict it);
+/// bits 1-2: slots in the budget (0..=3); cap: `max_client_hello` = (cap + 1) * 64
+/// (64 B .. 16 KiB, the default); chunk: the client's read size (0: all at once).
+///
+/// Invariants: no panic, no hang; what is handed on is exactly what was read, whole
+/// records, never more than the cap, and a ClientHello in it is complete and declared
+/// within the cap; every refusal sends its alert (none for eof); a single connection
+/// with room for a slot is never refused for the budget; every slot is given back.
+pub fn client_hello(data: &[u8]) -> HelloOutcome {
+    let Some((&[flags, cap, chunk, split], wire)) = data.split_first_chunk::<4>() else {
+        return HelloOutcome::Empty;
+    };
+    let max = (usize::from(cap) + 1) * 64;
+    let slots = usize::from(flags >> 1) & 3;
+    let chunk = if chunk == 0 {
+        usize::MAX
+    } else {
+        usize::from(chunk)
+    };
+    let two = flags & 1 == 1;
+    let (first, second) = if two {
+        let (a, b) = wire.split_at(wire.len() * usize::from(split) / 256);
+        (a, Some(b))
+    } else {
+        (wire, None)
+    };
+    let Some((a, b, used)) =
+        tlskit_net::fuzzing::client_hello(first, second, chunk, max, slots * max)
+    else {
+        return HelloOutcome::Empty;
+    };
+    assert_eq!(used, 0, "slots still in use after every connection ended");
+    let mut runs = vec![check_hello_run(&a, first, max, two)];
+    if let (Some(b), Some(wire)) = (&b, second) {
+        runs.push(check_hello_run(b, wire, max, false));
+    }
+    if !two && slots > 0 {
+        assert_ne!(
+            a.result,
+            Err("handshake_budget"),
+            "one connection, a free slot"
+        );
+    }
+    if !two {
+        assert_ne!(a.result, Err("evicted"), "evicted with nobody else there");
+    }
+    HelloOutcome::Runs(runs)
+}
+
+/// The HTTP responder's request-head parser (`crates/net/src/http.rs`, through
+/// `tlskit_net::fuzzing::http_head`): the bytes up to the first CRLF CRLF (the whole
+/// input when there is none). Returns the parse as the responder sees it.
+///
+/// Invariants, checked against an independent reading of the header lines: a head with
+/// both Content-Length and Transfer-Encoding, a folded (obs-fold) line, a line without a
+/// colon or with whitespace before it, or a request line that is not three parts with
+/// `HTTP/1.` is refused; an accepted length is the value of a Content-Length header and
+/// never 0; chunked only with a Transfer-Encoding header ending in chunked on HTTP/1.1+;
+/// HTTP/1.0 without keep-alive closes; parsing is a pure function of the bytes.
+pub fn http_head(data: &[u8]) -> Result<tlskit_net::fuzzing::HttpHead, &'static str> {
+    use tlskit_net::fuzzing::{http_head, http_head_end};
+    let head = match http_head_end(data) {
+        Some(end) => {
+            assert!(end >= 4 && &data[end - 4..end] == b"\r\n\r\n", "head end");
+            assert!(
+                !data[..end - 1].windows(4).any(|w| w == b"\r\n\r\n"),
+                "an earlier CRLF CRLF"
+            );
+            &data[..end]
+        }
+        None => {
+            assert!(!data.windows(4).any(|w| w == b"\r\n\r\n"), "missed the end");
+            data
+        }
+    };
+    let r = http_head(head);
+    assert_eq!(r, http_head(head), "not a pure function of the bytes");
+    let text = head.strip_suffix(b"\r\n\r\n").unwrap_or(head);
+    let mut lines = text
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    let request = lines.next().unwrap_or_default();
+    let parts: Vec<&[u8]> = request.split(|&b| b == b' ').collect();
+    let request_ok =
+        parts.len() == 3 && parts.iter().all(|p| !p.is_empty()) && parts[2].starts_with(b"HTTP/1.");
+    let http10 = request_ok && parts[2] == b"HTTP/1.0";
+    let (mut cl, mut te, mut folded, mut malformed) = (Vec::new(), Vec::new(), false, false);
+    let mut keep_alive = false;
+    for line in lines {
+        if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+            folded = true;
+            continue;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            malformed = true;
+            continue;
+        };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        if name.is_empty() || name.iter().any(|b| *b <= b' ' || *b == 0x7f) {
+            malformed = true;
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            cl.push(value);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            te.push(value);
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            keep_alive |= value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"keep-alive"));
+        }
+    }
+    let Ok(h) = r else {
+        return r;
+    };
+    assert!(request_ok, "accepted a malformed request line");
+    assert!(!folded, "accepted obs-fold");
+    assert!(!malformed, "accepted a malformed header line");
+    assert!(
+        cl.is_empty() || te.is_empty(),
+        "accepted both Content-Length and TE"
+    );
+    assert!(
+        !(h.chunked && h.length.is_some()),
+        "both chunked and a length"
+    );
+    if let Some(n) = h.length {
+        assert_ne!(n, 0, "a zero length reported as a body");
+        let s = n.to_string();
+        for v in &cl {
+            for one in v.split(|&b| b == b',') {
+                let one = one.trim_ascii();
+                let digits = one
+                    .iter()
+                    .position(|&b| b != b'0')
+                    .map_or(&b"0"[..], |i| &one[i..]);
+                assert_eq!(digits, s.as_bytes(), "length differs from a Content-Length");
+            }
+        }
+    } else if !h.chunked {
+        assert!(te.is_empty(), "Transfer-Encoding ignored");
+        for v in &cl {
+            assert!(v
+                .split(|&b| b == b',')
+                .all(|d| d.trim_ascii().iter().all(|&b| b == b'0')));
+        }
+    }
+    if h.chunked {
+        assert!(
+            !te.is_empty() && !http10,
+            "chunked without TE or on HTTP/1.0"
+        );
+        let all = te.join(&b","[..]);
+        let last = all
+            .rsplit(|&b| b == b',')
+            .next()
+            .unwrap_or_default()
+            .trim_ascii();
+        assert!(last.eq_ignore_ascii_case(b"chunked"), "chunked not last");
+    }
+    if http10 && !keep_alive {
+        assert!(h.close, "HTTP/1.0 without keep-alive kept open");
+    }
+    r
+}
+
+/// The RFC 7512 `pkcs11:` URI parser (`tlskit_pkcs11::Pkcs11Uri::parse`), on the bytes as
+/// (lossy) UTF-8. Invariants: no panic; an error's message never carries the PIN (the
+/// value after `pin-value=`) nor a raw control character; a parsed URI names a token or
+/// an object, its `Display` hides the PIN and parses back to the same fields (the PIN
+/// then `***`), and displaying that again gives the same text. Returns whether it parsed.
+pub fn pkcs11_uri(data: &[u8]) -> bool {
+    use tlskit_pkcs11::Pkcs11Uri;
+    let input = String::from_utf8_lossy(data);
+    let pin = input.find("pin-value=").map(|i| {
+        let v = &input[i + "pin-value=".len()..];
+        &v[..v.find(['&', ';']).unwrap_or(v.len())]
+    });
+    let u = match Pkcs11Uri::parse(&input) {
+        Ok(u) => u,
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty());
+            assert!(
+                !msg.chars().any(char::is_control),
+                "control character in {msg:?}"
+            );
+            // (A PIN of a few characters, or one that also appears elsewhere in the
+            // input, may show up for another reason.)
+            if let Some(p) = pin.filter(|p| p.len() >= 4 && input.matches(*p).count() == 1) {
+                assert!(!msg.contains(p), "the PIN in an error message");
+            }
+            return false;
+        }
+    };
+    assert!(
+        u.token.is_some()
+            || u.serial.is_some()
+            || u.slot_id.is_some()
+            || u.object.is_some()
+            || u.id.is_some()
+    );
+    let shown = u.to_string();
+    assert_eq!(format!("{u:?}"), format!("Pkcs11Uri({shown})"));
+    if u.has_pin_value() {
+        assert!(shown.contains("pin-value=***"), "PIN shown as {shown:?}");
+    }
+    let again = match Pkcs11Uri::parse(&shown) {
+        Ok(a) => a,
+        Err(e) => panic!("displayed URI {shown:?} does not parse: {e}"),
+    };
+    assert_eq!(again.has_pin_value(), u.has_pin_value());
+    assert_eq!(
+        again.without_pin_value(),
+        u.without_pin_value(),
+        "round trip of {shown:?}"
+    );
+    assert_eq!(again.to_string(), shown, "display not stable");
+    true
+}

@@ -120,6 +120,89 @@ fn config_regressions() {
     replay("config", harness::config);
 }
 
+#[test]
+fn client_hello_regressions() {
+    replay("client_hello", harness::client_hello);
+}
+
+#[test]
+fn http_head_regressions() {
+    replay("http_head", harness::http_head);
+}
+
+#[test]
+fn pkcs11_uri_regressions() {
+    replay("pkcs11_uri", harness::pkcs11_uri);
+}
+
+/// The `client_hello`, `http_head` and `pkcs11_uri` harnesses reach their accepting and
+/// refusing paths with seed-shaped inputs.
+#[test]
+fn server_side_harnesses_accept_and_refuse() {
+    use harness::{client_hello, http_head, pkcs11_uri, HelloOutcome};
+    fn record(body: &[u8]) -> Vec<u8> {
+        let mut r = vec![22, 3, 1];
+        r.extend_from_slice(&u16::try_from(body.len()).unwrap().to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+    let mut hello = vec![1, 0, 0x01, 0x00];
+    hello.resize(4 + 256, 7);
+    // One slot, 16 KiB cap, all at once: handed on whole.
+    let mut one = vec![2, 255, 0, 0];
+    one.extend(record(&hello));
+    assert_eq!(client_hello(&one), HelloOutcome::Runs(vec![Ok(265)]));
+    // A 128-byte cap: too large after its header.
+    one[1] = 1;
+    assert_eq!(
+        client_hello(&one),
+        HelloOutcome::Runs(vec![Err("client_hello_too_large")])
+    );
+    // No slot: refused for the budget.
+    let mut none = one.clone();
+    none[..2].copy_from_slice(&[0, 255]);
+    assert_eq!(
+        client_hello(&none),
+        HelloOutcome::Runs(vec![Err("handshake_budget")])
+    );
+    // Two connections, one slot: the first sends all but its last byte and waits; the
+    // second evicts it and completes.
+    let whole = record(&hello);
+    let mut two = vec![3, 255, 7, 0];
+    two.extend_from_slice(&whole[..whole.len() - 1]);
+    two.extend_from_slice(&whole);
+    two[3] = u8::try_from((whole.len() - 1) * 256 / (2 * whole.len() - 1) + 1).unwrap();
+    assert_eq!(
+        client_hello(&two),
+        HelloOutcome::Runs(vec![Err("evicted"), Ok(265)])
+    );
+
+    let ok = http_head(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello").unwrap();
+    assert_eq!((ok.length, ok.chunked, ok.close), (Some(5), false, false));
+    assert!(
+        http_head(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+            .unwrap()
+            .chunked
+    );
+    for bad in [
+        &b"POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nContent-Length : 5\r\n\r\n",
+        b"GET /\r\n\r\n",
+    ] {
+        assert!(http_head(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+    }
+
+    assert!(pkcs11_uri(
+        b"pkcs11:token=My%20Token;object=k;id=%01%02?pin-value=1234"
+    ));
+    assert!(pkcs11_uri(
+        b"pkcs11:slot-id=3;type=private?module-path=/usr/lib/softhsm/libsofthsm2.so"
+    ));
+    assert!(!pkcs11_uri(b"pkcs11:token=a?pin-value=secret-pin&bogus"));
+    assert!(!pkcs11_uri(b"pkcs11:manufacturer=x"));
+}
+
 /// Arbitrary bytes behind a valid-looking header are never trusted: garbage, a bare
 /// magic, a header with a wrong checksum, and a truncated header are all refused.
 #[test]

@@ -13,6 +13,8 @@ pub mod compress;
 mod config;
 mod conn;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hello;
 mod http;
 pub mod log;

@@ -165,7 +165,12 @@ impl Pkcs11Uri {
     /// Parse a `pkcs11:` URI.
     pub fn parse(input: &str) -> Result<Self, Pkcs11Error> {
         if input.len() > 4096 {
-            return Err(bad(&input[..64], "longer than 4096 bytes"));
+            // The first 64 bytes or a little less: never a cut inside a character.
+            let cut = (0..=64)
+                .rev()
+                .find(|&i| input.is_char_boundary(i))
+                .unwrap_or(0);
+            return Err(bad(&input[..cut], "longer than 4096 bytes"));
         }
         if !is_uri(input) {
             return Err(bad(input, "does not start with pkcs11:"));
@@ -336,10 +341,11 @@ impl fmt::Display for Pkcs11Uri {
             ));
         }
         if let Some(p) = &self.pin_source {
-            query.push(format!(
-                "pin-source=file:{}",
-                encode(p.to_string_lossy().as_bytes()).replace("%2F", "/")
-            ));
+            let p = encode(p.to_string_lossy().as_bytes()).replace("%2F", "/");
+            // `file://` is read as an empty authority: a path that itself starts with
+            // `//` keeps it only behind one.
+            let authority = if p.starts_with("//") { "//" } else { "" };
+            query.push(format!("pin-source=file:{authority}{p}"));
         }
         if self.pin_value.is_some() {
             query.push("pin-value=***".into());
@@ -400,6 +406,18 @@ mod tests {
             let e = Pkcs11Uri::parse(uri).unwrap_err().to_string();
             assert!(e.contains(why), "{uri}: {e}");
         }
+        // Over the length limit with a multi-byte character across byte 64: an error,
+        // not a panic on a cut inside the character.
+        let long = format!("pkcs11:token={}{}", "a".repeat(50), "é".repeat(3000));
+        let e = Pkcs11Uri::parse(&long).unwrap_err().to_string();
+        assert!(e.contains("longer than 4096"), "{e}");
+        // A pin-source path starting with `//` survives Display and parse.
+        let u = Pkcs11Uri::parse("pkcs11:token=a?pin-source=file:////run/pin").unwrap();
+        assert_eq!(
+            u.pin_source.as_deref(),
+            Some(std::path::Path::new("//run/pin"))
+        );
+        assert_eq!(Pkcs11Uri::parse(&u.to_string()).unwrap(), u);
         let e = Pkcs11Uri::parse("pkcs11:tokn=a?pin-value=secret")
             .unwrap_err()
             .to_string();
