@@ -381,6 +381,82 @@ a.b.c = 1979-05-27T07:32:00Z
     for (name, text) in configs {
         out.put("config", name, text.as_bytes());
     }
+    // client_hello: [flags, cap, chunk, split] (see tlskit_fuzz::client_hello), then
+    // the client's bytes: ClientHellos whole, split over records, declared too large,
+    // cut short, two connections on one slot, and what is not TLS.
+    let record = |body: &[u8]| {
+        let mut r = vec![22, 3, 1];
+        r.extend_from_slice(&u16::try_from(body.len()).unwrap().to_be_bytes());
+        r.extend_from_slice(body);
+        r
+    };
+    let hello = |len: usize| {
+        let mut h = vec![1, 0, (len >> 8) as u8, len as u8];
+        h.extend((0..len).map(|i| (i * 7) as u8));
+        h
+    };
+    let h = hello(1800);
+    let split3: Vec<u8> = [&h[..2], &h[2..1000], &h[1000..]]
+        .iter()
+        .flat_map(|p| record(p))
+        .collect();
+    let mut cut = record(&h);
+    cut.pop();
+    let mut two = cut.clone();
+    two.extend(record(&h));
+    let two_split = u8::try_from(cut.len() * 256 / two.len() + 1).unwrap();
+    let mut big = record(&h[..4]);
+    big[7] = 0xff;
+    let hellos: [(&str, [u8; 4], Vec<u8>); 9] = [
+        ("whole", [2, 255, 0, 0], record(&h)),
+        ("whole-in-pieces", [2, 255, 13, 0], record(&h)),
+        ("three-records", [4, 255, 0, 0], split3.clone()),
+        ("cap-small", [2, 15, 0, 0], record(&h)),
+        ("declared-large", [2, 255, 0, 0], big),
+        ("cut-short", [2, 255, 100, 0], cut),
+        ("no-budget", [0, 255, 0, 0], record(&h)),
+        ("evict", [3, 255, 61, two_split], two),
+        (
+            "http",
+            [2, 255, 0, 0],
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+    ];
+    for (name, ctl, bytes) in hellos {
+        let mut v = ctl.to_vec();
+        v.extend_from_slice(&bytes);
+        out.put("client_hello", name, &v);
+    }
+    // http_head: request heads the responder takes, and the smuggling shapes it refuses.
+    let heads: [(&str, &[u8]); 10] = [
+        ("get", b"GET / HTTP/1.1\r\nHost: example.test\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n"),
+        ("post-length", b"POST /form HTTP/1.1\r\nHost: a\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\nhello world"),
+        ("chunked", b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+        ("cl-te", b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 44\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        ("te-not-last", b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, identity\r\n\r\n"),
+        ("cl-differ", b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+        ("cl-list", b"POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n"),
+        ("fold", b"GET / HTTP/1.1\r\nX-A: a\r\n\tb\r\nHost: a\r\n\r\n"),
+        ("space-colon", b"GET / HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n"),
+        ("http10", b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"),
+    ];
+    for (name, bytes) in heads {
+        out.put("http_head", name, bytes);
+    }
+    // pkcs11_uri: RFC 7512 examples and the forms the parser refuses.
+    let uris: [(&str, &str); 8] = [
+        ("rfc-token", "pkcs11:token=The%20Software%20PKCS%2311%20Softtoken;manufacturer=Snake%20Oil,%20Inc.;model=1.0;object=my-certificate;type=cert;id=%69%95%3E%5C%F4%BD%EC%91;serial="),
+        ("module", "pkcs11:slot-id=0;object=key?module-path=/usr/lib/softhsm/libsofthsm2.so&module-name=softhsm2"),
+        ("pin-source", "pkcs11:token=t;object=k?pin-source=file:///run/tlskit/pin"),
+        ("pin-value", "pkcs11:token=t;id=%01?pin-value=123456"),
+        ("library", "pkcs11:library-manufacturer=OpenSC%20Project;library-description=x;library-version=1;token=a;x-vendor=1"),
+        ("both-pins", "pkcs11:token=a?pin-value=1&pin-source=/p"),
+        ("bad-hex", "pkcs11:object=%zz;token=%e9"),
+        ("nothing", "PKCS11:manufacturer=x"),
+    ];
+    for (name, uri) in uris {
+        out.put("pkcs11_uri", name, uri.as_bytes());
+    }
     let _ = fs::remove_dir_all(&tmp);
     eprintln!("seeds: wrote corpora under {}", out.0.display());
 }
