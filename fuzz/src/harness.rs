@@ -774,24 +774,30 @@ fn check_hello_run(
             // non-handshake record header that is handed on as read.
             let mut at = 0;
             let mut hs = Vec::new();
+            let mut foreign = false;
             while at < out.len() {
                 let h = &out[at..];
                 assert!(h.len() >= 5, "a partial record header handed on");
                 let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
                 if h[0] != 22 || h[1] != 3 || frag == 0 || frag > 16 * 1024 {
                     assert_eq!(at + 5, out.len(), "bytes after a non-handshake header");
+                    foreign = true;
                     break;
                 }
                 assert!(h.len() >= 5 + frag, "a partial record handed on");
                 hs.extend_from_slice(&h[5..5 + frag]);
                 at += 5 + frag;
             }
-            // A ClientHello whose header is in: it is complete, and it fits the cap.
+            // A ClientHello whose header is in fits the cap, and it is complete unless a
+            // record that is not a handshake's cut it short (rustls refuses that one).
             if hs.len() >= 4 && hs[0] == 1 {
                 let total =
                     4 + (usize::from(hs[1]) << 16 | usize::from(hs[2]) << 8) + usize::from(hs[3]);
                 assert!(total + 5 <= max, "a ClientHello of {total} bytes accepted");
-                assert!(hs.len() >= total, "an incomplete ClientHello handed on");
+                assert!(
+                    foreign || hs.len() >= total,
+                    "an incomplete ClientHello handed on"
+                );
             }
             Ok(out.len())
         }
@@ -1002,10 +1008,11 @@ pub fn pkcs11_uri(data: &[u8]) -> bool {
                 !msg.chars().any(char::is_control),
                 "control character in {msg:?}"
             );
-            // (A PIN of a few characters, or one that also appears elsewhere in the
-            // input, may show up for another reason.)
-            if let Some(p) = pin.filter(|p| p.len() >= 4 && input.matches(*p).count() == 1) {
-                assert!(!msg.contains(p), "the PIN in an error message");
+            // The PIN next to its name (its characters alone may be in the message's
+            // own words: a PIN `kcs1` is in "pkcs11:").
+            if let Some(p) = pin.filter(|p| !p.is_empty() && *p != "***") {
+                let shown = format!("pin-value={}", p.escape_default());
+                assert!(!msg.contains(&shown), "the PIN in an error message");
             }
             return false;
         }
