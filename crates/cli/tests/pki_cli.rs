@@ -8,6 +8,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+#[path = "common/show.rs"]
+mod show;
+use show::show_items;
+
 #[path = "common/hostile.rs"]
 mod hostile;
 
@@ -53,27 +57,6 @@ fn json(dir: &Path, args: &[&str]) -> Value {
         ["show", ..] => show_items(v),
         ["ca", "list", ..] => v["issued"].clone(),
         _ => v,
-    }
-}
-
-/// `show --json` (schema tlskit.show/1: an array per kind of item) in the shape these
-/// tests were written for: the one item, or an array of the items in file order.
-fn show_items(v: Value) -> Value {
-    let mut items: Vec<Value> = [
-        "certificates",
-        "requests",
-        "public_keys",
-        "private_keys",
-        "crls",
-    ]
-    .iter()
-    .flat_map(|k| v[*k].as_array().cloned().unwrap_or_default())
-    .collect();
-    items.sort_by_key(|i| i["index"].as_u64());
-    if items.len() == 1 {
-        items.pop().unwrap_or_default()
-    } else {
-        Value::Array(items)
     }
 }
 
