@@ -468,3 +468,314 @@ fn net_interop_connect_to_nginx() {
         "{text}"
     );
 }
+
+/// A backend started by a test, killed when dropped.
+fn backend(cmd: &mut Command, port: u16) -> Guard {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn backend");
+    let g = Guard(child);
+    assert!(
+        wait_port(port, Duration::from_secs(15)),
+        "backend on {port} not up"
+    );
+    g
+}
+
+fn curl_h2(pki: &Pki, port: u16) -> String {
+    let out = sh(&format!(
+        "cd {dir} && curl -sS --http2 --cacert ca.pem --max-time 10 \
+         --resolve test.example:{port}:127.0.0.1 \
+         -w '\\nversion=%{{http_version}} code=%{{http_code}}\\n' https://test.example:{port}/index.html 2>&1",
+        dir = p(pki.dir.path()),
+    ));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 15: the server offers in ALPN only what the backend speaks. curl --http2 in
+/// front of an HTTP/1.1 backend gets http/1.1 (before: h2 was agreed, the backend read
+/// `PRI * HTTP/2.0` and curl got "Empty reply from server"), h2 end to end from nghttpd,
+/// and an h2-only client in front of the HTTP/1.1 backend gets no_application_protocol.
+#[test]
+fn net_interop_alpn_chosen_by_backend() {
+    require("curl");
+    require("python3");
+    require("nghttpd");
+    require("openssl");
+    let pki = Pki::new();
+    std::fs::write(pki.path("index.html"), "hello from the backend\n").expect("write");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+
+    // An HTTP/1.x backend (Python's http.server).
+    let h1 = free_port();
+    let _h1 = backend(
+        Command::new("python3").args([
+            "-c",
+            "import functools, http.server as h, sys\n\
+                 h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'\n\
+                 handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2])\n\
+                 h.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), handler).serve_forever()",
+            &h1.to_string(),
+            &p(pki.dir.path()),
+        ]),
+        h1,
+    );
+    let h1_addr = format!("127.0.0.1:{h1}");
+    // What broke: --alpn h2,http/1.1 in front of it. Now h2 is dropped (with a warning).
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &h1_addr,
+        "--alpn",
+        "h2",
+        "--alpn",
+        "http/1.1",
+        "--backend-alpn",
+        "http/1.1",
+    ]);
+    let text = curl_h2(&pki, srv.port());
+    assert!(
+        text.contains("hello from the backend") && text.contains("version=1.1 code=200"),
+        "{text}"
+    );
+    assert!(
+        srv.wait_log("event=alpn_not_offered", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+    assert!(srv.stderr().contains("protocols=h2"), "{}", srv.stderr());
+    // Declared with --backend-alpn alone.
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &h1_addr,
+        "--backend-alpn",
+        "http/1.1",
+    ]);
+    let text = curl_h2(&pki, srv.port());
+    assert!(text.contains("version=1.1 code=200"), "{text}");
+    // An h2-only client: the no_application_protocol alert (120), not a broken stream.
+    let out = sh(&format!(
+        "cd {dir} && openssl s_client -alpn h2 -connect 127.0.0.1:{port} -servername test.example \
+         -CAfile ca.pem </dev/null 2>&1",
+        dir = p(pki.dir.path()),
+        port = srv.port()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no application protocol"), "{text}");
+
+    // An h2 backend (nghttpd, cleartext HTTP/2 with prior knowledge).
+    let h2 = free_port();
+    let _h2 = backend(
+        Command::new("nghttpd").args([
+            "--no-tls",
+            "--address=127.0.0.1",
+            "-d",
+            &p(pki.dir.path()),
+            &h2.to_string(),
+        ]),
+        h2,
+    );
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &format!("127.0.0.1:{h2}"),
+        "--backend-alpn",
+        "h2",
+    ]);
+    let text = curl_h2(&pki, srv.port());
+    assert!(
+        text.contains("hello from the backend") && text.contains("version=2 code=200"),
+        "{text}"
+    );
+
+    // Refused at start: nothing left to offer, and --backend-alpn without a backend.
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--alpn",
+        "h2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--alpn h2") && err.contains("speaks only http/1.1"),
+        "{err}"
+    );
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--backend-alpn",
+        "h2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--backend-alpn needs --backend"));
+}
+
+/// Parse a PROXY v2 header's TLVs: (type, value) pairs.
+fn proxy_tlvs(header: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let addr_len = if header[13] == 0x11 { 12 } else { 36 };
+    let mut rest = &header[16 + addr_len..];
+    let mut out = Vec::new();
+    while rest.len() >= 3 {
+        let len = usize::from(u16::from_be_bytes([rest[1], rest[2]]));
+        out.push((rest[0], rest[3..3 + len].to_vec()));
+        rest = &rest[3 + len..];
+    }
+    assert!(rest.is_empty(), "trailing bytes in the TLVs");
+    out
+}
+
+/// Issue 15: PROXY v2 carries ALPN, AUTHORITY (SNI) and SSL (version, cipher, client
+/// certificate verified and its CN). Read off the wire by a backend written here, and
+/// consumed by a real one: HAProxy with accept-proxy answers with the authority it got.
+#[test]
+fn net_interop_proxy_v2_tlvs() {
+    use std::io::Read;
+    require("curl");
+    require("haproxy");
+    let pki = Pki::new();
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+
+    // A backend that records the header and answers one HTTP request.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(2) {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut head = [0u8; 16];
+            if s.read_exact(&mut head).is_err() {
+                continue;
+            }
+            let len = usize::from(u16::from_be_bytes([head[14], head[15]]));
+            let mut rest = vec![0u8; len];
+            if s.read_exact(&mut rest).is_err() {
+                continue;
+            }
+            let mut header = head.to_vec();
+            header.extend_from_slice(&rest);
+            let mut req = [0u8; 4096];
+            let _ = s.read(&mut req);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
+            let _ = tx.send(header);
+        }
+    });
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &format!("127.0.0.1:{port}"),
+        "--backend-alpn",
+        "http/1.1",
+        "--proxy-protocol",
+        "--client-ca",
+        &p(&pki.path("client-ca.pem")),
+        "--client-auth",
+        "optional",
+    ]);
+    for client in ["--cert client.pem --key client.key", ""] {
+        let out = sh(&format!(
+            "cd {dir} && curl -sS --cacert ca.pem --tlsv1.3 --max-time 10 {client} \
+             --resolve test.example:{port}:127.0.0.1 https://test.example:{port}/ 2>&1",
+            dir = p(pki.dir.path()),
+            port = srv.port()
+        ));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("ok"));
+        let header = rx.recv_timeout(Duration::from_secs(10)).expect("header");
+        assert_eq!(&header[..13], b"\r\n\r\n\0\r\nQUIT\n\x21");
+        let tlvs = proxy_tlvs(&header);
+        let get = |t: u8| tlvs.iter().find(|(k, _)| *k == t).map(|(_, v)| v.clone());
+        assert_eq!(get(0x01).as_deref(), Some(&b"http/1.1"[..]), "{tlvs:?}");
+        assert_eq!(get(0x02).as_deref(), Some(&b"test.example"[..]));
+        let ssl = get(0x20).expect("SSL TLV");
+        let subs = proxy_tlvs(&[&[0u8; 13][..], &[0x11, 0, 0], &[0u8; 12], &ssl[5..]].concat());
+        let sub = |t: u8| subs.iter().find(|(k, _)| *k == t).map(|(_, v)| v.clone());
+        assert_eq!(sub(0x21).as_deref(), Some(&b"TLSv1.3"[..]));
+        assert!(
+            sub(0x23).is_some_and(|c| c.starts_with(b"TLS_AES_")),
+            "{subs:?}"
+        );
+        if client.is_empty() {
+            assert_eq!(ssl[0], 0x01, "no certificate: only PP2_CLIENT_SSL");
+            assert_ne!(
+                &ssl[1..5],
+                &[0, 0, 0, 0],
+                "verify non-zero without a certificate"
+            );
+            assert_eq!(sub(0x22), None);
+        } else {
+            assert_eq!(ssl[0], 0x07, "SSL, CERT_CONN, CERT_SESS");
+            assert_eq!(&ssl[1..5], &[0, 0, 0, 0], "verified");
+            assert_eq!(sub(0x22).as_deref(), Some(&b"tlskit test client"[..]));
+        }
+    }
+
+    // HAProxy as the consumer: it parses the header (TLVs included) and answers with the
+    // authority and source address it learned.
+    let hp = free_port();
+    let cfg = pki.path("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n  maxconn 64\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\n\
+             frontend fe\n  bind 127.0.0.1:{hp} accept-proxy\n  \
+             http-request return status 200 content-type text/plain lf-string \"authority=%[fc_pp_authority] src=%[src]\\n\"\n"
+        ),
+    )
+    .expect("write");
+    let _hp = backend(Command::new("haproxy").args(["-db", "-f", &p(&cfg)]), hp);
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &format!("127.0.0.1:{hp}"),
+        "--backend-alpn",
+        "http/1.1",
+        "--proxy-protocol",
+    ]);
+    let out = sh(&format!(
+        "cd {dir} && curl -sS --cacert ca.pem --max-time 10 \
+         --resolve test.example:{port}:127.0.0.1 https://test.example:{port}/ 2>&1",
+        dir = p(pki.dir.path()),
+        port = srv.port()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("authority=test.example src=127.0.0.1"),
+        "{text}"
+    );
+}

@@ -61,6 +61,8 @@ pub struct FileConfig {
     pub compress: Option<String>,
     /// ALPN protocols.
     pub alpn: Option<Vec<String>>,
+    /// ALPN protocols the backend speaks.
+    pub backend_alpn: Option<Vec<String>>,
     /// `1.2`, `1.3`.
     pub tls_version: Option<Vec<String>>,
     /// Metrics address.

@@ -37,5 +37,8 @@ pub use config::FileConfig;
 pub use error::NetError;
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;
-pub use server::{CaHints, Compression, Mode, ServeConfig, Server, TlsVersion, RELOAD_DEADLINE};
+pub use server::{
+    offered_alpn, AlpnOffer, CaHints, Compression, Mode, ServeConfig, Server, TlsVersion,
+    RELOAD_DEADLINE,
+};
 pub use sock::SEND_BUFFER;

@@ -82,9 +82,13 @@ pub struct ServeConfig {
     pub ca_hints: CaHints,
     /// Certificate compression algorithms, in preference order; empty: none.
     pub compress: Vec<Compression>,
-    /// ALPN protocols offered, in preference order. Default: `http/1.1` for the HTTP
-    /// responder, none otherwise.
+    /// ALPN protocols offered, in preference order. Default: what the application behind
+    /// the server speaks (see [`offered_alpn`]); when given, only those the application
+    /// speaks are offered.
     pub alpn: Vec<String>,
+    /// ALPN protocols the backend speaks (`h2`, `http/1.1`, ...), in preference order.
+    /// `None`: a raw TCP backend that speaks none, unless `alpn` says otherwise.
+    pub backend_alpn: Option<Vec<String>>,
     /// TLS versions (1.2, 1.3).
     pub versions: Vec<TlsVersion>,
     /// Prometheus endpoint address.
@@ -158,6 +162,7 @@ impl ServeConfig {
             ca_hints: CaHints::Store,
             compress: vec![Compression::Brotli, Compression::Zlib],
             alpn: Vec::new(),
+            backend_alpn: None,
             versions: vec![TlsVersion::Tls13, TlsVersion::Tls12],
             metrics: None,
             handshake_timeout: Duration::from_secs(10),
@@ -295,14 +300,89 @@ fn build_tls(
         .map(|&c| crate::compress::compressor(c) as &'static dyn rustls::compress::CertCompressor)
         .collect();
     tls.cert_compression_cache = Arc::new(rustls::compress::CompressionCache::Disabled);
-    let alpn: Vec<Vec<u8>> = if cfg.alpn.is_empty() && cfg.mode == Mode::Http {
-        vec![b"http/1.1".to_vec()]
-    } else {
-        cfg.alpn.iter().map(|p| p.as_bytes().to_vec()).collect()
-    };
-    tls.alpn_protocols = alpn;
+    tls.alpn_protocols = offered_alpn(cfg)
+        .offered
+        .iter()
+        .map(|p| p.as_bytes().to_vec())
+        .collect();
     tls.ignore_client_order = true;
     Ok(tls)
+}
+
+/// What the server offers in ALPN, and what it leaves out of `--alpn`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlpnOffer {
+    /// Offered, in preference order (the server picks by its own order).
+    pub offered: Vec<String>,
+    /// Listed in `alpn` but not spoken by the application behind the server: not offered,
+    /// so a client that wants one of them gets no_application_protocol instead of a
+    /// backend that cannot understand it.
+    pub dropped: Vec<String>,
+}
+
+/// The ALPN protocols to offer: those the application behind the server speaks.
+///
+/// The HTTP responder speaks `http/1.1`; a backend speaks its `backend_alpn`. When `alpn`
+/// is set as well it restricts and orders the offer (protocols the application does not
+/// speak are dropped). An echo responder, or a backend without `backend_alpn`, is taken
+/// to speak exactly what `alpn` lists (none by default: no ALPN is agreed).
+pub fn offered_alpn(cfg: &ServeConfig) -> AlpnOffer {
+    let speaks: Option<Vec<String>> = match &cfg.mode {
+        Mode::Http => Some(vec!["http/1.1".to_string()]),
+        Mode::Echo => None,
+        Mode::Backend(_) => cfg.backend_alpn.clone(),
+    };
+    match speaks {
+        None => AlpnOffer {
+            offered: cfg.alpn.clone(),
+            dropped: Vec::new(),
+        },
+        Some(speaks) if cfg.alpn.is_empty() => AlpnOffer {
+            offered: speaks,
+            dropped: Vec::new(),
+        },
+        Some(speaks) => {
+            let (offered, dropped) = cfg.alpn.iter().cloned().partition(|p| speaks.contains(p));
+            AlpnOffer { offered, dropped }
+        }
+    }
+}
+
+/// ALPN settings that cannot work: refused at start rather than met by clients.
+fn check_alpn(cfg: &ServeConfig) -> Result<(), NetError> {
+    let all = cfg.alpn.iter().chain(cfg.backend_alpn.iter().flatten());
+    for p in all {
+        if p.is_empty() || p.len() > 255 || !p.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(NetError::Config(format!(
+                "ALPN protocol '{}': must be 1 to 255 printable ASCII characters",
+                tlskit_store::text::escape(p)
+            )));
+        }
+    }
+    if cfg.backend_alpn.is_some() && !matches!(cfg.mode, Mode::Backend(_)) {
+        return Err(NetError::Config(
+            "--backend-alpn needs --backend (the HTTP responder speaks http/1.1)".into(),
+        ));
+    }
+    let offer = offered_alpn(cfg);
+    if offer.offered.is_empty() && !offer.dropped.is_empty() {
+        let speaks = match &cfg.mode {
+            Mode::Http => "http/1.1".to_string(),
+            _ => cfg
+                .backend_alpn
+                .iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        return Err(NetError::Config(format!(
+            "--alpn {}: the application behind the server speaks only {speaks}; \
+             nothing would be offered",
+            offer.dropped.join(",")
+        )));
+    }
+    Ok(())
 }
 
 impl Server {
@@ -322,6 +402,21 @@ impl Server {
                     "--backend {addr}: resolves to no address"
                 )));
             }
+        }
+        check_alpn(&cfg)?;
+        let offer = offered_alpn(&cfg);
+        if !offer.dropped.is_empty() {
+            log::event(
+                Level::Warn,
+                "alpn_not_offered",
+                &[
+                    ("protocols", &offer.dropped.join(",")),
+                    (
+                        "reason",
+                        &"the application behind the server does not speak them",
+                    ),
+                ],
+            );
         }
         if !(MIN_CLIENT_HELLO..=MAX_CLIENT_HELLO).contains(&cfg.max_client_hello) {
             return Err(NetError::Config(format!(
@@ -1178,12 +1273,17 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             ],
         );
     }
+    let facts = (s.cfg.proxy_protocol && matches!(s.cfg.mode, Mode::Backend(_)))
+        .then(|| crate::proxy::TlsFacts::of(conn));
     let activity = crate::conn::Activity::new();
     let tls = crate::conn::Guarded::new(tls, activity.clone());
     let result = match &s.cfg.mode {
         Mode::Http => Box::pin(respond_http(tls, s)).await,
         Mode::Echo => Box::pin(echo(tls, s)).await,
-        Mode::Backend(addr) => Box::pin(forward(tls, activity, addr, peer, local, s)).await,
+        Mode::Backend(addr) => {
+            let ends = (peer, local, facts);
+            Box::pin(forward(tls, activity, addr, ends, s)).await
+        }
     };
     if let Err(e) = result {
         if crate::conn::is_renegotiation(&e) {
@@ -1398,8 +1498,7 @@ async fn forward(
     mut tls: Tls,
     activity: Arc<crate::conn::Activity>,
     addr: &str,
-    peer: SocketAddr,
-    local: SocketAddr,
+    (peer, local, facts): (SocketAddr, SocketAddr, Option<crate::proxy::TlsFacts>),
     s: &Shared,
 ) -> std::io::Result<()> {
     let connect = tokio::time::timeout(s.cfg.handshake_timeout, TcpStream::connect(addr));
@@ -1427,7 +1526,7 @@ async fn forward(
     backend.set_nodelay(true)?;
     let mut backend = crate::conn::Tracked::new(backend, activity.clone());
     if s.cfg.proxy_protocol {
-        let header = crate::proxy::v2_header(peer, local);
+        let header = crate::proxy::v2_header(peer, local, facts.as_ref());
         match tokio::time::timeout(s.cfg.idle_timeout, backend.write_all(&header)).await {
             Ok(r) => r?,
             Err(_) => return close(tls, s, false).await,

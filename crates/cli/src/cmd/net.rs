@@ -23,6 +23,9 @@ Examples:
   # Built-in HTTP responder, certificates by SNI, client certificates required
   tlskit serve --listen 127.0.0.1:8443 --cert chain.pem --key key.pem --sni-dir certs/ \\
       --respond http --client-ca clients.pem
+  # In front of an HTTP/2 and HTTP/1.1 backend: h2 end to end for clients that offer it
+  tlskit serve --listen [::]:443 --cert chain.pem --key key.pem \\
+      --backend 127.0.0.1:8080 --backend-alpn h2,http/1.1
   # Everything from a file (flags override it)
   tlskit serve --config /etc/tlskit/serve.toml
   # Certificate from Let's Encrypt, got and renewed by the server (TLS-ALPN-01 on :443)
@@ -122,9 +125,16 @@ struct ServeFlags {
     /// Certificate compression (RFC 8879): `brotli,zlib` (default) or `none`.
     #[arg(long, value_name = "LIST")]
     compress: Option<String>,
-    /// ALPN protocol to offer (repeatable). Default: http/1.1 with --respond http, none otherwise.
+    /// ALPN protocol to offer (repeatable). Default: what the application speaks
+    /// (http/1.1 with --respond http, --backend-alpn with --backend); when both are given,
+    /// only protocols the backend speaks are offered.
     #[arg(long, value_name = "PROTO")]
     alpn: Vec<String>,
+    /// ALPN protocols the backend speaks, in preference order (`h2,http/1.1`); the server
+    /// offers only these, so a client never gets a protocol the backend cannot read.
+    /// Default: none (a raw TCP backend; no ALPN agreed unless --alpn is given).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    backend_alpn: Vec<String>,
     /// TLS versions to enable (repeatable): 1.2, 1.3. Default both.
     #[arg(long, value_name = "VERSION")]
     tls_version: Vec<String>,
@@ -432,6 +442,11 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         f.alpn.unwrap_or_default()
     } else {
         a.alpn
+    };
+    cfg.backend_alpn = if a.backend_alpn.is_empty() {
+        f.backend_alpn
+    } else {
+        Some(a.backend_alpn)
     };
     let tv = if a.tls_version.is_empty() {
         f.tls_version.unwrap_or_default()
