@@ -355,3 +355,164 @@ fn escape_codes_in_a_server_certificate_are_escaped_by_probe() {
         hostile::assert_no_raw_controls(&format!("doctor {name}"), &o.stderr);
     }
 }
+
+/// `openssl s_server` on one key-exchange group, serving `chain.pem` (leaf, intermediate).
+fn s_server_with_group(pki: &Pki, group: &str) -> (Guard, u16) {
+    let chain = std::fs::read_to_string(pki.path("chain.pem")).expect("chain");
+    let end = "-----END CERTIFICATE-----";
+    let cut = chain.find(end).expect("a certificate") + end.len();
+    std::fs::write(pki.path("leaf-only.pem"), &chain[..cut]).expect("write");
+    std::fs::write(pki.path("inter-only.pem"), chain[cut..].trim_start()).expect("write");
+    let port = free_port();
+    let child = std::process::Command::new("openssl")
+        .current_dir(pki.dir.path())
+        .args([
+            "s_server",
+            "-accept",
+            &format!("127.0.0.1:{port}"),
+            "-cert",
+            "leaf-only.pem",
+            "-cert_chain",
+            "inter-only.pem",
+            "-key",
+            "leaf.key",
+            "-groups",
+            group,
+            "-www",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    let g = Guard(child);
+    assert!(wait_port(port, Duration::from_secs(10)), "s_server not up");
+    (g, port)
+}
+
+/// Issue 15: probe and connect report the key-exchange group, whether a HelloRetryRequest
+/// happened and why, the key-share sizes and the days left on the certificate; against
+/// OpenSSL 3 on one group at a time, and tlskit serve (rustls: X25519MLKEM768 first).
+#[test]
+fn probe_and_connect_report_key_exchange_and_hello_retry() {
+    require("openssl");
+    let pki = Pki::new();
+    let now = time::OffsetDateTime::now_utc();
+    pki.server_leaf_valid(
+        "chain.pem",
+        "leaf.key",
+        &["test.example"],
+        now - time::Duration::days(1),
+        now + time::Duration::days(30) + time::Duration::hours(1),
+    );
+    let roots = pki.path("ca.pem").display().to_string();
+    for (group, want, hrr, shares) in [
+        ("X25519", "X25519", false, (32, 32)),
+        ("P-256", "secp256r1", true, (65, 65)),
+    ] {
+        let (_g, port) = s_server_with_group(&pki, group);
+        let target = format!("127.0.0.1:{port}");
+        let (code, v, err) = probe(&[
+            &target,
+            "--servername",
+            "test.example",
+            "--roots",
+            &roots,
+            "--json",
+        ]);
+        let (c2, cv) = connect_json(&[&target, "--servername", "test.example", "--roots", &roots]);
+        for (code, v) in [(code, &v), (c2, &cv)] {
+            assert_eq!(code, 0, "{group}: {v} {err}");
+            assert_matches_schema(v);
+            assert_eq!(v["key_exchange_group"], want, "{group}: {v}");
+            assert_eq!(v["hello_retry_request"], hrr, "{group}: {v}");
+            assert_eq!(v["key_share_bytes"]["client"], shares.0);
+            assert_eq!(v["key_share_bytes"]["server"], shares.1);
+            assert_eq!(v["expires_in_days"], 30, "{v}");
+            if hrr {
+                let why = v["hello_retry_reason"].as_str().unwrap_or("");
+                assert!(
+                    why.contains("secp256r1") && why.contains("no key share"),
+                    "{why}"
+                );
+            } else {
+                assert!(v["hello_retry_reason"].is_null());
+            }
+        }
+        // The HRR costs a round trip, and the timeline shows it as its own flights.
+        let whats: Vec<String> = v["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}:{}",
+                    e["from"].as_str().unwrap_or(""),
+                    e["what"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let want_flights: &[&str] = if hrr {
+            &[
+                "client:ClientHello",
+                "server:HelloRetryRequest",
+                "client:ClientHello (after HelloRetryRequest)",
+                "server:ServerHello .. Finished",
+            ]
+        } else {
+            &["client:ClientHello", "server:ServerHello .. Finished"]
+        };
+        assert_eq!(&whats[..want_flights.len()], want_flights, "{whats:?}");
+        let times: Vec<f64> = v["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .map(|e| e["at_ms"].as_f64().expect("at_ms"))
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    }
+
+    // tlskit serve with rustls's defaults agrees on the post-quantum hybrid, no HRR.
+    let srv = serve(&pki, "chain.pem", "leaf.key", "none");
+    let (code, v, err) = probe(&[
+        &srv.addr().to_string(),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["hello_retry_request"], false, "{v}");
+    assert!(v["key_exchange_group"].is_string(), "{v}");
+
+    // --timeline draws the waterfall: one line per flight, arrows both ways, an axis.
+    let (_g, port) = s_server_with_group(&pki, "P-256");
+    let out = tlskit(&[
+        "probe",
+        &format!("127.0.0.1:{port}"),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+        "--timeline",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("HelloRetryRequest (the server chose secp256r1"),
+        "{text}"
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("timeline"))
+        .skip(1)
+        .collect();
+    assert!(lines.len() >= 4, "{text}");
+    assert!(
+        lines[0].contains("client -> |>") && lines[0].ends_with("ClientHello"),
+        "{text}"
+    );
+    assert!(lines[1].contains("server <- |") && lines[1].ends_with("HelloRetryRequest"));
+    assert!(lines.iter().all(|l| l.matches('|').count() == 2), "{text}");
+}

@@ -67,8 +67,13 @@ pub struct ConnectReport {
     pub tls_version: String,
     /// IANA name of the cipher suite.
     pub cipher_suite: String,
-    /// Key exchange group.
+    /// Key exchange group (kept for scripts; `key_exchange_group` says the same).
     pub key_exchange: Option<String>,
+    /// Group, HelloRetryRequest and key-share sizes of the handshake.
+    #[serde(flatten)]
+    pub kx: crate::kx::KeyExchange,
+    /// Whole days until the server certificate's notAfter (negative once expired).
+    pub expires_in_days: Option<i64>,
     /// Negotiated ALPN protocol.
     pub alpn: Option<String>,
     /// Whether the session was resumed.
@@ -399,6 +404,10 @@ fn finish(
         key_exchange: conn
             .negotiated_key_exchange_group()
             .map(|g| format!("{:?}", g.name())),
+        kx: crate::kx::KeyExchange::of(conn),
+        expires_in_days: presented
+            .first()
+            .and_then(|c| crate::kx::expires_in_days(c, std::time::SystemTime::now())),
         alpn: conn
             .alpn_protocol()
             .map(|p| String::from_utf8_lossy(p).into_owned()),

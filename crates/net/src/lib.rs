@@ -17,6 +17,7 @@ mod error;
 pub mod fuzzing;
 mod hello;
 mod http;
+pub mod kx;
 pub mod log;
 mod metrics;
 pub mod probe;

@@ -161,6 +161,13 @@ pub struct ProbeReport {
     pub runs: Vec<Run>,
     /// With --repeat: the resumption attempt.
     pub resumption: Option<Resumed>,
+    /// Group, HelloRetryRequest and key-share sizes of the reported handshake.
+    #[serde(flatten)]
+    pub kx: crate::kx::KeyExchange,
+    /// Whole days until the server certificate's notAfter (negative once expired).
+    pub expires_in_days: Option<i64>,
+    /// The reported handshake's flights against time (`probe --timeline` draws it).
+    pub timeline: Vec<TimelineEntry>,
     /// Plain-English findings.
     pub advice: Vec<String>,
 }
@@ -220,6 +227,8 @@ struct Recorder {
     pending: Vec<u8>,
     log: Log,
     deadline: Instant,
+    /// Every client write but a lone ChangeCipherSpec: when, and how many bytes.
+    sent: Vec<(Instant, usize)>,
 }
 
 impl Read for Recorder {
@@ -251,6 +260,7 @@ impl Write for Recorder {
         let n = self.sock.write(buf)?;
         if buf != CCS {
             push_at(&self.log, t, Ev::Write);
+            self.sent.push((t, n));
         }
         Ok(n)
     }
@@ -265,6 +275,7 @@ impl Write for Recorder {
                 .eq(CCS.iter().copied());
         if !lone_ccs {
             push_at(&self.log, t, Ev::Write);
+            self.sent.push((t, n));
         }
         Ok(n)
     }
@@ -321,6 +332,8 @@ fn tcp_info(local: SocketAddr, peer: SocketAddr) -> Option<TcpInfo> {
 }
 
 struct Shot {
+    kx: crate::kx::KeyExchange,
+    timeline: Vec<TimelineEntry>,
     peer: SocketAddr,
     tcp_ms: f64,
     hs_ms: f64,
@@ -331,6 +344,78 @@ struct Shot {
     suite: String,
     certs: Record,
     peer_certs: Vec<CertificateDer<'static>>,
+}
+
+/// One flight of the handshake, for `probe --timeline`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TimelineEntry {
+    /// Milliseconds from the first ClientHello byte.
+    pub at_ms: f64,
+    /// `client` or `server`.
+    pub from: String,
+    /// What it carries (by its place in the handshake).
+    pub what: String,
+    /// Bytes on the wire (TLS records).
+    pub bytes: usize,
+}
+
+/// The handshake as flights against time: the client's writes and the server's bursts,
+/// named by their place (a lone ChangeCipherSpec is left out; post-handshake bytes, such
+/// as TLS 1.3 session tickets, are one entry at the end).
+fn timeline(
+    sent: &[(Duration, usize)],
+    bursts: &[Flight],
+    after: usize,
+    hrr: bool,
+    tls12: bool,
+    hs_ms: f64,
+) -> Vec<TimelineEntry> {
+    let mut out = Vec::with_capacity(sent.len() + bursts.len() + 1);
+    for (i, &(t, n)) in sent.iter().enumerate() {
+        let what = match i {
+            0 => "ClientHello",
+            1 if hrr => "ClientHello (after HelloRetryRequest)",
+            _ if i + 1 == sent.len() => "Finished (and client certificate, if any)",
+            _ => "handshake records",
+        };
+        out.push(TimelineEntry {
+            at_ms: t.as_secs_f64() * 1e3,
+            from: "client".into(),
+            what: what.into(),
+            bytes: n,
+        });
+    }
+    let mut answers = 0;
+    for (i, f) in bursts.iter().enumerate() {
+        let what = if i == 0 && hrr {
+            "HelloRetryRequest"
+        } else if f.after_client_write {
+            answers += 1;
+            match (tls12, answers) {
+                (false, _) => "ServerHello .. Finished",
+                (true, 1) => "ServerHello .. ServerHelloDone",
+                (true, _) => "ChangeCipherSpec, Finished",
+            }
+        } else {
+            "continued (the flight did not fit: waited for ACKs)"
+        };
+        out.push(TimelineEntry {
+            at_ms: f.at_ms,
+            from: "server".into(),
+            what: what.into(),
+            bytes: f.bytes,
+        });
+    }
+    if after > 0 {
+        out.push(TimelineEntry {
+            at_ms: hs_ms,
+            from: "server".into(),
+            what: "after the handshake (session tickets)".into(),
+            bytes: after,
+        });
+    }
+    out.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+    out
 }
 
 fn rtts(tcp_ms: f64, hs_ms: f64, bursts: usize) -> (u32, &'static str) {
@@ -453,6 +538,7 @@ fn one(
         pending: Vec::new(),
         log: log.clone(),
         deadline: Instant::now() + timeout,
+        sent: Vec::new(),
     };
     let t_hs = Instant::now();
     let mut last_consumed = t_hs;
@@ -526,8 +612,27 @@ fn one(
         .iter()
         .map(|&(t, ev)| (t.saturating_duration_since(t_hs), ev))
         .collect();
-    let bursts = group_bursts(&since, cutoff.saturating_duration_since(t_hs), gap, mss);
+    let cut = cutoff.saturating_duration_since(t_hs);
+    let bursts = group_bursts(&since, cut, gap, mss);
+    let kx = crate::kx::KeyExchange::of(&conn);
+    let sent: Vec<(Duration, usize)> = io
+        .sent
+        .iter()
+        .filter(|(t, _)| *t <= t_end)
+        .map(|&(t, n)| (t.saturating_duration_since(t_hs), n))
+        .collect();
+    let after: usize = since
+        .iter()
+        .filter_map(|&(t, ev)| match ev {
+            Ev::Read(n) if t > cut => Some(n),
+            _ => None,
+        })
+        .sum();
+    let tls12 = conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_2);
+    let timeline = timeline(&sent, &bursts, after, kx.hello_retry_request, tls12, hs_ms);
     Ok(Shot {
+        kx,
+        timeline,
         peer,
         tcp_ms,
         hs_ms,
@@ -859,6 +964,11 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         reason,
         runs: if repeat > 1 { runs } else { Vec::new() },
         resumption,
+        kx: shot.kx,
+        expires_in_days: presented
+            .first()
+            .and_then(|c| crate::kx::expires_in_days(c, std::time::SystemTime::now())),
+        timeline: shot.timeline,
         advice: Vec::new(),
     };
     let mut advice = advise(&report);

@@ -569,8 +569,11 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     }
     println!("  version:      {}", r.tls_version);
     println!("  cipher suite: {}", r.cipher_suite);
-    if let Some(k) = &r.key_exchange {
-        println!("  key exchange: {k}");
+    if r.kx.key_exchange_group.is_some() {
+        println!("  key exchange: {}", key_exchange_line(&r.kx));
+    }
+    if let Some(d) = r.expires_in_days {
+        println!("  certificate:  {}", expiry_phrase(d));
     }
     // What the server sent (ALPN, names, the verifier's reason naming them) is escaped.
     println!(
@@ -601,4 +604,26 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     }
     conn.relay_stdio()?;
     Ok(outcome)
+}
+
+/// `X25519MLKEM768, key shares 1,216 + 1,120 bytes, no HelloRetryRequest` (connect, probe).
+pub(crate) fn key_exchange_line(kx: &tlskit_net::kx::KeyExchange) -> String {
+    let group = kx.key_exchange_group.as_deref().unwrap_or("(none)");
+    let shares = kx
+        .key_share_bytes
+        .map(|k| format!(", key shares {} + {} bytes", k.client, k.server))
+        .unwrap_or_default();
+    let hrr = match &kx.hello_retry_reason {
+        Some(why) => format!(", HelloRetryRequest ({why}): one more round trip"),
+        None => ", no HelloRetryRequest".to_string(),
+    };
+    format!("{group}{shares}{hrr}")
+}
+
+/// `expires in 89 days`, `expired 3 days ago`.
+pub(crate) fn expiry_phrase(days: i64) -> String {
+    match days {
+        d if d < 0 => format!("expired {} day(s) ago", -d),
+        d => format!("expires in {d} day(s)"),
+    }
 }

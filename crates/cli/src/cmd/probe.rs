@@ -60,6 +60,9 @@ pub(crate) struct ProbeArgs {
     /// repeatable).
     #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
     allow: Vec<tlskit_verify::Rule>,
+    /// Draw the handshake as a text waterfall: client and server flights against time.
+    #[arg(long)]
+    timeline: bool,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -99,6 +102,9 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
         print_json(&r)?;
     } else {
         human(&r);
+        if a.timeline {
+            timeline(&r);
+        }
     }
     Ok(if r.verified {
         Outcome::Success
@@ -150,6 +156,12 @@ fn human(r: &ProbeReport) {
                 "  (continues the previous burst after a pause)"
             }
         );
+    }
+    if r.kx.key_exchange_group.is_some() {
+        println!("  key exchange: {}", super::net::key_exchange_line(&r.kx));
+    }
+    if let Some(d) = r.expires_in_days {
+        println!("  certificate:  {}", super::net::expiry_phrase(d));
     }
     let comp = match &r.compression {
         Some(c) => format!(
@@ -215,5 +227,46 @@ fn human(r: &ProbeReport) {
         for a in &r.advice {
             println!("  - {}", Escaped(a));
         }
+    }
+}
+
+/// Columns of the waterfall's time axis.
+const TIMELINE_WIDTH: usize = 40;
+
+/// The reported handshake as a waterfall: one line per flight, `->` client to server,
+/// `<-` server to client, a mark at its time on an axis scaled to the last flight.
+fn timeline(r: &ProbeReport) {
+    let st = Style::stdout();
+    let end = r
+        .timeline
+        .iter()
+        .map(|e| e.at_ms)
+        .fold(r.handshake_ms, f64::max)
+        .max(0.001);
+    println!(
+        "{} (0 to {end:.1} ms; RTT {:.1} ms)",
+        st.bold("timeline"),
+        r.tcp_rtt_ms
+    );
+    for e in &r.timeline {
+        // Truncation intended: the column of a time on a 40-column axis.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let col = ((e.at_ms / end) * TIMELINE_WIDTH as f64).round() as usize;
+        let col = col.min(TIMELINE_WIDTH);
+        let (arrow, mark) = if e.from == "client" {
+            ("->", '>')
+        } else {
+            ("<-", '<')
+        };
+        let mut axis = ['.'; TIMELINE_WIDTH + 1];
+        axis[col] = mark;
+        println!(
+            "  {:>8.2} ms  {:<6} {arrow} |{}| {:>7} B  {}",
+            e.at_ms,
+            e.from,
+            axis.iter().collect::<String>(),
+            e.bytes,
+            e.what
+        );
     }
 }
