@@ -779,3 +779,116 @@ fn net_interop_proxy_v2_tlvs() {
         "{text}"
     );
 }
+
+/// Issue 15: certificate compression confirmed by a peer this project did not write.
+/// Headless Chromium fetches a page from `tlskit serve`; Chromium's own net log shows the
+/// CompressedCertificate message (handshake type 25) it received and its algorithm, and the
+/// server's metric and handshake log line say the same.
+#[test]
+fn net_interop_chromium_receives_a_compressed_certificate() {
+    use base64::Engine;
+    require("chromium");
+    require("openssl");
+    let pki = Pki::new();
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    // The leaf's SPKI pin: Chromium trusts exactly this key, nothing else is relaxed.
+    let pin = sh(&format!(
+        "openssl x509 -in {c} -pubkey -noout | openssl pkey -pubin -outform der | \
+         openssl dgst -sha256 -binary | base64"
+    ));
+    let pin = String::from_utf8_lossy(&pin.stdout).trim().to_string();
+    assert_eq!(pin.len(), 44, "{pin}");
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--metrics",
+        "127.0.0.1:0",
+        "--log-level",
+        "debug",
+    ]);
+    let netlog = pki.path("netlog.json");
+    let out = Command::new("timeout")
+        .args([
+            "60",
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            &format!("--user-data-dir={}", p(&pki.path("chromium-profile"))),
+            &format!("--ignore-certificate-errors-spki-list={pin}"),
+            "--host-resolver-rules=MAP test.example 127.0.0.1",
+            &format!("--log-net-log={}", p(&netlog)),
+            "--net-log-capture-mode=Everything",
+            "--dump-dom",
+            &format!("https://test.example:{}/", srv.port()),
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("chromium");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("hello from tlskit"), "chromium got: {dom}");
+
+    // What Chromium received: CompressedCertificate messages and their algorithms.
+    let log: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&netlog).expect("net log")).expect("net log JSON");
+    let received = log["constants"]["logEventTypes"]["SSL_HANDSHAKE_MESSAGE_RECEIVED"]
+        .as_u64()
+        .expect("event type");
+    let algorithms: Vec<u16> = log["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"].as_u64() == Some(received) && e["params"]["type"] == 25)
+        .map(|e| {
+            let b = base64::engine::general_purpose::STANDARD
+                .decode(e["params"]["bytes"].as_str().expect("bytes"))
+                .expect("base64");
+            // Handshake header (type, 3-byte length), then the algorithm (RFC 8879).
+            u16::from_be_bytes([b[4], b[5]])
+        })
+        .collect();
+    assert!(
+        !algorithms.is_empty(),
+        "Chromium received no CompressedCertificate"
+    );
+    assert!(
+        algorithms.iter().all(|a| *a == 2),
+        "brotli expected: {algorithms:?}"
+    );
+
+    // The server counted the same handshakes as brotli, and logged it.
+    let text = scrape(&srv.metrics_addr());
+    let brotli = metric(
+        &text,
+        "tlskit_certificate_compression_total{algorithm=\"brotli\"}",
+    );
+    assert_eq!(brotli, Some(algorithms.len() as f64), "{text}");
+    assert!(
+        srv.wait_log("cert_compression=brotli", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+    // A client that offers no compression (openssl 3.0) is counted as none.
+    let out = sh(&format!(
+        "cd {dir} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | openssl s_client -tls1_3 -ign_eof \
+         -connect 127.0.0.1:{port} -servername test.example -CAfile ca.pem 2>&1",
+        dir = p(pki.dir.path()),
+        port = srv.port()
+    ));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("200 OK"));
+    let text = scrape(&srv.metrics_addr());
+    assert_eq!(
+        metric(
+            &text,
+            "tlskit_certificate_compression_total{algorithm=\"none\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+}

@@ -2706,3 +2706,49 @@ fn net_serve_handshake_budget_evicts_oldest_partial_hello() {
     );
     drop(held);
 }
+
+/// Issue 15, ready means ready: `listening on` comes only after the certificate messages
+/// are compressed, so the first client (which offers brotli) waits for no compression,
+/// and its handshake costs about what later ones cost. Before, the warm-up ran in the
+/// background and raced readiness: the first handshake compressed a long chain itself.
+#[test]
+fn net_serve_first_handshake_finds_everything_ready() {
+    let pki = Pki::new();
+    pki.long_chain("long.pem", "long.key", 900);
+    let srv = Serve::start(&[
+        "--cert",
+        &pki.path("long.pem").display().to_string(),
+        "--key",
+        &pki.path("long.key").display().to_string(),
+        "--respond",
+        "http",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let roots = pki.path("ca.pem").display().to_string();
+    let target = srv.addr().to_string();
+    let mut ms = Vec::new();
+    for _ in 0..6 {
+        let (code, v) = connect_json(&[&target, "--servername", "test.example", "--roots", &roots]);
+        assert_eq!(code, 0, "{v}");
+        ms.push(v["handshake_ms"].as_f64().expect("handshake_ms"));
+    }
+    let text = scrape(&srv.metrics_addr());
+    assert_eq!(
+        metric(
+            &text,
+            "tlskit_certificate_compression_waits_total{algorithm=\"brotli\"}"
+        ),
+        Some(0.0),
+        "a handshake waited for a compression; handshake ms: {ms:?}\n{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "tlskit_certificate_compression_total{algorithm=\"brotli\"}"
+        ),
+        Some(6.0),
+        "{text}"
+    );
+    eprintln!("handshake ms, first then the rest: {ms:?}");
+}

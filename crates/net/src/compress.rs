@@ -12,9 +12,11 @@
 //!
 //! [`CachedCompressor`] wraps rustls's own brotli and zlib compressors with a cache keyed
 //! by the exact bytes of the certificate message (xxh3 to find the entry, full comparison
-//! to accept it), bounded in bytes, shared across reloads. [`warm`] compresses the
-//! configured chains in the background at start and after each reload, so handshakes find
-//! them ready. The server turns rustls's own cache off (it would only hold copies).
+//! to accept it), bounded in bytes, shared across reloads. [`warm_now`] compresses the
+//! configured chains before the server says it is ready and before a reload's chains are
+//! served, so handshakes find them ready (the first one too: before, the warm-up ran in
+//! the background and raced readiness, and the first client waited 150 ms for brotli on a
+//! long chain, debug build); [`warm`] does it in the background for an ACME certificate. The server turns rustls's own cache off (it would only hold copies).
 //! Compression itself is rustls's code (brotli and zlib crates); nothing here touches the
 //! TLS state machine: a cache miss simply compresses, exactly as rustls would.
 
@@ -51,6 +53,8 @@ pub struct CachedCompressor {
     cache: RwLock<Cache>,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Misses on a handshake (not ahead of time): each made a client wait for a compression.
+    handshake_misses: AtomicU64,
 }
 
 impl std::fmt::Debug for CachedCompressor {
@@ -70,6 +74,7 @@ impl CachedCompressor {
             cache: RwLock::new(Cache::default()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            handshake_misses: AtomicU64::new(0),
         }
     }
 
@@ -126,13 +131,20 @@ impl CachedCompressor {
         cache.bytes = bytes;
     }
 
-    fn get_or_compress(&self, input: Vec<u8>) -> Result<Arc<[u8]>, CompressionFailed> {
+    fn get_or_compress(
+        &self,
+        input: Vec<u8>,
+        on_handshake: bool,
+    ) -> Result<Arc<[u8]>, CompressionFailed> {
         let key = xxhash_rust::xxh3::xxh3_64(&input);
         if let Some(c) = self.lookup(key, &input) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(c);
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
+        if on_handshake {
+            self.handshake_misses.fetch_add(1, Ordering::Relaxed);
+        }
         let compressed: Arc<[u8]> = self
             .inner
             .compress(input.clone(), CompressionLevel::Amortized)?
@@ -150,6 +162,12 @@ impl CachedCompressor {
     pub fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
     }
+
+    /// Certificate messages compressed while a client waited (a handshake found no
+    /// compressed message ready).
+    pub fn handshake_misses(&self) -> u64 {
+        self.handshake_misses.load(Ordering::Relaxed)
+    }
 }
 
 impl CertCompressor for CachedCompressor {
@@ -159,7 +177,7 @@ impl CertCompressor for CachedCompressor {
         _level: CompressionLevel,
     ) -> Result<Vec<u8>, CompressionFailed> {
         // Always the amortized (best) level: the result is cached.
-        self.get_or_compress(input).map(|c| c.to_vec())
+        self.get_or_compress(input, true).map(|c| c.to_vec())
     }
 
     fn algorithm(&self) -> CertificateCompressionAlgorithm {
@@ -207,6 +225,15 @@ fn push_u24(out: &mut Vec<u8>, n: usize) {
 /// second server in the same process loses its entries to this one's reload and compresses
 /// them again on first use), then compress the first [`MAX_WARM_CHAINS`] with every
 /// algorithm in `algs`. Failures are ignored: a handshake then compresses.
+/// Before the server says it is ready: compress every chain (up to [`MAX_WARM_CHAINS`])
+/// with every algorithm now, so the first handshake costs what the hundredth does.
+pub(crate) fn warm_now(chains: &[Arc<CertifiedKey>], algs: &[Compression]) {
+    let compressors: Vec<&'static CachedCompressor> = algs.iter().map(|&a| compressor(a)).collect();
+    if !chains.is_empty() && !compressors.is_empty() {
+        warm_into(chains, &compressors);
+    }
+}
+
 pub(crate) fn warm(chains: Vec<Arc<CertifiedKey>>, algs: &[Compression]) {
     if chains.is_empty() || algs.is_empty() {
         return;
@@ -231,7 +258,7 @@ fn warm_into(chains: &[Arc<CertifiedKey>], compressors: &[&CachedCompressor]) {
     }
     for (_, msg) in live.iter().take(MAX_WARM_CHAINS) {
         for c in compressors {
-            let _ = c.get_or_compress(msg.clone());
+            let _ = c.get_or_compress(msg.clone(), false);
         }
     }
 }

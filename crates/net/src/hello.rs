@@ -629,3 +629,128 @@ mod tests {
         record(h)
     }
 }
+
+/// TLS extension carrying the client's certificate-compression algorithms (RFC 8879).
+const EXT_COMPRESS_CERTIFICATE: u16 = 27;
+
+/// The certificate-compression algorithms a ClientHello offers (RFC 8879 codes: 1 zlib,
+/// 2 brotli, 3 zstd), read off the records [`read_client_hello`] collected. Total: any
+/// bytes give a (possibly empty) list, at most 127 entries; nothing is trusted (lengths are
+/// checked against what is there).
+pub(crate) fn offered_cert_compression(records: &[u8]) -> Vec<u16> {
+    // Handshake-record payloads, joined (a ClientHello may span records).
+    let mut msg = Vec::new();
+    let mut rest = records;
+    while rest.len() >= 5 && rest[0] == 22 {
+        let len = usize::from(u16::from_be_bytes([rest[3], rest[4]]));
+        let Some(body) = rest.get(5..5 + len) else {
+            break;
+        };
+        msg.extend_from_slice(body);
+        rest = &rest[5 + len..];
+    }
+    parse_compress_certificate(&msg).unwrap_or_default()
+}
+
+fn parse_compress_certificate(msg: &[u8]) -> Option<Vec<u16>> {
+    struct Reader<'a>(&'a [u8]);
+    impl<'a> Reader<'a> {
+        fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+            let (a, b) = (self.0.get(..n)?, self.0.get(n..)?);
+            self.0 = b;
+            Some(a)
+        }
+        fn u8(&mut self) -> Option<usize> {
+            self.take(1).map(|b| usize::from(b[0]))
+        }
+        fn u16(&mut self) -> Option<usize> {
+            self.take(2)
+                .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+        }
+    }
+    let mut r = Reader(msg);
+    if r.u8()? != 1 {
+        return None; // not a ClientHello
+    }
+    r.take(3)?; // handshake length: the fields below are checked one by one
+    r.take(2 + 32)?; // legacy_version, random
+    let n = r.u8()?;
+    r.take(n)?; // legacy_session_id
+    let n = r.u16()?;
+    r.take(n)?; // cipher_suites
+    let n = r.u8()?;
+    r.take(n)?; // legacy_compression_methods
+    let n = r.u16()?;
+    let mut exts = Reader(r.take(n)?);
+    while !exts.0.is_empty() {
+        let kind = exts.u16()?;
+        let len = exts.u16()?;
+        let body = exts.take(len)?;
+        if kind == usize::from(EXT_COMPRESS_CERTIFICATE) {
+            let mut b = Reader(body);
+            let n = b.u8()?;
+            let list = b.take(n)?;
+            return Some(
+                list.chunks_exact(2)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect(),
+            );
+        }
+    }
+    Some(Vec::new())
+}
+
+#[cfg(test)]
+mod compression_tests {
+    use super::*;
+
+    /// A real ClientHello from rustls (which offers brotli and zlib when built with them).
+    #[test]
+    fn reads_the_offer_of_a_rustls_client_hello() {
+        let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap_or_else(|_| unreachable!("default versions"))
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        cfg.cert_decompressors = rustls::compress::default_cert_decompressors().to_vec();
+        let name = rustls::pki_types::ServerName::try_from("a.test")
+            .unwrap_or_else(|_| unreachable!("literal name"));
+        let mut conn = rustls::ClientConnection::new(Arc::new(cfg.clone()), name.clone())
+            .unwrap_or_else(|_| unreachable!("client"));
+        let mut wire = Vec::new();
+        conn.write_tls(&mut wire)
+            .unwrap_or_else(|_| unreachable!("vec"));
+        let want: Vec<u16> = cfg
+            .cert_decompressors
+            .iter()
+            .map(|d| u16::from(d.algorithm()))
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(offered_cert_compression(&wire), want);
+        // Split across two records: the same.
+        let body = &wire[5..];
+        let (a, b) = body.split_at(40);
+        let mut split = Vec::new();
+        for part in [a, b] {
+            split.extend_from_slice(&[22, 3, 1]);
+            split.extend_from_slice(&u16::try_from(part.len()).unwrap_or(0).to_be_bytes());
+            split.extend_from_slice(part);
+        }
+        assert_eq!(offered_cert_compression(&split), want);
+        // None offered.
+        cfg.cert_decompressors.clear();
+        let mut conn = rustls::ClientConnection::new(Arc::new(cfg), name)
+            .unwrap_or_else(|_| unreachable!("client"));
+        let mut wire = Vec::new();
+        conn.write_tls(&mut wire)
+            .unwrap_or_else(|_| unreachable!("vec"));
+        assert!(offered_cert_compression(&wire).is_empty());
+        // Garbage and truncations: empty, never a panic.
+        for n in 0..wire.len() {
+            let _ = offered_cert_compression(&wire[..n]);
+        }
+        assert!(offered_cert_compression(&[22, 3, 1, 0, 1, 1]).is_empty());
+    }
+}

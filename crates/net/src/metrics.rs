@@ -158,6 +158,8 @@ pub struct Metrics {
     duration_count: AtomicU64,
     duration_sum_ns: AtomicU64,
     acme: Acme,
+    /// Full TLS 1.3 handshakes by certificate compression: none, zlib, brotli, zstd.
+    cert_compression: [AtomicU64; 4],
     /// The served certificates, replaced at start and on each reload.
     certs: RwLock<Vec<ServedCert>>,
     /// The client-CA store, when there is one.
@@ -208,6 +210,17 @@ impl Metrics {
             self.duration_sum_ns
                 .fetch_add((seconds * 1e9) as u64, Relaxed);
         }
+    }
+    /// A full handshake sent its certificate compressed with this RFC 8879 algorithm
+    /// (`None`: uncompressed).
+    pub(crate) fn cert_compression(&self, alg: Option<crate::server::Compression>) {
+        use crate::server::Compression;
+        let i = match alg {
+            None => 0,
+            Some(Compression::Zlib) => 1,
+            Some(Compression::Brotli) => 2,
+        };
+        self.cert_compression[i].fetch_add(1, Relaxed);
     }
     pub(crate) fn failure(&self, reason: FailReason) {
         if let Some(i) = FailReason::ALL.iter().position(|r| *r == reason) {
@@ -341,6 +354,39 @@ impl Metrics {
                 s,
                 "tlskit_handshakes_total{{outcome=\"{name}\"}} {}",
                 c.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "# HELP tlskit_certificate_compression_total Full handshakes by how the server's certificate was sent (RFC 8879 algorithm, or none)."
+        );
+        let _ = writeln!(s, "# TYPE tlskit_certificate_compression_total counter");
+        for (name, c) in ["none", "zlib", "brotli", "zstd"]
+            .iter()
+            .zip(&self.cert_compression)
+        {
+            let _ = writeln!(
+                s,
+                "tlskit_certificate_compression_total{{algorithm=\"{name}\"}} {}",
+                c.load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "# HELP tlskit_certificate_compression_waits_total Certificate messages compressed while a client waited (none ready: after start or a reload, or over the cache)."
+        );
+        let _ = writeln!(
+            s,
+            "# TYPE tlskit_certificate_compression_waits_total counter"
+        );
+        for (name, alg) in [
+            ("zlib", crate::server::Compression::Zlib),
+            ("brotli", crate::server::Compression::Brotli),
+        ] {
+            let _ = writeln!(
+                s,
+                "tlskit_certificate_compression_waits_total{{algorithm=\"{name}\"}} {}",
+                crate::compress::compressor(alg).handshake_misses()
             );
         }
         let _ = writeln!(

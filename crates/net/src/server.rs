@@ -48,6 +48,23 @@ pub enum Compression {
     Zlib,
 }
 
+impl Compression {
+    /// The RFC 8879 code point.
+    pub fn code(self) -> u16 {
+        match self {
+            Self::Zlib => 1,
+            Self::Brotli => 2,
+        }
+    }
+    /// `brotli`, `zlib`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Zlib => "zlib",
+            Self::Brotli => "brotli",
+        }
+    }
+}
+
 /// Which CA names the server hints in its CertificateRequest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaHints {
@@ -468,9 +485,9 @@ impl Server {
         let pairs = index.pairs();
         let metrics = Arc::new(Metrics::default());
         crate::certs::loaded(&metrics, &index, cfg.expiry_warning_days);
-        // Compress the chains now, off the handshake path (the first clients then get a
-        // ready compressed certificate message).
-        crate::compress::warm(index.chains(), &cfg.compress);
+        // Compress the chains now, before anything is accepted: "ready" means the first
+        // client gets a compressed certificate message ready, as the hundredth does.
+        crate::compress::warm_now(&index.chains(), &cfg.compress);
         let acme = crate::acme::manager::ServerAcme::for_config(&cfg, &provider, &metrics)?;
         let resolver = Arc::new(match &acme {
             Some(a) => SniResolver::with_acme(index, a.managed.clone()),
@@ -984,7 +1001,9 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
             );
             if s.reload_seq.load(Ordering::Acquire) == seq {
                 crate::certs::loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
-                crate::compress::warm(index.chains(), &s.cfg.compress);
+                // Compressed before the new chains are served (this runs off the
+                // handshake path, under the reload deadline).
+                crate::compress::warm_now(&index.chains(), &s.cfg.compress);
                 s.resolver.replace(index);
             }
         }
@@ -1214,6 +1233,11 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     } else {
         crate::hello::REST_OF_HANDSHAKE
     };
+    let offered_compression = if s.cfg.compress.is_empty() {
+        Vec::new()
+    } else {
+        crate::hello::offered_cert_compression(&prefix)
+    };
     let io = crate::hello::Prefixed::new(prefix, tcp, rest);
     // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
     // with the validation certificate and closed here.
@@ -1258,6 +1282,21 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         },
         secs,
     );
+    // Which compression the certificate went out with: rustls takes the server's first
+    // configured algorithm the client offered (TLS 1.3 full handshakes only).
+    let compression = (!resumed
+        && conn.protocol_version() == Some(rustls::ProtocolVersion::TLSv1_3))
+    .then(|| {
+        s.cfg
+            .compress
+            .iter()
+            .copied()
+            .find(|c| offered_compression.contains(&c.code()))
+    })
+    .flatten();
+    if !resumed {
+        s.metrics.cert_compression(compression);
+    }
     if log::enabled(Level::Debug) {
         let version = crate::client::version_name(conn.protocol_version());
         let sni = conn.server_name().unwrap_or("").to_string();
@@ -1269,6 +1308,10 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
                 ("sni", &sni),
                 ("version", &version),
                 ("resumed", &resumed),
+                (
+                    "cert_compression",
+                    &compression.map_or("none", Compression::name),
+                ),
                 ("ms", &format!("{:.2}", secs * 1e3)),
             ],
         );
