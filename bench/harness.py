@@ -453,6 +453,17 @@ class Bench:
             if self.a.quick:
                 opts.rounds, opts.count, opts.starts = 3, 1000, 5
             self.results["serve"] = serve.Bench(opts).run()
+            # The hybrid post-quantum group browsers send (rustls servers only: OpenSSL 3.0
+            # has no ML-KEM), and the server on both CPUs: handshakes only.
+            for key, group, cpus in (("serve_pq", "x25519mlkem768", "0"),
+                                     ("serve_2cpu", "x25519", "0,1")):
+                o = serve.options(tlskit=self.a.tlskit, tls_load=self.a.serve_tls_load,
+                                  nginx=self.a.serve_nginx, data=self.a.data, group=group,
+                                  server_cpus=cpus, skip_extra=True)
+                if self.a.quick:
+                    o.rounds, o.count = 3, 1000
+                log(f"terminator benchmark: {group}, server CPUs {cpus}")
+                self.results[key] = serve.Bench(o).run()
         if self.a.tlskit and os.path.exists(self.a.tlskit):
             log("round trips on a 50 ms link (bench/rtt.py)")
             self.results["rtt"] = rtt.Bench(rtt.options(
@@ -468,6 +479,8 @@ class Bench:
             with open(os.path.join(self.a.out, "serve.md"), "w") as f:
                 f.write("# tlskit terminator benchmark\n\nCommand: `" + self.a.command + "`\n" +
                         "\n".join(serve.render(self.results.get("serve", {}))
+                                  + serve.render(self.results.get("serve_pq", {}))
+                                  + serve.render(self.results.get("serve_2cpu", {}))
                                   + rtt.render(self.results.get("rtt", {}))) + "\n")
             log(f"done in {meta['total_s']} s: {self.a.out}/serve.md, serve.json")
             return
@@ -727,8 +740,9 @@ def render_md(out):
          fmt=lambda x: f"{x:.2f}×", ratio=False)
     L.append("\n![verification](verify.svg)")
 
-    if out.get("serve"):
-        L.extend(serve.render(out["serve"]))
+    for key in ("serve", "serve_pq", "serve_2cpu"):
+        if out.get(key):
+            L.extend(serve.render(out[key]))
     if out.get("rtt"):
         L.extend(rtt.render(out["rtt"]))
 

@@ -37,9 +37,10 @@ import sys
 import tempfile
 import time
 
-SERVERS = ["tlskit", "nginx", "s_server"]
+SERVERS = ["tlskit", "bare-rustls", "nginx", "s_server"]
 LABEL = {
     "tlskit": "tlskit serve --respond http",
+    "bare-rustls": "bare rustls (bench/src/bin/bare-rustls.rs)",
     "nginx": "nginx (1 worker)",
     "s_server": "openssl s_server -HTTP",
 }
@@ -196,9 +197,13 @@ class Bench:
         self.ncpu = os.cpu_count() or 1
 
     def pin(self, cpu):
-        if self.taskset and self.ncpu >= 2:
-            return [self.taskset, "-c", str(cpu)]
-        return []
+        """taskset for the server (cpu 0: the CPUs of --server-cpus) or the generator (cpu 1:
+        CPU 1 when the server has CPU 0 alone, else unpinned)."""
+        if not self.taskset or self.ncpu < 2:
+            return []
+        if cpu == 0:
+            return [self.taskset, "-c", self.a.server_cpus]
+        return [self.taskset, "-c", "1"] if self.a.server_cpus == "0" else []
 
     # ---------- servers ----------
     def start(self):
@@ -219,7 +224,7 @@ class Bench:
         except (OSError, RuntimeError) as e:
             self.missing["tlskit"] = str(e)
         nginx = self.a.nginx if os.access(self.a.nginx, os.X_OK) else None
-        if nginx:
+        if nginx and self.a.group == "x25519":
             d = os.path.join(self.tmp, "nginx")
             os.makedirs(d)
             port = free_port()
@@ -232,7 +237,17 @@ class Bench:
                 self.missing["nginx"] = f"{e} (see {d}/logs/error.log)"
         else:
             self.missing["nginx"] = f"no nginx at {self.a.nginx} (apt-get install nginx-light)"
+        bare = self.a.bare_rustls or os.path.join(os.path.dirname(self.a.tls_load), "bare-rustls")
+        try:
+            self.servers["bare-rustls"] = Server("bare-rustls", self.pin(0) + [
+                bare, p("chain.pem"), p("leaf.key")], ready_line=True)
+        except (OSError, RuntimeError) as e:
+            self.missing["bare-rustls"] = str(e)
         openssl = shutil.which("openssl")
+        if self.a.group != "x25519":
+            # OpenSSL 3.0 (nginx, s_server here) has no ML-KEM: the hybrid rows are rustls only.
+            self.missing["nginx"] = self.missing["s_server"] = "OpenSSL 3.0 has no ML-KEM"
+            nginx = openssl = None
         if openssl:
             port = free_port()
             try:
@@ -243,7 +258,7 @@ class Bench:
             except (OSError, RuntimeError) as e:
                 self.missing["s_server"] = str(e)
         else:
-            self.missing["s_server"] = "openssl not installed"
+            self.missing.setdefault("s_server", "openssl not installed")
 
     def stop(self):
         for s in self.servers.values():
@@ -268,7 +283,7 @@ class Bench:
         srv = self.servers[name]
         argv = self.pin(1) + [self.a.tls_load, "run", srv.addr(), "--count", str(count),
                               "--warmup", str(warmup), "--conc", str(self.a.conc),
-                              "--path", "/hello.txt"]
+                              "--path", "/hello.txt", "--group", self.a.group]
         if resume:
             argv.append("--resume")
         g = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -383,7 +398,7 @@ class Bench:
         # SIGTERM (e.g. from `timeout`) ends the run through `finally`: servers stopped.
         import signal
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        out = {"meta": {"count": self.a.count, "warmup": self.a.warmup, "rounds": self.a.rounds,
+        out = {"meta": {"server_cpus": self.a.server_cpus, "group": self.a.group, "count": self.a.count, "warmup": self.a.warmup, "rounds": self.a.rounds,
                         "conc": self.a.conc, "hold": self.a.hold,
                         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                         "nproc": self.ncpu, "pinned": bool(self.pin(0))},
@@ -405,8 +420,8 @@ class Bench:
                             f"{rec.get('rate_per_s') or 0:6.0f}/s, server {rec.get('server_util') or 0:.2f}"
                             f" CPU, generator {rec.get('client_util') or 0:.2f} CPU, "
                             f"tickets/hs {rec.get('tickets_per_hs')} {rec.get('note', '')}")
-            for name in names:
-                if name == "s_server":
+            for name in names if not self.a.skip_extra else []:
+                if name == "s_server" or name == "bare-rustls":
                     # s_server serves one connection at a time: a second one never
                     # completes its handshake while the first is held.
                     out["memory"][name] = {"status": "n/a",
@@ -417,7 +432,7 @@ class Bench:
             for name in names:
                 if self.servers[name].proc.poll() is not None:
                     out["missing"][name] = "exited during the benchmark"
-            out["start"] = self.start_to_ready()
+            out["start"] = {} if self.a.skip_extra else self.start_to_ready()
             log(f"start to ready: {out['start'].get('median_ms')}")
         finally:
             self.stop()
@@ -450,14 +465,23 @@ def fmt(v, spec):
 
 def render(out):
     """Markdown lines for results.md / serve.md."""
+    if not out.get("meta"):
+        return []
     m, s = out["meta"], out.get("summary", {})
-    L = ["\n## Terminator: CPU per TLS 1.3 handshake (server pinned to one core)\n"]
+    cpus = m.get("server_cpus", "0")
+    L = [f"\n## Terminator: CPU per TLS 1.3 handshake ({m.get('group', 'x25519').upper()}, "
+         f"server on CPU {cpus})\n"]
     vers = m.get("versions", {})
     L.append(f"Servers: {', '.join(f'{LABEL[k]} ({v})' for k, v in vers.items())}. Same P-256 "
-             "key and chain (leaf + intermediate), TLS 1.3 only, TLS_AES_128_GCM_SHA256, X25519, "
+             "key and chain (leaf + intermediate), TLS 1.3 only, TLS_AES_128_GCM_SHA256, "
+             f"{m.get('group', 'x25519').upper()} (the only group the client offers), "
              "`GET /hello.txt` with `Connection: close` and a small body back, no certificate "
-             "compression (OpenSSL 3.0 has none). Server on CPU 0, generator (`tls-load`, rustls "
-             f"+ aws-lc-rs, {m['conc']} threads) on CPU 1. Server CPU = utime+stime of the server "
+             "compression (OpenSSL 3.0 has none). "
+             + (f"Server on CPU 0, generator (`tls-load`, rustls + aws-lc-rs, {m['conc']} threads) "
+                "on CPU 1." if m.get("server_cpus", "0") == "0" else
+                f"Server on CPUs {m['server_cpus']}, generator (`tls-load`, {m['conc']} threads) "
+                "unpinned, sharing them.")
+             + f" Server CPU = utime+stime of the server "
              f"process(es) over {m['count']:,} handshakes after {m['warmup']} warm-up, median of "
              f"{m['rounds']} interleaved rounds. Load average {m['loadavg_start'][0]} at start, "
              f"{m.get('loadavg_end', ['?'])[0]} at end.\n")
@@ -487,6 +511,10 @@ def render(out):
     L.append("")
     for mode in ("full", "resumed"):
         tk = s.get(mode, {}).get("tlskit", {}).get("server_cpu_us_per_hs")
+        bare = s.get(mode, {}).get("bare-rustls", {}).get("server_cpu_us_per_hs")
+        if tk and bare:
+            L.append(f"- {mode}: tlskit / bare rustls CPU per handshake = **{tk / bare:.2f}×** "
+                     f"(target ≤ 1.10×: {'met' if tk / bare <= 1.10 else 'NOT met'})")
         for peer in ("nginx", "s_server"):
             pv = s.get(mode, {}).get(peer, {}).get("server_cpu_us_per_hs")
             if tk and pv:
@@ -549,6 +577,11 @@ def targets(out):
         lines.append(f"- terminator, {mode} TLS 1.3 handshakes: server CPU ≥ 1.3× cheaper than "
                      f"nginx: {res(None if r is None else r >= 1.3)} "
                      f"({'n/a' if r is None else f'{r:.2f}×'})")
+        bare = s.get(mode, {}).get("bare-rustls", {}).get("server_cpu_us_per_hs")
+        r = tk / bare if tk and bare else None
+        lines.append(f"- terminator, {mode} TLS 1.3 handshakes: server CPU within 1.10× of a bare "
+                     f"rustls server: {res(None if r is None else r <= 1.10)} "
+                     f"({'n/a' if r is None else f'{r:.2f}×'})")
     mem = out.get("memory", {}).get("tlskit", {})
     v = mem.get("per_conn_kib") if mem.get("status") == "ok" else None
     lines.append(f"- terminator memory per idle TLS connection ≤ 32 KiB: "
@@ -587,6 +620,14 @@ def add_args(p):
     p.add_argument("--conc", type=int, default=4)
     p.add_argument("--hold", type=int, default=2000)
     p.add_argument("--starts", type=int, default=9)
+    p.add_argument("--server-cpus", dest="server_cpus", default="0",
+                   help="CPUs the servers are pinned to (taskset list; default 0, the generator on 1)")
+    p.add_argument("--group", default="x25519", choices=["x25519", "x25519mlkem768"],
+                   help="key-exchange group the generator offers (the only one)")
+    p.add_argument("--bare-rustls", dest="bare_rustls", default="",
+                   help="bare rustls server binary [default: next to --tls-load]")
+    p.add_argument("--skip-extra", dest="skip_extra", action="store_true",
+                   help="handshakes only: no idle-memory or start-to-ready measurements")
 
 
 def options(**kw):

@@ -106,6 +106,7 @@ impl Opts {
                     o.group = match v()?.as_str() {
                         "x25519" => NamedGroup::X25519,
                         "p256" => NamedGroup::secp256r1,
+                        "x25519mlkem768" => NamedGroup::X25519MLKEM768,
                         g => bail!("unknown group {g}"),
                     }
                 }
