@@ -892,3 +892,317 @@ fn net_interop_chromium_receives_a_compressed_certificate() {
         "{text}"
     );
 }
+
+/// A redis-server of the test's own: loopback, random port, a password, no persistence
+/// (a restart comes back empty, the worst case).
+fn redis_server(dir: &Path, port: u16) -> Guard {
+    let g = Guard(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--requirepass",
+                "fleet-pw",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &p(dir),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
+    assert!(
+        wait_port(port, Duration::from_secs(10)),
+        "redis-server not up"
+    );
+    g
+}
+
+/// One openssl s_client TLS 1.3 exchange: (answered, resumed). `sess` is written (`out`)
+/// or read (`in`).
+fn s_client_session(pki: &Pki, port: u16, sess: &str, mode: &str) -> (bool, bool) {
+    let out = sh(&format!(
+        "cd {dir} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 10 openssl s_client -tls1_3 -ign_eof \
+         -connect 127.0.0.1:{port} -servername test.example -CAfile ca.pem -sess_{mode} {sess} 2>&1",
+        dir = p(pki.dir.path()),
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    (text.contains("200 OK"), text.contains("Reused, TLSv1.3"))
+}
+
+fn wait_metric(srv: &Serve, name: &str, want: f64, limit: Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if metric(&scrape(&srv.metrics_addr()), name) == Some(want) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// Issue 17: three `serve` nodes share session-ticket keys through a real redis-server
+/// (password, random port): a session made on A resumes on B and C; keys rotate under a
+/// lease and every node follows; Redis killed (nodes keep resuming, metric 0) and
+/// restarted empty (one node re-seeds); a node with another key-encryption key refuses the
+/// fleet's keys; Redis down at start.
+#[test]
+fn net_interop_fleet_shares_ticket_keys_through_redis() {
+    use std::os::unix::fs::PermissionsExt;
+    require("redis-server");
+    require("openssl");
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    let kek = pki.path("fleet.kek");
+    std::fs::write(&kek, [0x42u8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let wrong = pki.path("wrong.kek");
+    std::fs::write(&wrong, "11".repeat(32)).expect("kek");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let rport = free_port();
+    let mut redis = redis_server(dir, rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    let node = |key: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--respond",
+            "http",
+            "--metrics",
+            "127.0.0.1:0",
+            "--shared-state",
+            &url,
+            "--ticket-rotation",
+            "8",
+        ];
+        let key = p(key);
+        args.extend_from_slice(&["--shared-state-key", &key]);
+        args.extend_from_slice(extra);
+        Serve::start(&args)
+    };
+    let nodes = [node(&kek, &[]), node(&kek, &[]), node(&kek, &[])];
+    for n in &nodes {
+        assert!(
+            wait_metric(n, "tlskit_shared_state_up", 1.0, Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+        assert!(
+            !n.stderr().contains("fleet-pw"),
+            "password in the log: {}",
+            n.stderr()
+        );
+    }
+    assert!(nodes
+        .iter()
+        .any(|n| n.stderr().contains("event=shared_ticket_keys_seeded")));
+
+    // A session from A resumes on B and C (and A).
+    let (ok, _) = s_client_session(&pki, nodes[0].port(), "a.sess", "out");
+    assert!(ok);
+    for n in &nodes {
+        let (ok, reused) = s_client_session(&pki, n.port(), "a.sess", "in");
+        assert!(ok && reused, "not resumed on {}: {}", n.port(), n.stderr());
+    }
+
+    // Another key-encryption key: the fleet's keys are refused, nothing overwritten.
+    let odd = node(&wrong, &[]);
+    assert!(
+        odd.wait_log("event=shared_state_key_refused", Duration::from_secs(5)),
+        "{}",
+        odd.stderr()
+    );
+    assert!(odd
+        .stderr()
+        .contains("do not open with this --shared-state-key"));
+    assert_eq!(
+        metric(&scrape(&odd.metrics_addr()), "tlskit_shared_state_up"),
+        Some(0.0)
+    );
+    let (ok, reused) = s_client_session(&pki, odd.port(), "a.sess", "in");
+    assert!(
+        ok && !reused,
+        "a node with another KEK must not resume the fleet's tickets"
+    );
+    let (ok, reused) = s_client_session(&pki, nodes[1].port(), "a.sess", "in");
+    assert!(ok && reused, "the fleet's keys were overwritten");
+    drop(odd);
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &url,
+        "--shared-state-key",
+        &p(&wrong),
+        "--shared-state-required",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("do not open"));
+
+    // Rotation: one node rotates under the lease (period 8 s), every node adopts the key.
+    let rotated = |n: &Serve| {
+        n.stderr()
+            .lines()
+            .rev()
+            .find_map(|l| {
+                (l.contains("event=ticket_key_rotated")
+                    || l.contains("event=shared_ticket_keys_adopted"))
+                .then(|| {
+                    l.split("current_key=")
+                        .nth(1)
+                        .map(|v| v.split(' ').next().unwrap_or("").to_string())
+                })
+                .flatten()
+            })
+    };
+    let t0 = std::time::Instant::now();
+    let key = loop {
+        let keys: Vec<Option<String>> = nodes.iter().map(rotated).collect();
+        if keys[0].is_some() && keys.iter().all(|k| k == &keys[0]) {
+            break keys[0].clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "rotation not seen by all: {keys:?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let rotations: usize = nodes
+        .iter()
+        .map(|n| n.stderr().matches("event=ticket_key_rotated").count())
+        .sum();
+    assert!(rotations >= 1, "{key:?}");
+    eprintln!("rotated to key {key:?} ({rotations} rotation(s) across the fleet)");
+
+    // Redis killed: every node keeps its keys; tickets keep resuming across nodes.
+    let rate = |label: &str| {
+        let (ok, _) = s_client_session(&pki, nodes[0].port(), "b.sess", "out");
+        assert!(ok, "{label}: full handshake failed");
+        let (mut tried, mut resumed) = (0, 0);
+        for n in &nodes {
+            for _ in 0..3 {
+                let (ok, reused) = s_client_session(&pki, n.port(), "b.sess", "in");
+                assert!(ok, "{label}: a handshake failed");
+                tried += 1;
+                resumed += usize::from(reused);
+            }
+        }
+        eprintln!("{label}: {resumed}/{tried} resumed across the fleet");
+        (resumed, tried)
+    };
+    let before = rate("before the Redis restart");
+    drop(redis);
+    for n in &nodes {
+        assert!(
+            wait_metric(n, "tlskit_shared_state_up", 0.0, Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+        assert!(n.stderr().contains("event=shared_state_down"));
+    }
+    let during = rate("Redis down");
+    // Restarted empty: one node re-seeds with the keys it has; all are up again.
+    redis = redis_server(dir, rport);
+    for n in &nodes {
+        assert!(
+            wait_metric(n, "tlskit_shared_state_up", 1.0, Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+    }
+    let seeds: usize = nodes
+        .iter()
+        .map(|n| {
+            n.stderr()
+                .matches("event=shared_ticket_keys_seeded")
+                .count()
+        })
+        .sum();
+    assert!(seeds >= 2, "no node re-seeded the empty Redis");
+    let after = rate("after the Redis restart");
+    assert_eq!(before.0, before.1);
+    assert_eq!(
+        during.0, during.1,
+        "resumption must survive Redis being down"
+    );
+    assert_eq!(after.0, after.1);
+    drop(redis);
+
+    // Redis down at start: the node starts on local keys and says so, or refuses.
+    let dead = format!("redis://:fleet-pw@127.0.0.1:{}/0", free_port());
+    let lone = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &dead,
+        "--shared-state-key",
+        &p(&kek),
+    ]);
+    assert!(
+        lone.stderr().contains("event=shared_state_unavailable"),
+        "{}",
+        lone.stderr()
+    );
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &dead,
+        "--shared-state-key",
+        &p(&kek),
+        "--shared-state-required",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--shared-state-required") && !err.contains("fleet-pw"),
+        "{err}"
+    );
+    // A key file others may read is refused.
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &dead,
+        "--shared-state-key",
+        &p(&kek),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
+}

@@ -85,6 +85,12 @@ pub struct FileConfig {
     pub ticket_rotation: Option<u64>,
     /// PROXY v2 to the backend.
     pub proxy_protocol: Option<bool>,
+    /// Redis URL for fleet state.
+    pub shared_state: Option<String>,
+    /// The fleet's key-encryption key file.
+    pub shared_state_key: Option<std::path::PathBuf>,
+    /// Refuse to start without Redis.
+    pub shared_state_required: Option<bool>,
     /// Do not watch files for changes.
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.

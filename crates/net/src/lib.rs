@@ -25,6 +25,7 @@ mod process;
 mod proxy;
 mod ratelimit;
 mod server;
+pub mod shared;
 mod sock;
 pub mod starttls;
 mod systemd;

@@ -164,6 +164,22 @@ pub struct Metrics {
     certs: RwLock<Vec<ServedCert>>,
     /// The client-CA store, when there is one.
     store: StoreSlot,
+    /// Ticket keys shared through Redis, when configured.
+    shared: SharedSlot,
+}
+
+/// The shared-state ticketer whose health is exported (set once, in bind).
+#[derive(Default)]
+struct SharedSlot(OnceLock<Arc<crate::shared::SharedTickets>>);
+
+impl std::fmt::Debug for SharedSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "SharedSlot(set)"
+        } else {
+            "SharedSlot(unset)"
+        })
+    }
 }
 
 /// ACME counters (rendered only when ACME is on).
@@ -330,6 +346,10 @@ impl Metrics {
             *c = served.to_vec();
         }
     }
+    /// The shared-state ticketer whose health is exported (`tlskit_shared_state_up`).
+    pub(crate) fn set_shared_state(&self, s: Arc<crate::shared::SharedTickets>) {
+        let _ = self.shared.0.set(s);
+    }
     /// The client-CA store whose generation and size are exported.
     pub(crate) fn set_store(&self, store: Arc<StoreHandle>) {
         let _ = self.store.0.set(store);
@@ -355,6 +375,14 @@ impl Metrics {
                 "tlskit_handshakes_total{{outcome=\"{name}\"}} {}",
                 c.load(Relaxed)
             );
+        }
+        if let Some(t) = self.shared.0.get() {
+            let _ = writeln!(
+                s,
+                "# HELP tlskit_shared_state_up 1 when the session-ticket keys are the fleet's (the last Redis sync worked), 0 when running on the keys it has."
+            );
+            let _ = writeln!(s, "# TYPE tlskit_shared_state_up gauge");
+            let _ = writeln!(s, "tlskit_shared_state_up {}", u8::from(t.up()));
         }
         let _ = writeln!(
             s,

@@ -143,6 +143,8 @@ pub struct ServeConfig {
     pub http_listen: Option<SocketAddr>,
     /// Start and reloads warn about served certificates expiring within this many days.
     pub expiry_warning_days: u32,
+    /// Session-ticket keys shared with a fleet through Redis (`--shared-state`).
+    pub shared_state: Option<crate::shared::SharedSettings>,
 }
 
 /// A TLS protocol version.
@@ -195,6 +197,7 @@ impl ServeConfig {
             acme: None,
             http_listen: None,
             expiry_warning_days: 14,
+            shared_state: None,
         }
     }
 }
@@ -221,6 +224,8 @@ struct Shared {
     stop: watch::Sender<bool>,
     /// ACME certificate management (`--acme`).
     acme: Option<crate::acme::manager::ServerAcme>,
+    /// Ticket keys shared through Redis (`--shared-state`).
+    shared_tickets: Option<Arc<crate::shared::SharedTickets>>,
 }
 
 /// The `--cert`/`--key` pair, absent with `--acme` and no `--cert`.
@@ -263,6 +268,7 @@ fn build_tls(
     provider: &Arc<CryptoProvider>,
     resolver: Arc<SniResolver>,
     store: Option<&Arc<StoreHandle>>,
+    shared: Option<&Arc<crate::shared::SharedTickets>>,
 ) -> Result<ServerConfig, NetError> {
     let versions: Vec<_> = cfg.versions.iter().map(|v| v.rustls()).collect();
     if versions.is_empty() {
@@ -294,7 +300,15 @@ fn build_tls(
     let mut tls = builder.with_cert_resolver(resolver);
     // Keys rotate every `ticket_rotation` (1 s to 6 h, checked in bind); a ticket older than two
     // periods never resumes (crate::tickets).
-    let ticketer = crate::tickets::ticketer(cfg.ticket_rotation)?;
+    let ticketer = match shared {
+        // The fleet's keys (crate::shared), with the same two-period age limit.
+        Some(s) => Arc::new(crate::tickets::ExpiringTickets::new(
+            s.clone(),
+            cfg.ticket_rotation.as_secs().saturating_mul(2),
+            Arc::new(rustls::time_provider::DefaultTimeProvider),
+        )) as Arc<dyn rustls::server::ProducesTickets>,
+        None => crate::tickets::ticketer(cfg.ticket_rotation)?,
+    };
     let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
     match store {
         // Resumption bound to the client-CA store's anchor set: a reload that changes the
@@ -514,11 +528,19 @@ impl Server {
             metrics.set_store(handle.clone());
             Some(handle)
         };
+        let shared_tickets = match &cfg.shared_state {
+            Some(s) => Some(crate::shared::SharedTickets::start(s, cfg.ticket_rotation)?),
+            None => None,
+        };
+        if let Some(s) = &shared_tickets {
+            metrics.set_shared_state(s.clone());
+        }
         let tls = Arc::new(build_tls(
             &cfg,
             &provider,
             resolver.clone(),
             store.as_ref(),
+            shared_tickets.as_ref(),
         )?);
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
@@ -586,6 +608,7 @@ impl Server {
                 reload_seq: std::sync::atomic::AtomicU64::new(0),
                 stop: watch::channel(false).0,
                 acme,
+                shared_tickets,
             }),
             listeners,
             metrics_listener,
@@ -659,6 +682,9 @@ async fn run_async(
     }
     tokio::spawn(sweep_log_limit(shared.clone(), stop_rx.clone()));
     tokio::spawn(trim_budget(shared.clone(), stop_rx.clone()));
+    if let Some(t) = &shared.shared_tickets {
+        tokio::spawn(t.clone().run(stop_rx.clone()));
+    }
     log::event(Level::Info, "started", &[("listen", &DisplayAddrs(&addrs))]);
     // The signal loop never waits on a reload: reloads run on the blocking pool, at most
     // one at a time (requests meanwhile are coalesced into one more), each with a

@@ -26,6 +26,9 @@ Examples:
   # In front of an HTTP/2 and HTTP/1.1 backend: h2 end to end for clients that offer it
   tlskit serve --listen [::]:443 --cert chain.pem --key key.pem \\
       --backend 127.0.0.1:8080 --backend-alpn h2,http/1.1
+  # One node of a fleet: session tickets resume on every node (keys sealed in Redis)
+  tlskit serve --listen [::]:443 --cert chain.pem --key key.pem --backend 127.0.0.1:8080 \\
+      --shared-state redis://:PASSWORD@10.0.0.5:6379/0 --shared-state-key /etc/tlskit/fleet.kek
   # Everything from a file (flags override it)
   tlskit serve --config /etc/tlskit/serve.toml
   # Certificate from Let's Encrypt, got and renewed by the server (TLS-ALPN-01 on :443)
@@ -173,9 +176,21 @@ struct ServeFlags {
     /// previous key still resume, tickets older than two periods never [default: 21600].
     #[arg(long, value_name = "SECS")]
     ticket_rotation: Option<u64>,
-    /// Send a PROXY protocol v2 header to the backend.
+    /// Send a PROXY protocol v2 header to the backend (with ALPN, SNI and TLS TLVs).
     #[arg(long)]
     proxy_protocol: bool,
+    /// Share session-ticket keys with a fleet through Redis:
+    /// redis://[user:pass@]HOST:PORT[/db] (rediss:// for TLS); needs --shared-state-key.
+    #[arg(long, value_name = "URL")]
+    shared_state: Option<String>,
+    /// The fleet's 32-byte key-encryption key (raw or 64 hex digits, mode 0600): the
+    /// ticket keys are sealed with it in Redis.
+    #[arg(long, value_name = "FILE")]
+    shared_state_key: Option<PathBuf>,
+    /// Refuse to start when Redis cannot be reached or its keys do not open (default:
+    /// start on local keys and join when Redis is back).
+    #[arg(long)]
+    shared_state_required: bool,
     /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
     #[arg(long)]
     no_watch: bool,
@@ -488,6 +503,23 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         cfg.ticket_rotation = Duration::from_secs(v);
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
+    match (
+        a.shared_state.or(f.shared_state),
+        a.shared_state_key.or(f.shared_state_key),
+    ) {
+        (Some(url), Some(key_file)) => {
+            cfg.shared_state = Some(tlskit_net::shared::SharedSettings {
+                url,
+                key_file,
+                required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
+            })
+        }
+        (Some(_), None) => {
+            bail!("--shared-state needs --shared-state-key FILE (32 bytes, mode 0600)")
+        }
+        (None, Some(_)) => bail!("--shared-state-key needs --shared-state URL"),
+        (None, None) => {}
+    }
     cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
     if let Some(v) = a.expiry_warning_days.or(f.expiry_warning_days) {
         cfg.expiry_warning_days = v;

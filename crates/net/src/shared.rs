@@ -1,0 +1,583 @@
+//! Session-ticket keys shared by a fleet of `tlskit serve` nodes through Redis (issue 17).
+//!
+//! Every node of a fleet gets the same 32-byte key-encryption key (KEK) out of band
+//! (`--shared-state-key FILE`). The ticket keys live in one Redis value
+//! (`tlskit:ticket-keys`), sealed with the KEK (AES-256-GCM, random nonce, associated data
+//! naming what is sealed): Redis, or anyone who reads it, cannot open a ticket. At most two
+//! keys are kept: the current one (tickets are made with it) and the previous one (its
+//! tickets still resume); a ticket older than two rotation periods never resumes
+//! (`tickets::ExpiringTickets` wraps this ticketer, as it wraps the local one).
+//!
+//! Every node re-reads the value every [`REREAD`] (one GET). When the current key is older
+//! than the rotation period, the node that wins a lease (`SET tlskit:ticket-keys:lease NODE
+//! NX PX 10000`) makes a new key and writes the set; the others adopt it at their next
+//! re-read, so two keys are "current" on different nodes for at most one re-read interval
+//! (a ticket made meanwhile with the new key resumes on a node that has not re-read yet
+//! only after its next re-read; before that it gets a full handshake). An empty Redis (a
+//! restart without persistence) is re-seeded, under the same lease, by the first node that
+//! sees it, with the keys it has, so tickets already issued keep resuming.
+//!
+//! Failure behaviour: Redis unreachable at start: the node starts on local keys and says so
+//! (or refuses to start with `--shared-state-required`); Redis lost while running: the
+//! node keeps the keys it has (tickets keep resuming across the fleet until the next
+//! rotation), logs `shared_state_down`, `tlskit_shared_state_up` is 0, and it resynchronises
+//! when Redis is back. Sealed keys that do not open with this node's KEK are refused
+//! (`shared_state_key_refused`): the node keeps its own keys and never overwrites the
+//! fleet's. Every Redis call has a deadline ([`OP_TIMEOUT`]); nothing waits on Redis in a
+//! handshake.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use rustls::server::ProducesTickets;
+
+use crate::error::NetError;
+use crate::log::{self, Level};
+
+/// How often every node re-reads the shared keys.
+pub const REREAD: Duration = Duration::from_secs(2);
+/// Deadline of one Redis connect or command.
+pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
+/// Lifetime of the rotation lease.
+const LEASE_MS: u64 = 10_000;
+const KEYS: &str = "tlskit:ticket-keys";
+const LEASE: &str = "tlskit:ticket-keys:lease";
+/// Associated data of the sealed key set: a sealed value of another kind never opens as
+/// one.
+const SEAL_AAD: &[u8] = b"tlskit ticket keys v1";
+const SEAL_VERSION: u8 = 1;
+/// Largest sealed value accepted from Redis (two keys need 107 bytes).
+const MAX_SEALED: usize = 4096;
+
+/// `serve --shared-state URL --shared-state-key FILE [--shared-state-required]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSettings {
+    /// `redis://[user:pass@]HOST:PORT[/db]` or `rediss://...` (TLS).
+    pub url: String,
+    /// The 32-byte key-encryption key, raw or as 64 hex digits; mode 0600.
+    pub key_file: PathBuf,
+    /// Refuse to start when Redis cannot be reached or its keys cannot be opened.
+    pub required: bool,
+}
+
+/// The URL with any password replaced by `***` (for logs and errors).
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s + 3 => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let shown = if userinfo.contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".to_string()
+            };
+            format!("{}{shown}{}", &url[..s + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Read the KEK: exactly 32 bytes, or 64 hex digits (whitespace around ignored); refused
+/// when group or others may read the file.
+pub fn read_kek(path: &Path) -> Result<[u8; 32], NetError> {
+    let err = |reason: String| NetError::File {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let (file, md) = tlskit_io::open_regular(path).map_err(|e| err(e.to_string()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if md.permissions().mode() & 0o077 != 0 {
+            return Err(err(format!(
+                "key-encryption key readable by group or others (mode {:o}): chmod 600",
+                md.permissions().mode() & 0o777
+            )));
+        }
+    }
+    let bytes = tlskit_io::read_open(file, &md, path, 1024).map_err(|e| err(e.to_string()))?;
+    if bytes.len() == 32 {
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&bytes);
+        return Ok(k);
+    }
+    let text = std::str::from_utf8(&bytes).map(str::trim).unwrap_or("");
+    if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let mut k = [0u8; 32];
+        for (i, out) in k.iter_mut().enumerate() {
+            *out = u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
+                .map_err(|_| err("not 64 hex digits".into()))?;
+        }
+        return Ok(k);
+    }
+    Err(err(format!(
+        "a key-encryption key is 32 bytes or 64 hex digits, not {} bytes (make one: head -c 32 /dev/urandom > FILE)",
+        bytes.len()
+    )))
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn random<const N: usize>() -> Option<[u8; N]> {
+    let mut b = [0u8; N];
+    aws_lc_rs::rand::fill(&mut b).ok()?;
+    Some(b)
+}
+
+/// One ticket key.
+struct TicketKey {
+    id: u32,
+    created: u64,
+    raw: [u8; 32],
+    aead: LessSafeKey,
+}
+
+impl TicketKey {
+    fn new(id: u32, created: u64, raw: [u8; 32]) -> Option<Self> {
+        let aead = LessSafeKey::new(UnboundKey::new(&AES_256_GCM, &raw).ok()?);
+        Some(Self {
+            id,
+            created,
+            raw,
+            aead,
+        })
+    }
+    fn fresh(id: u32) -> Option<Self> {
+        Self::new(id, now_secs(), random()?)
+    }
+}
+
+/// Newest first; at most two.
+struct KeySet(Vec<TicketKey>);
+
+impl KeySet {
+    fn ids(&self) -> Vec<(u32, u64)> {
+        self.0.iter().map(|k| (k.id, k.created)).collect()
+    }
+    fn plain(&self) -> Vec<u8> {
+        let mut out = vec![u8::try_from(self.0.len()).unwrap_or(0)];
+        for k in &self.0 {
+            out.extend_from_slice(&k.id.to_be_bytes());
+            out.extend_from_slice(&k.created.to_be_bytes());
+            out.extend_from_slice(&k.raw);
+        }
+        out
+    }
+    fn from_plain(p: &[u8]) -> Option<Self> {
+        let (&n, mut rest) = p.split_first()?;
+        let mut keys = Vec::new();
+        for _ in 0..n.min(2) {
+            let (e, r) = (rest.get(..44)?, rest.get(44..)?);
+            let id = u32::from_be_bytes(e[..4].try_into().ok()?);
+            let created = u64::from_be_bytes(e[4..12].try_into().ok()?);
+            let raw: [u8; 32] = e[12..44].try_into().ok()?;
+            keys.push(TicketKey::new(id, created, raw)?);
+            rest = r;
+        }
+        (!keys.is_empty()).then_some(Self(keys))
+    }
+}
+
+/// Seal and open the key set with the KEK.
+struct Kek(LessSafeKey);
+
+impl Kek {
+    fn new(raw: &[u8; 32]) -> Option<Self> {
+        Some(Self(LessSafeKey::new(
+            UnboundKey::new(&AES_256_GCM, raw).ok()?,
+        )))
+    }
+    fn seal(&self, set: &KeySet) -> Option<Vec<u8>> {
+        let nonce: [u8; NONCE_LEN] = random()?;
+        let mut body = set.plain();
+        self.0
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(SEAL_AAD),
+                &mut body,
+            )
+            .ok()?;
+        let mut out = Vec::with_capacity(1 + NONCE_LEN + body.len());
+        out.push(SEAL_VERSION);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&body);
+        Some(out)
+    }
+    fn open(&self, sealed: &[u8]) -> Option<KeySet> {
+        if sealed.len() > MAX_SEALED || sealed.first() != Some(&SEAL_VERSION) {
+            return None;
+        }
+        let nonce: [u8; NONCE_LEN] = sealed.get(1..1 + NONCE_LEN)?.try_into().ok()?;
+        let mut body = sealed.get(1 + NONCE_LEN..)?.to_vec();
+        let plain = self
+            .0
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(SEAL_AAD),
+                &mut body,
+            )
+            .ok()?;
+        KeySet::from_plain(plain)
+    }
+}
+
+/// The fleet's ticketer and the loop that keeps it in step with Redis.
+pub(crate) struct SharedTickets {
+    keys: ArcSwap<KeySet>,
+    kek: Kek,
+    client: redis::Client,
+    url: String,
+    period: Duration,
+    node: String,
+    up: AtomicBool,
+    /// The last state logged, so that each change is logged once.
+    said: Mutex<String>,
+}
+
+impl std::fmt::Debug for SharedTickets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedTickets")
+            .field("url", &self.url)
+            .field("keys", &self.keys.load().ids())
+            .finish()
+    }
+}
+
+impl SharedTickets {
+    /// Read the KEK, check the URL, make local keys, and try Redis once (with a deadline).
+    pub(crate) fn start(s: &SharedSettings, period: Duration) -> Result<Arc<Self>, NetError> {
+        let kek_raw = read_kek(&s.key_file)?;
+        let url = redact(&s.url);
+        let client = redis::Client::open(s.url.as_str())
+            .map_err(|e| NetError::Config(format!("--shared-state {url}: {e}")))?;
+        let rand_err = || NetError::Config("no randomness from the OS".into());
+        let kek = Kek::new(&kek_raw).ok_or_else(rand_err)?;
+        let first = TicketKey::fresh(u32::from_be_bytes(random().ok_or_else(rand_err)?))
+            .ok_or_else(rand_err)?;
+        let node = format!(
+            "{}-{:08x}",
+            std::process::id(),
+            u32::from_be_bytes(random().ok_or_else(rand_err)?)
+        );
+        let me = Arc::new(Self {
+            keys: ArcSwap::from_pointee(KeySet(vec![first])),
+            kek,
+            client,
+            url: url.clone(),
+            period,
+            node,
+            up: AtomicBool::new(false),
+            said: Mutex::new(String::new()),
+        });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let state = rt.block_on(async {
+            let mut con = None;
+            me.tick(&mut con).await
+        });
+        if let Err(why) = state {
+            if s.required {
+                return Err(NetError::Config(format!(
+                    "--shared-state {url}: {why} (--shared-state-required)"
+                )));
+            }
+            log::event(
+                Level::Warn,
+                "shared_state_unavailable",
+                &[
+                    ("url", &url),
+                    ("reason", &why),
+                    ("using", &"local ticket keys until it is back"),
+                ],
+            );
+        }
+        Ok(me)
+    }
+
+    /// Whether the keys in use are the fleet's (the last sync worked).
+    pub(crate) fn up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    /// Re-read every [`REREAD`] until `stop` changes.
+    pub(crate) async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut con = None;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(REREAD) => {}
+                _ = stop.changed() => return,
+            }
+            let _ = self.tick(&mut con).await;
+        }
+    }
+
+    fn report(&self, up: bool, event: &str, reason: &str) {
+        self.up.store(up, Ordering::Relaxed);
+        let state = format!("{event}:{reason}");
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        if *said != state {
+            *said = state;
+            let level = if up { Level::Info } else { Level::Warn };
+            log::event(
+                level,
+                event,
+                &[
+                    ("url", &self.url),
+                    ("node", &self.node),
+                    ("reason", &reason),
+                ],
+            );
+        }
+    }
+
+    /// One sync: read the fleet's keys, adopt them, seed or rotate under the lease.
+    async fn tick(
+        &self,
+        con: &mut Option<redis::aio::MultiplexedConnection>,
+    ) -> Result<(), String> {
+        let result = self.sync(con).await;
+        match &result {
+            Ok(()) => self.report(
+                true,
+                "shared_state_up",
+                "ticket keys in step with the fleet",
+            ),
+            Err(why) if why.starts_with("the shared ticket keys") => {
+                self.report(false, "shared_state_key_refused", why)
+            }
+            Err(why) => {
+                *con = None;
+                self.report(false, "shared_state_down", why)
+            }
+        }
+        result
+    }
+
+    async fn sync(
+        &self,
+        con: &mut Option<redis::aio::MultiplexedConnection>,
+    ) -> Result<(), String> {
+        if con.is_none() {
+            let c =
+                tokio::time::timeout(OP_TIMEOUT, self.client.get_multiplexed_async_connection())
+                    .await
+                    .map_err(|_| "connect timed out".to_string())?
+                    .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
+            *con = Some(c);
+        }
+        let Some(c) = con.as_mut() else {
+            return Err("not connected".into());
+        };
+        let sealed: Option<Vec<u8>> = op(redis::cmd("GET").arg(KEYS), c).await?;
+        let Some(sealed) = sealed else {
+            // Empty (first node of a fleet, or Redis restarted without its data): seed it
+            // with the keys this node has, under the lease.
+            if self.lease(c).await? {
+                let set = self.keys.load();
+                let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
+                let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
+                log::event(
+                    Level::Info,
+                    "shared_ticket_keys_seeded",
+                    &[("node", &self.node), ("keys", &set.0.len())],
+                );
+            }
+            return Ok(());
+        };
+        let set = self.kek.open(&sealed).ok_or_else(|| {
+            "the shared ticket keys do not open with this --shared-state-key (another \
+             key-encryption key than the fleet's, or not tlskit's value)"
+                .to_string()
+        })?;
+        if set.ids() != self.keys.load().ids() {
+            log::event(
+                Level::Info,
+                "shared_ticket_keys_adopted",
+                &[("node", &self.node), ("current_key", &set.0[0].id)],
+            );
+            self.keys.store(Arc::new(set));
+        }
+        let newest = self.keys.load().0[0].created;
+        if now_secs().saturating_sub(newest) >= self.period.as_secs() && self.lease(c).await? {
+            self.rotate(c).await?;
+        }
+        Ok(())
+    }
+
+    async fn lease(&self, c: &mut redis::aio::MultiplexedConnection) -> Result<bool, String> {
+        let got: Option<String> = op(
+            redis::cmd("SET")
+                .arg(LEASE)
+                .arg(&self.node)
+                .arg("NX")
+                .arg("PX")
+                .arg(LEASE_MS),
+            c,
+        )
+        .await?;
+        Ok(got.is_some())
+    }
+
+    async fn rotate(&self, c: &mut redis::aio::MultiplexedConnection) -> Result<(), String> {
+        let old = self.keys.load();
+        let id = old.0[0].id.wrapping_add(1);
+        let new = TicketKey::fresh(id).ok_or("no randomness from the OS")?;
+        let prev = &old.0[0];
+        let keep = TicketKey::new(prev.id, prev.created, prev.raw).ok_or("bad key")?;
+        let set = KeySet(vec![new, keep]);
+        let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
+        let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
+        log::event(
+            Level::Info,
+            "ticket_key_rotated",
+            &[("node", &self.node), ("current_key", &id)],
+        );
+        self.keys.store(Arc::new(set));
+        Ok(())
+    }
+}
+
+async fn op<T: redis::FromRedisValue>(
+    cmd: &redis::Cmd,
+    c: &mut redis::aio::MultiplexedConnection,
+) -> Result<T, String> {
+    tokio::time::timeout(OP_TIMEOUT, cmd.query_async::<T>(c))
+        .await
+        .map_err(|_| "Redis did not answer in time".to_string())?
+        .map_err(|e| format!("Redis: {}", redact(&e.to_string())))
+}
+
+impl ProducesTickets for SharedTickets {
+    fn enabled(&self) -> bool {
+        true
+    }
+    fn lifetime(&self) -> u32 {
+        u32::try_from(self.period.as_secs().saturating_mul(2)).unwrap_or(u32::MAX)
+    }
+    /// `key id (4) || nonce (12) || AES-256-GCM(plain, aad = key id)`.
+    fn encrypt(&self, plain: &[u8]) -> Option<Vec<u8>> {
+        let set = self.keys.load();
+        let k = set.0.first()?;
+        let nonce: [u8; NONCE_LEN] = random()?;
+        let mut body = plain.to_vec();
+        k.aead
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(k.id.to_be_bytes()),
+                &mut body,
+            )
+            .ok()?;
+        let mut out = Vec::with_capacity(4 + NONCE_LEN + body.len());
+        out.extend_from_slice(&k.id.to_be_bytes());
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&body);
+        Some(out)
+    }
+    fn decrypt(&self, cipher: &[u8]) -> Option<Vec<u8>> {
+        let id = u32::from_be_bytes(cipher.get(..4)?.try_into().ok()?);
+        let nonce: [u8; NONCE_LEN] = cipher.get(4..4 + NONCE_LEN)?.try_into().ok()?;
+        let set = self.keys.load();
+        let k = set.0.iter().find(|k| k.id == id)?;
+        let mut body = cipher.get(4 + NONCE_LEN..)?.to_vec();
+        let plain = k
+            .aead
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(id.to_be_bytes()),
+                &mut body,
+            )
+            .ok()?;
+        Some(plain.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(ids: &[u32]) -> KeySet {
+        KeySet(
+            ids.iter()
+                .map(|&i| TicketKey::fresh(i).unwrap_or_else(|| unreachable!("OS randomness")))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn sealed_set_opens_only_with_the_same_kek() {
+        let a = Kek::new(&[7; 32]).unwrap_or_else(|| unreachable!("key"));
+        let b = Kek::new(&[8; 32]).unwrap_or_else(|| unreachable!("key"));
+        let s = set(&[1, 2]);
+        let sealed = a.seal(&s).unwrap_or_else(|| unreachable!("seal"));
+        assert_eq!(a.open(&sealed).map(|x| x.ids()), Some(s.ids()));
+        assert!(b.open(&sealed).is_none(), "another KEK must not open it");
+        let mut bad = sealed.clone();
+        bad[20] ^= 1;
+        assert!(a.open(&bad).is_none(), "tampered");
+        assert!(a.open(&sealed[..10]).is_none());
+        assert!(!sealed.windows(32).any(|w| w == s.0[0].raw), "key in clear");
+    }
+
+    #[test]
+    fn tickets_from_previous_key_open_older_do_not() {
+        let t = |ids: &[u32]| {
+            let kek = Kek::new(&[1; 32]).unwrap_or_else(|| unreachable!("key"));
+            SharedTickets {
+                keys: ArcSwap::from_pointee(set(ids)),
+                kek,
+                client: redis::Client::open("redis://127.0.0.1:1")
+                    .unwrap_or_else(|_| unreachable!("literal URL")),
+                url: String::new(),
+                period: Duration::from_secs(60),
+                node: "t".into(),
+                up: AtomicBool::new(true),
+                said: Mutex::new(String::new()),
+            }
+        };
+        let node = t(&[5]);
+        let ticket = node
+            .encrypt(b"session")
+            .unwrap_or_else(|| unreachable!("encrypt"));
+        // Another node with the same set opens it; after one rotation too; after two, not.
+        let other = t(&[5]);
+        other.keys.store(Arc::new(KeySet(vec![TicketKey::new(
+            5,
+            0,
+            node.keys.load().0[0].raw,
+        )
+        .unwrap_or_else(|| unreachable!())])));
+        assert_eq!(other.decrypt(&ticket).as_deref(), Some(&b"session"[..]));
+        let prev = node.keys.load().0[0].raw;
+        other.keys.store(Arc::new(KeySet(vec![
+            TicketKey::fresh(6).unwrap_or_else(|| unreachable!()),
+            TicketKey::new(5, 0, prev).unwrap_or_else(|| unreachable!()),
+        ])));
+        assert_eq!(other.decrypt(&ticket).as_deref(), Some(&b"session"[..]));
+        other.keys.store(Arc::new(set(&[7, 6])));
+        assert_eq!(other.decrypt(&ticket), None);
+        let mut bad = ticket.clone();
+        bad[30] ^= 1;
+        assert_eq!(node.decrypt(&bad), None);
+        assert_eq!(node.decrypt(&ticket[..10]), None);
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("redis://:s3cret@127.0.0.1:6379/0"),
+            "redis://:***@127.0.0.1:6379/0"
+        );
+        assert_eq!(redact("rediss://user:pw@h:1"), "rediss://user:***@h:1");
+        assert_eq!(redact("redis://token@h:1"), "redis://***@h:1");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+}
