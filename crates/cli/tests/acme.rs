@@ -843,3 +843,143 @@ fn acme_serve_directory_down_serves_stored_certificate_and_retries_then_ca_reset
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names.iter().any(|n| n.ends_with(".bak")), "{names:?}");
 }
+
+/// Issue 17: a fleet of three `serve` nodes sharing ACME state through Redis orders the
+/// certificate once: one node takes the issuance lock and orders, Pebble validates
+/// TLS-ALPN-01 against the first node (which answers from Redis, whoever ordered), and
+/// the other nodes install the stored certificate without an order of their own.
+#[test]
+fn acme_fleet_of_three_orders_once_through_redis() {
+    net_support::require("redis-server");
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let rport = free_port();
+    let _redis = net_support::redis_server(t.path(), rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let kek = t.path().join("fleet.kek");
+    std::fs::write(&kek, [0x5au8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let shared = [
+        "--shared-state",
+        url.as_str(),
+        "--shared-state-key",
+        &s(&kek),
+        "--metrics",
+        "127.0.0.1:0",
+        "--acme-recheck",
+        "1",
+    ];
+    // Node A on the port Pebble validates; B and C anywhere. Each its own (unused)
+    // --acme-storage directory: the state is in Redis.
+    let storage = |n: &str| t.path().join(n);
+    let a_http = free_port();
+    let a_http_listen = format!("127.0.0.1:{a_http}");
+    let mut a_args = shared.to_vec();
+    a_args.extend_from_slice(&["--http-listen", &a_http_listen]);
+    let a = serve_acme(&p, &storage("a"), &a_args);
+    let others: Vec<Serve> = ["b", "c"]
+        .iter()
+        .map(|n| {
+            let dir = p.directory();
+            let st = s(&storage(n));
+            let roots = s(&p.roots);
+            let mut args = vec![
+                "--respond",
+                "echo",
+                "--acme",
+                &dir,
+                "--domain",
+                "srv.test",
+                "--acme-storage",
+                &st,
+                "--acme-roots",
+                &roots,
+            ];
+            args.extend_from_slice(&shared);
+            Serve::start(&args)
+        })
+        .collect();
+    let nodes: Vec<&Serve> = std::iter::once(&a).chain(others.iter()).collect();
+    let serials: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            until(Duration::from_secs(60), || {
+                served_serial(n.port(), "srv.test")
+            })
+            .unwrap_or_else(|| panic!("no certificate served: {}\n{}", n.stderr(), p.log()))
+        })
+        .collect();
+    assert!(serials.iter().all(|x| *x == serials[0]), "{serials:?}");
+    let orders: f64 = nodes
+        .iter()
+        .map(|n| {
+            net_support::metric(
+                &http_get(&n.metrics_addr()),
+                "tlskit_acme_orders_total{result=\"ok\"}",
+            )
+            .unwrap_or(0.0)
+        })
+        .sum();
+    assert_eq!(orders, 1.0, "the fleet must order once");
+    let from_order: Vec<usize> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| {
+            n.stderr()
+                .contains("event=acme_certificate_installed name=srv.test from=order")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(from_order.len(), 1, "exactly one node ordered");
+    for n in &nodes {
+        let log = n.stderr();
+        assert!(
+            !log.contains("PRIVATE KEY") && !log.contains("fleet-pw"),
+            "{log}"
+        );
+    }
+    // Pebble validated against node A, which answered from Redis.
+    assert!(
+        a.stderr()
+            .contains("event=acme_tlsalpn01_answered sni=srv.test"),
+        "{}",
+        a.stderr()
+    );
+    eprintln!(
+        "node {} ordered (0 = A, the one Pebble validated against); serial {}",
+        from_order[0], serials[0]
+    );
+    // Any node answers a challenge another published: an HTTP-01 answer put in Redis (as
+    // B's or C's order would) is served by A's plain HTTP listener.
+    let out = Command::new("redis-cli")
+        .args([
+            "-p",
+            &rport.to_string(),
+            "-a",
+            "fleet-pw",
+            "--no-auth-warning",
+            "SET",
+        ])
+        .args([
+            "tlskit:acme:challenge:http-01/tok-from-b",
+            "tok-from-b.thumbprint",
+            "PX",
+            "60000",
+        ])
+        .output()
+        .expect("redis-cli");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("OK"));
+    let mut c = TcpStream::connect(&a_http_listen).expect("connect");
+    c.write_all(b"GET /.well-known/acme-challenge/tok-from-b HTTP/1.1\r\nHost: srv.test\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let mut answer = String::new();
+    let _ = c.read_to_string(&mut answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("tok-from-b.thumbprint"),
+        "{answer}"
+    );
+    // Nothing of it on disk: the ACME state lives in Redis, sealed.
+    for n in ["a", "b", "c"] {
+        assert!(!storage(n).join("certs/srv.test.pem").exists());
+    }
+}

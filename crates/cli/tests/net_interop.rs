@@ -893,38 +893,6 @@ fn net_interop_chromium_receives_a_compressed_certificate() {
     );
 }
 
-/// A redis-server of the test's own: loopback, random port, a password, no persistence
-/// (a restart comes back empty, the worst case).
-fn redis_server(dir: &Path, port: u16) -> Guard {
-    let g = Guard(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--requirepass",
-                "fleet-pw",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &p(dir),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server"),
-    );
-    assert!(
-        wait_port(port, Duration::from_secs(10)),
-        "redis-server not up"
-    );
-    g
-}
-
 /// One openssl s_client TLS 1.3 exchange: (answered, resumed). `sess` is written (`out`)
 /// or read (`in`).
 fn s_client_session(pki: &Pki, port: u16, sess: &str, mode: &str) -> (bool, bool) {
@@ -1058,19 +1026,16 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
 
     // Rotation: one node rotates under the lease (period 8 s), every node adopts the key.
     let rotated = |n: &Serve| {
-        n.stderr()
-            .lines()
-            .rev()
-            .find_map(|l| {
-                (l.contains("event=ticket_key_rotated")
-                    || l.contains("event=shared_ticket_keys_adopted"))
-                .then(|| {
-                    l.split("current_key=")
-                        .nth(1)
-                        .map(|v| v.split(' ').next().unwrap_or("").to_string())
-                })
-                .flatten()
+        n.stderr().lines().rev().find_map(|l| {
+            (l.contains("event=ticket_key_rotated")
+                || l.contains("event=shared_ticket_keys_adopted"))
+            .then(|| {
+                l.split("current_key=")
+                    .nth(1)
+                    .map(|v| v.split(' ').next().unwrap_or("").to_string())
             })
+            .flatten()
+        })
     };
     let t0 = std::time::Instant::now();
     let key = loop {

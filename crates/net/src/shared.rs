@@ -196,12 +196,16 @@ impl Kek {
         )))
     }
     fn seal(&self, set: &KeySet) -> Option<Vec<u8>> {
+        self.seal_bytes(&set.plain(), SEAL_AAD)
+    }
+    /// Seal any bytes: `version || nonce || AES-256-GCM(plain, aad)`.
+    fn seal_bytes(&self, plain: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
         let nonce: [u8; NONCE_LEN] = random()?;
-        let mut body = set.plain();
+        let mut body = plain.to_vec();
         self.0
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(SEAL_AAD),
+                Aad::from(aad),
                 &mut body,
             )
             .ok()?;
@@ -211,8 +215,8 @@ impl Kek {
         out.extend_from_slice(&body);
         Some(out)
     }
-    fn open(&self, sealed: &[u8]) -> Option<KeySet> {
-        if sealed.len() > MAX_SEALED || sealed.first() != Some(&SEAL_VERSION) {
+    fn open_bytes(&self, sealed: &[u8], aad: &[u8]) -> Option<Vec<u8>> {
+        if sealed.first() != Some(&SEAL_VERSION) || sealed.len() > 1 << 20 {
             return None;
         }
         let nonce: [u8; NONCE_LEN] = sealed.get(1..1 + NONCE_LEN)?.try_into().ok()?;
@@ -221,11 +225,17 @@ impl Kek {
             .0
             .open_in_place(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(SEAL_AAD),
+                Aad::from(aad),
                 &mut body,
             )
             .ok()?;
-        KeySet::from_plain(plain)
+        Some(plain.to_vec())
+    }
+    fn open(&self, sealed: &[u8]) -> Option<KeySet> {
+        if sealed.len() > MAX_SEALED {
+            return None;
+        }
+        KeySet::from_plain(&self.open_bytes(sealed, SEAL_AAD)?)
     }
 }
 
@@ -579,5 +589,273 @@ mod tests {
         assert_eq!(redact("rediss://user:pw@h:1"), "rediss://user:***@h:1");
         assert_eq!(redact("redis://token@h:1"), "redis://***@h:1");
         assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+}
+
+/// ACME state shared by the fleet in the same Redis (issue 17): the account, each
+/// certificate with its key (both sealed with the KEK, the Redis key name bound into the
+/// associated data so a value cannot be moved under another name), challenge answers (the
+/// key authorizations the CA fetches: public by design, kept 10 minutes) so that any node
+/// answers a validation, and an issuance lock (`SET NX PX`, 10 minutes, released only by
+/// its holder) so that the fleet orders each name once.
+///
+/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`]); the manager
+/// calls them from the blocking pool, as it does the filesystem storage. A lost connection
+/// is reopened at the next call.
+pub struct RedisAcmeStorage {
+    inner: Arc<AcmeInner>,
+}
+
+struct AcmeInner {
+    client: redis::Client,
+    con: Mutex<Option<redis::Connection>>,
+    kek: Kek,
+    url: String,
+    node: String,
+}
+
+impl std::fmt::Debug for RedisAcmeStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisAcmeStorage")
+            .field("url", &self.inner.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long a challenge answer stays published.
+const CHALLENGE_TTL_MS: u64 = 600_000;
+/// How long an issuance lock lives when its holder dies.
+const ISSUANCE_LOCK_MS: u64 = 600_000;
+
+use crate::acme::storage::{AcmeStorage, IssuanceLock, StoredCert};
+use crate::acme::AcmeError;
+
+impl AcmeInner {
+    fn err(&self, reason: impl std::fmt::Display) -> AcmeError {
+        AcmeError::Shared {
+            url: self.url.clone(),
+            reason: redact(&reason.to_string()),
+        }
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, AcmeError> {
+        let mut guard = self.con.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            let c = self
+                .client
+                .get_connection_with_timeout(OP_TIMEOUT)
+                .map_err(|e| self.err(format!("cannot connect: {e}")))?;
+            c.set_read_timeout(Some(OP_TIMEOUT))
+                .and_then(|()| c.set_write_timeout(Some(OP_TIMEOUT)))
+                .map_err(|e| self.err(e))?;
+            *guard = Some(c);
+        }
+        let Some(c) = guard.as_mut() else {
+            return Err(self.err("not connected"));
+        };
+        f(c).map_err(|e| {
+            *guard = None;
+            self.err(e)
+        })
+    }
+
+    fn aad(key: &str) -> Vec<u8> {
+        [b"tlskit acme v1 ".as_slice(), key.as_bytes()].concat()
+    }
+
+    fn get_sealed(&self, key: &str) -> Result<Option<Vec<u8>>, AcmeError> {
+        let v: Option<Vec<u8>> = self.with(|c| redis::cmd("GET").arg(key).query(c))?;
+        match v {
+            None => Ok(None),
+            Some(v) => self.kek.open_bytes(&v, &Self::aad(key)).map(Some).ok_or_else(|| {
+                self.err(format!(
+                    "{key} does not open with this --shared-state-key (another key-encryption key than the fleet's?)"
+                ))
+            }),
+        }
+    }
+
+    fn set_sealed(&self, key: &str, plain: &[u8]) -> Result<(), AcmeError> {
+        let sealed = self
+            .kek
+            .seal_bytes(plain, &Self::aad(key))
+            .ok_or_else(|| self.err("cannot seal"))?;
+        self.with(|c| redis::cmd("SET").arg(key).arg(sealed).query::<()>(c))
+    }
+}
+
+impl RedisAcmeStorage {
+    /// Connects lazily; the KEK is read now (a bad file is an error at start).
+    pub fn open(s: &SharedSettings) -> Result<Self, NetError> {
+        let kek_raw = read_kek(&s.key_file)?;
+        let url = redact(&s.url);
+        let client = redis::Client::open(s.url.as_str())
+            .map_err(|e| NetError::Config(format!("--shared-state {url}: {e}")))?;
+        let kek = Kek::new(&kek_raw).ok_or_else(|| NetError::Config("bad key".into()))?;
+        let node = format!(
+            "{}-{:08x}",
+            std::process::id(),
+            u32::from_be_bytes(random().unwrap_or([0; 4]))
+        );
+        Ok(Self {
+            inner: Arc::new(AcmeInner {
+                client,
+                con: Mutex::new(None),
+                kek,
+                url,
+                node,
+            }),
+        })
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SealedCert {
+    chain_pem: String,
+    key_pem: String,
+}
+
+/// The issuance lock's holder: released on drop when still ours.
+struct RedisLock {
+    inner: Arc<AcmeInner>,
+    key: String,
+    token: String,
+}
+
+impl IssuanceLock for RedisLock {}
+
+impl Drop for RedisLock {
+    fn drop(&mut self) {
+        // Delete only our own lock (it may have expired and been taken by another node).
+        const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+                               return redis.call('DEL', KEYS[1]) else return 0 end";
+        let _ = self.inner.with(|c| {
+            redis::cmd("EVAL")
+                .arg(RELEASE)
+                .arg(1)
+                .arg(&self.key)
+                .arg(&self.token)
+                .query::<i64>(c)
+        });
+    }
+}
+
+impl AcmeStorage for RedisAcmeStorage {
+    fn load_account(&self, directory: &str) -> Result<Option<Vec<u8>>, AcmeError> {
+        let key = format!(
+            "tlskit:acme:account:{}",
+            crate::acme::storage::hex16(directory)
+        );
+        self.inner.get_sealed(&key)
+    }
+
+    fn store_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        let key = format!(
+            "tlskit:acme:account:{}",
+            crate::acme::storage::hex16(directory)
+        );
+        if let Some(old) = self.inner.get_sealed(&key)? {
+            // Never just overwritten: the old credentials stay beside the new ones.
+            let backup = format!("{key}:backup:{}", now_secs());
+            self.inner.set_sealed(&backup, &old)?;
+        }
+        self.inner.set_sealed(&key, credentials)
+    }
+
+    fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError> {
+        let key = format!("tlskit:acme:cert:{name}");
+        let Some(plain) = self.inner.get_sealed(&key)? else {
+            return Ok(None);
+        };
+        let c: SealedCert = serde_json::from_slice(&plain)
+            .map_err(|_| self.inner.err(format!("{key}: not a stored certificate")))?;
+        Ok(Some(StoredCert {
+            chain_pem: c.chain_pem,
+            key_pem: c.key_pem,
+        }))
+    }
+
+    fn store_cert(&self, name: &str, cert: &StoredCert) -> Result<(), AcmeError> {
+        let key = format!("tlskit:acme:cert:{name}");
+        let plain = serde_json::to_vec(&SealedCert {
+            chain_pem: cert.chain_pem.clone(),
+            key_pem: cert.key_pem.clone(),
+        })
+        .map_err(|e| self.inner.err(e))?;
+        self.inner.set_sealed(&key, &plain)
+    }
+
+    fn put_challenge(&self, key: &str, answer: &str) -> Result<(), AcmeError> {
+        let k = format!("tlskit:acme:challenge:{key}");
+        self.inner.with(|c| {
+            redis::cmd("SET")
+                .arg(&k)
+                .arg(answer)
+                .arg("PX")
+                .arg(CHALLENGE_TTL_MS)
+                .query::<()>(c)
+        })
+    }
+
+    fn challenge(&self, key: &str) -> Option<String> {
+        let k = format!("tlskit:acme:challenge:{key}");
+        self.inner
+            .with(|c| redis::cmd("GET").arg(&k).query::<Option<String>>(c))
+            .ok()
+            .flatten()
+    }
+
+    fn remove_challenge(&self, key: &str) {
+        let k = format!("tlskit:acme:challenge:{key}");
+        let _ = self
+            .inner
+            .with(|c| redis::cmd("DEL").arg(&k).query::<i64>(c));
+    }
+
+    fn lock(&self, name: &str, wait: Duration) -> Result<Box<dyn IssuanceLock>, AcmeError> {
+        let key = format!("tlskit:acme:lock:{name}");
+        let token = format!(
+            "{}-{:08x}",
+            self.inner.node,
+            u32::from_be_bytes(random().unwrap_or([0; 4]))
+        );
+        let t0 = std::time::Instant::now();
+        let mut said = false;
+        loop {
+            let got: Option<String> = self.inner.with(|c| {
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ISSUANCE_LOCK_MS)
+                    .query(c)
+            })?;
+            if got.is_some() {
+                return Ok(Box::new(RedisLock {
+                    inner: self.inner.clone(),
+                    key,
+                    token,
+                }));
+            }
+            if !said {
+                said = true;
+                log::event(
+                    Level::Info,
+                    "acme_waiting_for_fleet_lock",
+                    &[("name", &name), ("node", &self.inner.node)],
+                );
+            }
+            if t0.elapsed() >= wait {
+                return Err(self.inner.err(format!(
+                    "another node has held the issuance lock for {name} for {} s",
+                    wait.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 }

@@ -549,3 +549,35 @@ pub fn assert_matches_schema(v: &serde_json::Value) {
     let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{name}: {errors:?}\n{v}");
 }
+
+/// A redis-server of the test's own: loopback, random port, a password, no persistence
+/// (a restart comes back empty, the worst case).
+pub fn redis_server(dir: &std::path::Path, port: u16) -> Guard {
+    let g = Guard(
+        Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--requirepass",
+                "fleet-pw",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &dir.display().to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
+    assert!(
+        wait_port(port, Duration::from_secs(10)),
+        "redis-server not up"
+    );
+    g
+}

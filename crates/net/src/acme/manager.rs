@@ -80,6 +80,7 @@ impl ServerAcme {
         provider: Arc<CryptoProvider>,
         metrics: Arc<Metrics>,
         compress: Vec<crate::server::Compression>,
+        shared: Option<&crate::shared::SharedSettings>,
     ) -> Result<Self, AcmeError> {
         settings.check()?;
         if settings.challenge == super::ChallengeKind::Http01 && http_listen.is_none() {
@@ -87,7 +88,15 @@ impl ServerAcme {
                 "the http-01 challenge needs a plain HTTP listener (port 80)".into(),
             ));
         }
-        let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&settings.storage)?);
+        // A fleet (`--shared-state`) keeps its ACME state in Redis: one order per name for
+        // all nodes, any node answers a challenge, a renewal reaches every node.
+        let storage: Arc<dyn AcmeStorage> = match shared {
+            Some(s) => Arc::new(
+                crate::shared::RedisAcmeStorage::open(s)
+                    .map_err(|e| AcmeError::Config(e.to_string()))?,
+            ),
+            None => Arc::new(FsStorage::open(&settings.storage)?),
+        };
         let names: Vec<String> = settings
             .domains
             .iter()
@@ -182,6 +191,7 @@ impl ServerAcme {
             provider.clone(),
             metrics.clone(),
             cfg.compress.clone(),
+            cfg.shared_state.as_ref(),
         )?))
     }
 
@@ -341,6 +351,13 @@ impl Manager {
         let now = SystemTime::now();
         let mut replaces = None;
         let mut reason = "missing";
+        // Another node of the fleet (or another process on the same storage) may have
+        // renewed: serve its certificate without waiting for this one's turn.
+        if self.managed.current().is_some() {
+            if let Some(ck) = self.newer_stored().await {
+                self.install(ck, "storage");
+            }
+        }
         if let Some(ck) = self.managed.current() {
             let leaf = ck
                 .cert

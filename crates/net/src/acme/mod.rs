@@ -196,6 +196,14 @@ pub enum AcmeError {
     /// Inconsistent settings or unusable data.
     #[error("ACME: {0}")]
     Config(String),
+    /// The shared state (Redis) of a fleet could not be read or written.
+    #[error("ACME shared state {url}: {reason}")]
+    Shared {
+        /// The Redis URL, password redacted.
+        url: String,
+        /// Why.
+        reason: String,
+    },
     /// rustls refused a key or configuration.
     #[error("TLS: {0}")]
     Tls(#[source] rustls::Error),

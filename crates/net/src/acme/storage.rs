@@ -152,7 +152,7 @@ impl FsStorage {
 }
 
 /// The first 16 hex digits of SHA-256(`s`).
-fn hex16(s: &str) -> String {
+pub(crate) fn hex16(s: &str) -> String {
     let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, s.as_bytes());
     d.as_ref()
         .iter()
