@@ -983,3 +983,84 @@ fn acme_fleet_of_three_orders_once_through_redis() {
         assert!(!storage(n).join("certs/srv.test.pem").exists());
     }
 }
+
+/// Issue 17: a renewal by one node of the fleet reaches every node without a restart, and
+/// the fleet orders each renewal once (12-second certificates from Pebble, so renewals
+/// come every few seconds).
+#[test]
+fn acme_fleet_renewal_ordered_once_reaches_every_node() {
+    net_support::require("redis-server");
+    let Some(p) = Pebble::start_with(serde_json::json!({
+        "tiny": {"description": "12 seconds", "validityPeriod": 12}
+    })) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let rport = free_port();
+    let _redis = net_support::redis_server(t.path(), rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let kek = t.path().join("fleet.kek");
+    std::fs::write(&kek, "ab".repeat(32)).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let k = s(&kek);
+    let shared = [
+        "--shared-state",
+        url.as_str(),
+        "--shared-state-key",
+        &k,
+        "--acme-recheck",
+        "1",
+        "--acme-profile",
+        "tiny",
+    ];
+    let a = serve_acme(&p, &t.path().join("a"), &shared);
+    let others: Vec<Serve> = ["b", "c"]
+        .iter()
+        .map(|n| {
+            let dir = p.directory();
+            let st = s(&t.path().join(n));
+            let roots = s(&p.roots);
+            let mut args = vec![
+                "--respond",
+                "echo",
+                "--acme",
+                &dir,
+                "--domain",
+                "srv.test",
+                "--acme-storage",
+                &st,
+                "--acme-roots",
+                &roots,
+            ];
+            args.extend_from_slice(&shared);
+            Serve::start(&args)
+        })
+        .collect();
+    let nodes: Vec<&Serve> = std::iter::once(&a).chain(others.iter()).collect();
+    let same = |not: Option<&str>| {
+        until(Duration::from_secs(60), || {
+            let v: Vec<Option<String>> = nodes
+                .iter()
+                .map(|n| served_serial(n.port(), "srv.test"))
+                .collect();
+            let first = v[0].clone()?;
+            (Some(first.as_str()) != not && v.iter().all(|x| x.as_deref() == Some(&first)))
+                .then_some(first)
+        })
+    };
+    let s1 = same(None).unwrap_or_else(|| panic!("no common certificate: {}", a.stderr()));
+    let s2 = same(Some(&s1)).unwrap_or_else(|| panic!("renewal not on every node: {}", a.stderr()));
+    // The renewed certificate: ordered by exactly one node, taken from Redis by the others.
+    // (Logs write serials in lower case, openssl in upper case.)
+    let s2 = s2.to_ascii_lowercase();
+    let orderers = nodes
+        .iter()
+        .filter(|n| n.stderr().contains(&format!("from=order serial={s2}")))
+        .count();
+    let takers = nodes
+        .iter()
+        .filter(|n| n.stderr().contains(&format!("from=storage serial={s2}")))
+        .count();
+    assert_eq!((orderers, takers), (1, 2), "serial {s2}: {}", a.stderr());
+    eprintln!("renewed {s1} -> {s2}: one order, two nodes took it from Redis");
+}
