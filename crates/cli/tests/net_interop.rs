@@ -983,6 +983,46 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
         assert!(ok && reused, "not resumed on {}: {}", n.port(), n.stderr());
     }
 
+    // A rustls client (the ticket store rustls keeps per server name): a session from A
+    // resumes on B and C.
+    {
+        use std::io::Read;
+        use tlskit_verify::rustls;
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in tlskit_verify::load_certs(&pki.path("ca.pem")).expect("ca.pem") {
+            roots.add(cert).expect("root");
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let cfg = std::sync::Arc::new(
+            rustls::ClientConfig::builder_with_provider(provider)
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .expect("versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        );
+        let mut kinds = Vec::new();
+        for n in [&nodes[0], &nodes[1], &nodes[2]] {
+            let name = rustls::pki_types::ServerName::try_from("test.example").expect("name");
+            let mut conn = rustls::ClientConnection::new(cfg.clone(), name).expect("client");
+            let mut sock = std::net::TcpStream::connect(n.addr()).expect("connect");
+            sock.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+            tls.write_all(b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n")
+                .expect("write");
+            let mut body = Vec::new();
+            let _ = tls.read_to_end(&mut body);
+            assert!(String::from_utf8_lossy(&body).contains("200 OK"));
+            kinds.push(conn.handshake_kind());
+        }
+        use rustls::HandshakeKind::{Full, Resumed};
+        assert_eq!(
+            kinds,
+            [Some(Full), Some(Resumed), Some(Resumed)],
+            "rustls client"
+        );
+    }
+
     // Another key-encryption key: the fleet's keys are refused, nothing overwritten.
     let odd = node(&wrong, &[]);
     assert!(
