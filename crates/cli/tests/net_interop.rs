@@ -893,6 +893,46 @@ fn net_interop_chromium_receives_a_compressed_certificate() {
     );
 }
 
+/// A rustls client configuration trusting the test PKI, TLS 1.3 (it keeps tickets per
+/// server name, so a ticket from one node is offered to the next).
+fn fleet_client(pki: &Pki) -> std::sync::Arc<tlskit_verify::rustls::ClientConfig> {
+    use tlskit_verify::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in tlskit_verify::load_certs(&pki.path("ca.pem")).expect("ca.pem") {
+        roots.add(cert).expect("root");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    std::sync::Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
+/// One request to `addr` as test.example: the handshake kind, None when anything failed.
+fn fleet_exchange(
+    cfg: &std::sync::Arc<tlskit_verify::rustls::ClientConfig>,
+    addr: std::net::SocketAddr,
+) -> Option<tlskit_verify::rustls::HandshakeKind> {
+    use std::io::Read;
+    use tlskit_verify::rustls;
+    let name = rustls::pki_types::ServerName::try_from("test.example").ok()?;
+    let mut conn = rustls::ClientConnection::new(cfg.clone(), name).ok()?;
+    let mut sock = std::net::TcpStream::connect(addr).ok()?;
+    sock.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut tls = rustls::Stream::new(&mut conn, &mut sock);
+    tls.write_all(b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut body = Vec::new();
+    let _ = tls.read_to_end(&mut body);
+    String::from_utf8_lossy(&body)
+        .contains("200 OK")
+        .then_some(())?;
+    conn.handshake_kind()
+}
+
 /// One openssl s_client TLS 1.3 exchange: (answered, resumed). `sess` is written (`out`)
 /// or read (`in`).
 fn s_client_session(pki: &Pki, port: u16, sess: &str, mode: &str) -> (bool, bool) {
@@ -986,36 +1026,12 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
     // A rustls client (the ticket store rustls keeps per server name): a session from A
     // resumes on B and C.
     {
-        use std::io::Read;
-        use tlskit_verify::rustls;
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in tlskit_verify::load_certs(&pki.path("ca.pem")).expect("ca.pem") {
-            roots.add(cert).expect("root");
-        }
-        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let cfg = std::sync::Arc::new(
-            rustls::ClientConfig::builder_with_provider(provider)
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .expect("versions")
-                .with_root_certificates(roots)
-                .with_no_client_auth(),
-        );
-        let mut kinds = Vec::new();
-        for n in [&nodes[0], &nodes[1], &nodes[2]] {
-            let name = rustls::pki_types::ServerName::try_from("test.example").expect("name");
-            let mut conn = rustls::ClientConnection::new(cfg.clone(), name).expect("client");
-            let mut sock = std::net::TcpStream::connect(n.addr()).expect("connect");
-            sock.set_read_timeout(Some(Duration::from_secs(10)))
-                .expect("timeout");
-            let mut tls = rustls::Stream::new(&mut conn, &mut sock);
-            tls.write_all(b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n")
-                .expect("write");
-            let mut body = Vec::new();
-            let _ = tls.read_to_end(&mut body);
-            assert!(String::from_utf8_lossy(&body).contains("200 OK"));
-            kinds.push(conn.handshake_kind());
-        }
-        use rustls::HandshakeKind::{Full, Resumed};
+        use tlskit_verify::rustls::HandshakeKind::{Full, Resumed};
+        let cfg = fleet_client(&pki);
+        let kinds: Vec<_> = nodes
+            .iter()
+            .map(|n| fleet_exchange(&cfg, n.addr()))
+            .collect();
         assert_eq!(
             kinds,
             [Some(Full), Some(Resumed), Some(Resumed)],
@@ -1112,7 +1128,38 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
         eprintln!("{label}: {resumed}/{tried} resumed across the fleet");
         (resumed, tried)
     };
+    // Under load: a rustls client makes connections round-robin over the nodes (resuming
+    // whatever ticket it holds) from before Redis is killed until after it is back.
+    let phase = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let load = {
+        let cfg = fleet_client(&pki);
+        let addrs: Vec<std::net::SocketAddr> = nodes.iter().map(|n| n.addr()).collect();
+        let phase = phase.clone();
+        std::thread::spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            // [phase] = (connections, failed, resumed)
+            let mut counts = [(0usize, 0usize, 0usize); 3];
+            let mut i = 0;
+            loop {
+                let ph = phase.load(Relaxed);
+                if ph >= 3 {
+                    return counts;
+                }
+                let kind = fleet_exchange(&cfg, addrs[i % addrs.len()]);
+                i += 1;
+                let c = &mut counts[ph];
+                c.0 += 1;
+                match kind {
+                    None => c.1 += 1,
+                    Some(tlskit_verify::rustls::HandshakeKind::Resumed) => c.2 += 1,
+                    Some(_) => {}
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
     let before = rate("before the Redis restart");
+    phase.store(1, std::sync::atomic::Ordering::Relaxed);
     drop(redis);
     for n in &nodes {
         assert!(
@@ -1141,7 +1188,19 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
         })
         .sum();
     assert!(seeds >= 2, "no node re-seeded the empty Redis");
+    phase.store(2, std::sync::atomic::Ordering::Relaxed);
     let after = rate("after the Redis restart");
+    std::thread::sleep(Duration::from_secs(2));
+    phase.store(3, std::sync::atomic::Ordering::Relaxed);
+    let counts = load.join().expect("load thread");
+    for (label, (n, failed, resumed)) in ["before", "Redis down", "after"].iter().zip(counts) {
+        eprintln!(
+            "under load, {label}: {n} connections, {failed} failed, {resumed} resumed ({:.1} %)",
+            100.0 * resumed as f64 / n.max(1) as f64
+        );
+        assert!(n > 0, "{label}: no connection made");
+        assert_eq!(failed, 0, "{label}: failed handshakes under load");
+    }
     assert_eq!(before.0, before.1);
     assert_eq!(
         during.0, during.1,

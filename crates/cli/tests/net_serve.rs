@@ -1098,8 +1098,14 @@ fn net_serve_backend_with_proxy_protocol() {
     ]);
     let handle = std::thread::spawn(move || {
         let (mut conn, _) = backend.accept().expect("accept");
-        let mut head = [0u8; 28];
+        let mut head = [0u8; 16];
         conn.read_exact(&mut head).expect("proxy header");
+        // The address block and the TLVs follow; their length is in bytes 14..16.
+        let mut rest = vec![0u8; usize::from(u16::from_be_bytes([head[14], head[15]]))];
+        conn.read_exact(&mut rest)
+            .expect("proxy addresses and TLVs");
+        let mut head = head.to_vec();
+        head.extend_from_slice(&rest);
         let mut req = [0u8; 5];
         conn.read_exact(&mut req).expect("data");
         conn.write_all(b"pong\n").expect("reply");
@@ -1134,6 +1140,12 @@ fn net_serve_backend_with_proxy_protocol() {
         u16::from_be_bytes([head[26], head[27]]),
         srv.port(),
         "destination port"
+    );
+    // The SNI travels as the AUTHORITY TLV (type 0x02) after the 12 address bytes.
+    let tlvs = &head[28..];
+    assert!(
+        tlvs.windows(15).any(|w| w == b"\x02\x00\x0ctest.example"),
+        "AUTHORITY TLV carries the SNI"
     );
     assert_eq!(&req, b"ping\n");
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("pong\n"));
