@@ -379,6 +379,23 @@ fn chain_in_wrong_order_still_builds_and_missing_piece_is_exit_1() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert!(json(&out).reason.unwrap().contains("wrong order"), "{out}");
+    // Asked for on purpose, the intermediate is verified as the end entity: it chains to
+    // the root (RFC 5280 6.1 allows a CA certificate there).
+    let (code, out, err) = tlskit(&[
+        "verify",
+        "--roots",
+        s(&roots),
+        "--cert",
+        s(&reversed),
+        "--at",
+        AT,
+        "--profile",
+        "rfc5280",
+        "--allow",
+        "ca-as-end-entity",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
     // Missing intermediate: unknown issuer.
     let leaf_only = p.write("leaf.pem", &p.leaf_pem);
     let (code, out, _) = tlskit(&[

@@ -13,14 +13,8 @@ mod cases;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::Command;
-use std::time::Duration;
 
-use tlskit_store::StoreBuilder;
-use tlskit_verify::{
-    CertificateDer, ChainVerifier, Crl, Profile, Purpose, UnixTime, VerifierConfig,
-};
-
-const T: u64 = 1_704_067_200;
+const T: u64 = cases::TIME;
 
 fn b64(data: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -55,35 +49,7 @@ fn pem(label: &str, der: &[u8]) -> String {
 }
 
 fn tlskit(c: &cases::PkitsCase) -> bool {
-    let mut b = StoreBuilder::new();
-    b.add_der(
-        &std::fs::read(cases::anchor()).unwrap(),
-        std::path::Path::new("pkits"),
-    )
-    .unwrap();
-    let store = b.build();
-    let crls: Vec<Crl> = c
-        .crls
-        .iter()
-        .filter_map(|p| Crl::from_der(&std::fs::read(p).unwrap()).ok())
-        .collect();
-    let v = ChainVerifier::new(VerifierConfig {
-        cache: None,
-        profile: Profile::Rfc5280,
-        crls,
-        allow_unknown_revocation: false,
-        max_presented: 64,
-        ..VerifierConfig::default()
-    });
-    let ee = CertificateDer::from(std::fs::read(&c.ee).unwrap());
-    let inter: Vec<CertificateDer<'static>> = c
-        .intermediates
-        .iter()
-        .map(|p| CertificateDer::from(std::fs::read(p).unwrap()))
-        .collect();
-    let t = UnixTime::since_unix_epoch(Duration::from_secs(T));
-    v.verify(&store, &ee, &inter, None, Purpose::Server, t)
-        .is_ok()
+    cases::run_case(c).is_ok()
 }
 
 fn openssl(c: &cases::PkitsCase, dir: &std::path::Path) -> bool {
@@ -139,7 +105,13 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     // section -> (cases, tlskit right, openssl right)
     let mut rows: BTreeMap<(u32, &str), (usize, usize, usize, bool)> = BTreeMap::new();
-    let key = |s: &'static str| (s[2..].split('-').next().unwrap().parse::<u32>().unwrap(), s);
+    let key = |s: &'static str| {
+        let n = s[2..]
+            .split(|ch: char| !ch.is_ascii_digit())
+            .next()
+            .unwrap();
+        (n.parse::<u32>().unwrap(), s)
+    };
     let mut differ = Vec::new();
     for c in cases::cases() {
         let Some(expected) = c.expect_valid else {

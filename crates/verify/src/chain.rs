@@ -29,6 +29,7 @@ use webpki::{
 use crate::cache::{CacheLimits, VerifyCache};
 use crate::der;
 use crate::profile::{self, CertRole, PathCert, Profile, Rule, RuleSet, Violation};
+use crate::rfc5280;
 
 /// What the end-entity certificate must be good for (its extended key usage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -62,32 +63,59 @@ pub const MAX_SUPPORTED_DEPTH: usize = 8;
 /// A parsed certificate revocation list.
 #[derive(Debug, Clone)]
 pub struct Crl {
-    inner: Arc<CertRevocationList<'static>>,
+    /// `None`: a CRL rustls-webpki cannot use (its scope is a distribution point, indirect
+    /// or by reasons), read by the RFC 5280 validator only.
+    inner: Option<Arc<CertRevocationList<'static>>>,
     next_update: Option<i64>,
     /// Raw issuer Name (for the profile's CRL rules).
     issuer: Arc<[u8]>,
+    /// The DER, for RFC 5280 path validation when rustls-webpki refuses a path.
+    der: Arc<[u8]>,
     pub(crate) has_number: bool,
     pub(crate) number_critical: bool,
+    /// authorityKeyIdentifier keyIdentifier: which key signed it.
+    pub(crate) aki: Option<Vec<u8>>,
 }
 
 impl Crl {
-    /// Parse a DER CRL (rustls-webpki does the parsing).
+    /// Parse a DER CRL. rustls-webpki reads it; a CRL whose scope it does not support
+    /// (an issuingDistributionPoint with a distribution point or onlyContains..., an
+    /// indirect CRL, onlySomeReasons) is kept for tlskit's RFC 5280 validator, which
+    /// then checks every chain (see the crate README, "Revocation"). Delta CRLs and
+    /// CRLs with unknown critical extensions are refused.
     pub fn from_der(der: &[u8]) -> Result<Self, VerifyError> {
-        let owned = OwnedCertRevocationList::from_der(der)
-            .map_err(|e| VerifyError::BadCrl(webpki_sentence(&e)))?;
-        let (issuer, has_number, number_critical) = profile::crl_info(der);
+        use webpki::Error as E;
+        let inner = match OwnedCertRevocationList::from_der(der) {
+            Ok(owned) => Some(Arc::new(CertRevocationList::Owned(owned))),
+            Err(
+                E::UnsupportedCrlIssuingDistributionPoint
+                | E::UnsupportedIndirectCrl
+                | E::UnsupportedRevocationReasonsPartitioning,
+            ) if <x509_parser::revocation_list::CertificateRevocationList<'_> as x509_parser::prelude::FromDer<'_, x509_parser::error::X509Error>>::from_der(der).is_ok() => {
+                None
+            }
+            Err(e) => return Err(VerifyError::BadCrl(webpki_sentence(&e))),
+        };
+        let info = profile::crl_info(der);
         Ok(Self {
-            issuer: Arc::from(issuer),
-            inner: Arc::new(CertRevocationList::Owned(owned)),
+            issuer: Arc::from(info.issuer),
+            aki: info.aki,
+            der: Arc::from(der),
+            inner,
             next_update: der::crl_next_update(der),
-            has_number,
-            number_critical,
+            has_number: info.has_number,
+            number_critical: info.number_critical,
         })
     }
 
     /// The raw DER issuer Name.
     pub(crate) fn issuer(&self) -> &[u8] {
         &self.issuer
+    }
+
+    /// The DER encoding.
+    pub(crate) fn der(&self) -> &[u8] {
+        &self.der
     }
 }
 
@@ -352,7 +380,8 @@ impl fmt::Display for VerifyError {
             Self::BadSignature => f.write_str("a signature on the chain does not verify"),
             Self::CaAsEndEntity => f.write_str(
                 "the end-entity certificate is a CA certificate; the end-entity certificate \
-                 must come first (is the chain in the wrong order?)",
+                 must come first (is the chain in the wrong order?); to verify a CA \
+                 certificate as the end entity on purpose, use --allow ca-as-end-entity",
             ),
             Self::PathBuildingBudget { limit } => write!(
                 f,
@@ -586,15 +615,27 @@ impl ChainVerifier {
     ) -> Result<Verified, VerifyError> {
         self.check_count(intermediates)?;
         let secs = unix_secs(now);
-        let ee = EndEntityCert::try_from(end_entity).map_err(|e| {
-            match profile::diagnose(&e, &[end_entity.as_ref()]) {
-                Some(v) => VerifyError::Rule(v),
-                None => VerifyError::BadEncoding(format!(
-                    "end-entity certificate: {}",
-                    webpki_sentence(&e)
-                )),
+        // rustls-webpki cannot read some certificates RFC 5280 accepts (unique
+        // identifiers, times before 1970); without a reference name to match, the RFC 5280
+        // validator below still gets a chance.
+        let mut ee_error = None;
+        let ee = match EndEntityCert::try_from(end_entity) {
+            Ok(ee) => Some(ee),
+            Err(e) => {
+                let err = match profile::diagnose(&e, &[end_entity.as_ref()]) {
+                    Some(v) => VerifyError::Rule(v),
+                    None => VerifyError::BadEncoding(format!(
+                        "end-entity certificate: {}",
+                        webpki_sentence(&e)
+                    )),
+                };
+                if name.is_some() {
+                    return Err(err);
+                }
+                ee_error = Some(err);
+                None
             }
-        })?;
+        };
         let leaf = der::cert_fields(end_entity).ok_or_else(|| {
             VerifyError::BadEncoding("end-entity certificate: malformed TBSCertificate".into())
         })?;
@@ -643,8 +684,12 @@ impl ChainVerifier {
         }
 
         // 3. rustls-webpki: signatures, path policy, EKU, CRLs, path exploration.
-        let crl_refs: Vec<&CertRevocationList<'_>> =
-            self.config.crls.iter().map(|c| &*c.inner).collect();
+        let crl_refs: Vec<&CertRevocationList<'_>> = self
+            .config
+            .crls
+            .iter()
+            .filter_map(|c| c.inner.as_deref())
+            .collect();
         let revocation = match RevocationOptionsBuilder::new(&crl_refs) {
             Ok(b) => Some(
                 b.with_depth(RevocationCheckDepth::Chain)
@@ -676,31 +721,21 @@ impl ChainVerifier {
             let Some(ai) = anchors.iter().position(|a| std::ptr::eq(a, p.anchor())) else {
                 return Ok(()); // invariant: the anchor is one of ours
             };
-            let anchor_der = usable[anchor_of[ai]].der();
-            let inter: Vec<CertificateDer<'_>> =
-                p.intermediate_certificates().map(|c| c.der()).collect();
-            let mut path = Vec::with_capacity(inter.len() + 2);
-            path.push(PathCert {
-                der: leaf_der,
-                role: CertRole::EndEntity,
-            });
-            for d in &inter {
-                path.push(PathCert {
-                    der: d.as_ref(),
-                    role: CertRole::Intermediate,
-                });
-            }
-            // A pinned certificate is its own anchor: one entry, RFC 5280 rules only (the
-            // CA/B Forum rules are about publicly-trusted issuance).
-            let pinned = inter.is_empty() && anchor_der == leaf_der;
-            let set = if pinned { rules.without_cabf() } else { rules };
-            if !pinned {
-                path.push(PathCert {
-                    der: anchor_der,
-                    role: CertRole::Anchor,
-                });
-            }
-            match profile::check_path(&path, set, purpose, crls) {
+            let Some(inter) = p
+                .intermediate_certificates()
+                .map(|c| same_bytes(intermediates, &c.der()))
+                .collect::<Option<Vec<&[u8]>>>()
+            else {
+                return Err(webpki::Error::UnknownIssuer); // invariant: they are ours
+            };
+            match profile_check(
+                leaf_der,
+                &inter,
+                usable[anchor_of[ai]].der(),
+                rules,
+                purpose,
+                crls,
+            ) {
                 Ok(()) => Ok(()),
                 Err(v) => {
                     let mut b = broken.borrow_mut();
@@ -716,82 +751,176 @@ impl ChainVerifier {
         // would otherwise cost it up to 200,000 path-building steps (seconds of CPU).
         let names: Vec<&[u8]> = anchor_of.iter().map(|&i| usable[i].subject()).collect();
         let explore = toward_anchors(&names, intermediates, &presented);
-        let path = ee
-            .verify_for_usage(
-                self.algs,
-                &anchors,
-                &explore,
-                now,
-                purpose.usage(),
-                revocation,
-                Some(&depth_check),
-            )
-            .map_err(|e| {
-                if let Some(v) = broken.borrow_mut().take() {
-                    return VerifyError::Rule(v);
-                }
-                if too_deep.get() && matches!(e, webpki::Error::MaximumPathDepthExceeded) {
-                    return VerifyError::ChainTooDeep { limit: max_depth };
-                }
-                if matches!(e, webpki::Error::UnknownIssuer) {
-                    if let Some(subject) = skipped {
-                        return VerifyError::AnchorNotValid {
-                            subject: format_name(subject),
-                            time: secs,
-                        };
-                    }
-                    return VerifyError::UnknownIssuer {
-                        issuer: format_name(top_issuer(&leaf, intermediates)),
+        let explain = |e: webpki::Error| -> VerifyError {
+            if let Some(v) = broken.borrow_mut().take() {
+                return VerifyError::Rule(v);
+            }
+            if too_deep.get() && matches!(e, webpki::Error::MaximumPathDepthExceeded) {
+                return VerifyError::ChainTooDeep { limit: max_depth };
+            }
+            if matches!(e, webpki::Error::UnknownIssuer) {
+                if let Some(subject) = skipped {
+                    return VerifyError::AnchorNotValid {
+                        subject: format_name(subject),
+                        time: secs,
                     };
                 }
-                let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
-                all.push(leaf_der);
-                all.extend(intermediates.iter().map(|c| c.as_ref()));
-                if let Some(v) = profile::diagnose(&e, &all) {
-                    return VerifyError::Rule(v);
-                }
-                let mut e = map_webpki(e, purpose);
-                match &mut e {
-                    VerifyError::Expired {
-                        not_after, which, ..
-                    } => *which = locate(&leaf, &presented, |f| f.not_after == *not_after),
-                    VerifyError::NotYetValid {
-                        not_before, which, ..
-                    } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
-                    _ => {}
-                }
-                e
-            })?;
+                return VerifyError::UnknownIssuer {
+                    issuer: format_name(top_issuer(&leaf, intermediates)),
+                };
+            }
+            let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
+            all.push(leaf_der);
+            all.extend(intermediates.iter().map(|c| c.as_ref()));
+            if let Some(v) = profile::diagnose(&e, &all) {
+                return VerifyError::Rule(v);
+            }
+            let mut e = map_webpki(e, purpose);
+            match &mut e {
+                VerifyError::Expired {
+                    not_after, which, ..
+                } => *which = locate(&leaf, &presented, |f| f.not_after == *not_after),
+                VerifyError::NotYetValid {
+                    not_before, which, ..
+                } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
+                _ => {}
+            }
+            e
+        };
+        // With a CRL only the RFC 5280 validator can read, rustls-webpki's answer would
+        // leave that CRL out: the RFC 5280 validator decides alone.
+        let crls_beyond_webpki = self.config.crls.iter().any(|c| c.inner.is_none());
+        let webpki_answer = match &ee {
+            Some(_) if crls_beyond_webpki => Err((
+                VerifyError::Other(
+                    "no valid path (checked by RFC 5280 path validation with the given CRLs)"
+                        .into(),
+                ),
+                false,
+            )),
+            Some(ee) => ee
+                .verify_for_usage(
+                    self.algs,
+                    &anchors,
+                    &explore,
+                    now,
+                    purpose.usage(),
+                    revocation,
+                    Some(&depth_check),
+                )
+                .map(|path| {
+                    // Invariant: rustls-webpki returns a reference into the anchors
+                    // slice we gave it.
+                    let idx = anchors
+                        .iter()
+                        .position(|a| std::ptr::eq(a, path.anchor()))
+                        .map(|i| anchor_of[i]);
+                    let inter = path
+                        .intermediate_certificates()
+                        .map(|c| same_bytes(intermediates, &c.der()))
+                        .collect::<Option<Vec<&[u8]>>>();
+                    idx.zip(inter)
+                })
+                .map_err(|e| {
+                    // Refusals tlskit itself decided (its profile, its depth limit, a
+                    // budget) stand; the rest may be a limitation of rustls-webpki.
+                    let final_ = broken.borrow().is_some()
+                        || matches!(
+                            e,
+                            webpki::Error::MaximumSignatureChecksExceeded
+                                | webpki::Error::MaximumPathBuildCallsExceeded
+                                | webpki::Error::MaximumNameConstraintComparisonsExceeded
+                        );
+                    (explain(e), final_)
+                }),
+            None => Err((
+                ee_error
+                    .take()
+                    .unwrap_or_else(|| VerifyError::Other("unreadable end entity".into())),
+                false,
+            )),
+        };
+        let (idx, inter) = match webpki_answer {
+            Ok(Some((idx, inter))) => (Some(idx), inter),
+            Ok(None) => (None, Vec::new()),
+            Err((e, true)) => return Err(e),
+            Err((e, false)) => {
+                // RFC 5280 6.1 for what rustls-webpki cannot do (see rfc5280.rs).
+                let presented_ders: Vec<&[u8]> = intermediates.iter().map(|c| c.as_ref()).collect();
+                let anchor_ders: Vec<&[u8]> = usable.iter().map(|a| a.der()).collect();
+                let found = rfc5280::validate(&rfc5280::Input {
+                    leaf: leaf_der,
+                    presented: &presented_ders,
+                    anchors: &anchor_ders,
+                    now: secs,
+                    max_depth,
+                    purpose,
+                    crls,
+                    allow_unknown_revocation: self.config.allow_unknown_revocation,
+                    enforce_crl_expiry: self.config.enforce_crl_expiry,
+                    allow_ca_leaf: !rules.has(Rule::CaAsEndEntity),
+                    algs: self.algs,
+                });
+                let found = match found {
+                    Ok(found) => found,
+                    // rustls-webpki's own words where it judged the chain; the RFC 5280
+                    // validator's where it could not (an unreadable end entity, CRLs
+                    // beyond it).
+                    Err(refusal)
+                        if ee.is_none()
+                            || crls_beyond_webpki
+                            || (matches!(e, VerifyError::CaAsEndEntity)
+                                && !rules.has(Rule::CaAsEndEntity)) =>
+                    {
+                        return Err(match refusal {
+                            Some(r) => refusal_error(r, secs, purpose),
+                            None if ee.is_none() && !matches!(e, VerifyError::CaAsEndEntity) => e,
+                            None => VerifyError::UnknownIssuer {
+                                issuer: format_name(top_issuer(&leaf, intermediates)),
+                            },
+                        })
+                    }
+                    Err(_) => return Err(e),
+                };
+                let inter: Vec<&[u8]> = found
+                    .intermediates
+                    .iter()
+                    .filter_map(|&i| presented_ders.get(i).copied())
+                    .collect();
+                let anchor_der = usable[found.anchor].der();
+                profile_check(leaf_der, &inter, anchor_der, rules, purpose, crls)
+                    .map_err(VerifyError::Rule)?;
+                (Some(found.anchor), inter)
+            }
+        };
 
         // 4. The reference name (webpki matches DNS names, wildcards and IP addresses).
         if let Some(name) = name {
+            // Invariant: with a name, an unreadable end entity returned early above.
+            let Some(ee) = &ee else {
+                return Err(VerifyError::Other("end entity not readable".into()));
+            };
             ee.verify_is_valid_for_subject_name(name)
                 .map_err(|e| map_name_error(e, name))?;
         }
 
         // 5. The answer, with the window in which it may be reused.
-        let idx = anchors
-            .iter()
-            .position(|a| std::ptr::eq(a, path.anchor()))
-            .map(|i| anchor_of[i]);
-        // Invariant: rustls-webpki returns a reference into the anchors slice we gave it.
         let Some(idx) = idx else {
             return Err(VerifyError::Other(
                 "path anchor not among candidates".into(),
             ));
         };
         let anchor = usable[idx];
-        let mut certs = Vec::with_capacity(2 + intermediates.len());
+        let mut certs = Vec::with_capacity(2 + inter.len());
         certs.push(end_entity.clone().into_owned());
         let mut valid_from = leaf.not_before;
         let mut valid_until = leaf.not_after;
-        for c in path.intermediate_certificates() {
-            let d = c.der();
-            if let Some(f) = der::cert_fields(&d) {
+        for d in inter {
+            if let Some(f) = der::cert_fields(d) {
                 valid_from = valid_from.max(f.not_before);
                 valid_until = valid_until.min(f.not_after);
             }
-            certs.push(d.into_owned());
+            certs.push(CertificateDer::from(d.to_vec()));
         }
         if !self.config.accept_expired_anchors {
             valid_from = valid_from.max(anchor.not_before());
@@ -811,6 +940,129 @@ impl ChainVerifier {
             cached: false,
         })
     }
+}
+
+/// The profile layer on one candidate path: end entity, intermediates (issuer of the end
+/// entity first), anchor. A pinned certificate (the end entity is its own anchor) is one
+/// entry checked with RFC 5280 rules only (the CA/B Forum rules are about
+/// publicly-trusted issuance).
+fn profile_check(
+    leaf_der: &[u8],
+    inter: &[&[u8]],
+    anchor_der: &[u8],
+    rules: RuleSet,
+    purpose: Purpose,
+    crls: &[Crl],
+) -> Result<(), Violation> {
+    let mut path = Vec::with_capacity(inter.len() + 2);
+    path.push(PathCert {
+        der: leaf_der,
+        role: CertRole::EndEntity,
+    });
+    for d in inter {
+        path.push(PathCert {
+            der: d,
+            role: CertRole::Intermediate,
+        });
+    }
+    let pinned = inter.is_empty() && anchor_der == leaf_der;
+    let set = if pinned { rules.without_cabf() } else { rules };
+    if !pinned {
+        path.push(PathCert {
+            der: anchor_der,
+            role: CertRole::Anchor,
+        });
+    }
+    profile::check_path(&path, set, purpose, crls)
+}
+
+/// The RFC 5280 validator's refusal as a [`VerifyError`].
+fn refusal_error(r: rfc5280::Refusal, secs: i64, purpose: Purpose) -> VerifyError {
+    use rfc5280::Why;
+    let rfc5280::Refusal::At {
+        position,
+        role,
+        subject,
+        why,
+    } = r
+    else {
+        let rfc5280::Refusal::Other(w) = r else {
+            return VerifyError::Other("no valid path".into());
+        };
+        return VerifyError::Other(w.into());
+    };
+    let subject = format_name(&subject);
+    let rule = |rule: Rule, detail: &str| {
+        VerifyError::Rule(Violation {
+            rule,
+            position,
+            role,
+            subject: subject.clone(),
+            detail: detail.into(),
+        })
+    };
+    let which = Some((position, subject.clone()));
+    match why {
+        Why::NotYetValid(not_before) => VerifyError::NotYetValid {
+            time: secs,
+            not_before,
+            which,
+        },
+        Why::Expired(not_after) => VerifyError::Expired {
+            time: secs,
+            not_after,
+            which,
+        },
+        Why::CaAsEndEntity => VerifyError::CaAsEndEntity,
+        Why::Purpose => VerifyError::WrongPurpose { purpose },
+        Why::Revoked => VerifyError::Revoked,
+        Why::UnknownCriticalExtension(oid) => rule(
+            Rule::UnknownCriticalExtension,
+            &format!("it has a critical extension {oid} that is not processed"),
+        ),
+        Why::NameConstraints => rule(
+            Rule::NameConstraintViolated,
+            "a name in it is outside an issuing CA's name constraints",
+        ),
+        Why::NotCa => rule(
+            Rule::IssuerNotCa,
+            "it issued the certificate below it but basicConstraints cA is not set",
+        ),
+        Why::PathLen => rule(
+            Rule::PathLenExceeded,
+            "more intermediates (not counting self-issued ones) follow it than its pathLenConstraint allows",
+        ),
+        Why::NoKeyCertSign => rule(
+            Rule::CaKeyUsage,
+            "it issued the certificate below it but its keyUsage lacks keyCertSign",
+        ),
+        Why::Policy => VerifyError::Other(format!(
+            "certificate {position} ({subject}) carries policyConstraints, policyMappings or \
+             inhibitAnyPolicy, and tlskit does not process certificate policies"
+        )),
+        Why::Malformed => VerifyError::BadEncoding(format!(
+            "certificate {position} ({subject}): an extension cannot be read"
+        )),
+        Why::RevocationUnknown => VerifyError::Other(format!(
+            "no CRL given covers certificate {position} ({subject}), and a revocation status \
+             is required"
+        )),
+        Why::CrlExpired => VerifyError::Other(format!(
+            "the CRL that covers certificate {position} ({subject}) is past its nextUpdate"
+        )),
+        Why::NameChaining => VerifyError::Other(format!(
+            "certificate {position} ({subject}): its issuer name is not its issuer's subject"
+        )),
+    }
+}
+
+/// The presented certificate whose bytes rustls-webpki handed back (it borrows them from
+/// `intermediates`, so a pointer comparison finds it).
+fn same_bytes<'i>(intermediates: &'i [CertificateDer<'_>], d: &[u8]) -> Option<&'i [u8]> {
+    let all = || intermediates.iter().map(|c| c.as_ref());
+    all()
+        .find(|c| std::ptr::eq(c.as_ptr(), d.as_ptr()) && c.len() == d.len())
+        .or_else(|| all().find(|c| *c == d))
 }
 
 /// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.

@@ -75,6 +75,69 @@ const GENERALIZED_TIME: u8 = 0x18;
 /// id-ce-authorityKeyIdentifier (2.5.29.35), contents of the OID.
 const OID_AKI: &[u8] = &[0x55, 0x1d, 0x23];
 
+const BIT_STRING: u8 = 0x03;
+
+/// The parts of a signed structure (a certificate or a CRL) a signature check needs.
+pub(crate) struct Signed<'a> {
+    /// The whole to-be-signed TLV: the bytes the signature covers.
+    pub(crate) tbs: &'a [u8],
+    /// The signature AlgorithmIdentifier's contents (as rustls-pki-types spells
+    /// algorithm identifiers).
+    pub(crate) alg: &'a [u8],
+    /// The signature value (a BIT STRING without unused bits).
+    pub(crate) sig: &'a [u8],
+}
+
+/// Split `SEQUENCE { tbs, signatureAlgorithm, signatureValue }`; nothing may follow.
+pub(crate) fn signed(der: &[u8]) -> Option<Signed<'_>> {
+    let (outer, rest) = expect(der, SEQUENCE)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let (tbs, rest) = expect(outer.contents, SEQUENCE)?;
+    let (alg, rest) = expect(rest, SEQUENCE)?;
+    let (sig, rest) = expect(rest, BIT_STRING)?;
+    let (&unused, sig) = sig.contents.split_first()?;
+    (rest.is_empty() && unused == 0).then_some(Signed {
+        tbs: tbs.whole,
+        alg: alg.contents,
+        sig,
+    })
+}
+
+/// One TLV as the RFC 5280 validator reads it: tag, contents.
+pub(crate) struct Part<'a> {
+    pub(crate) tag: u8,
+    pub(crate) contents: &'a [u8],
+}
+
+/// The TLV at the front of `input` (low tag numbers only), and what follows it.
+pub(crate) fn next_part(input: &[u8]) -> Option<(Part<'_>, &[u8])> {
+    let (tlv, rest) = read_tlv(input)?;
+    Some((
+        Part {
+            tag: tlv.tag,
+            contents: tlv.contents,
+        },
+        rest,
+    ))
+}
+
+/// The contents of a SEQUENCE at the front of `der`, and what follows it.
+pub(crate) fn sequence_contents(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (seq, rest) = expect(der, SEQUENCE)?;
+    Some((seq.contents, rest))
+}
+
+/// Split a SubjectPublicKeyInfo into its AlgorithmIdentifier's contents and the key bits.
+pub(crate) fn spki(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (outer, _) = expect(der, SEQUENCE)?;
+    let (alg, rest) = expect(outer.contents, SEQUENCE)?;
+    let (key, rest) = expect(rest, BIT_STRING)?;
+    let (&unused, key) = key.contents.split_first()?;
+    (rest.is_empty() && unused == 0).then_some((alg.contents, key))
+}
+
 /// Read the fields chain building needs from a DER certificate.
 pub(crate) fn cert_fields(der: &[u8]) -> Option<CertFields<'_>> {
     let (cert, _) = expect(der, SEQUENCE)?;

@@ -18,6 +18,7 @@ mod input;
 pub mod names;
 mod profile;
 mod resume;
+mod rfc5280;
 mod tls;
 
 pub use cache::CacheLimits;

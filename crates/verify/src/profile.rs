@@ -201,6 +201,11 @@ rules! {
     /// A CRL issued by a certificate whose keyUsage lacks cRLSign.
     CrlIssuerNotCrlSign = ("crl-issuer-not-crl-sign", "RFC 5280 4.2.1.3", false,
         "the CRL issuer's keyUsage must assert cRLSign; use a CRL signed by a key allowed to sign CRLs"),
+    /// A CA certificate in the end-entity position. Usually a chain given in the wrong
+    /// order; `--allow ca-as-end-entity` verifies a CA certificate as the end entity on
+    /// purpose (RFC 5280 6.1 does not forbid it).
+    CaAsEndEntity = ("ca-as-end-entity", "RFC 5280 6.1", false,
+        "put the end-entity certificate first; to verify a CA certificate as the end entity on purpose, use --allow ca-as-end-entity"),
     // Refusals by rustls-webpki, diagnosed to a certificate. Not allowable.
     /// A signature algorithm that is not accepted (SHA-1, MD5, DSA, ...).
     SignatureAlgorithm = ("signature-algorithm", "RFC 9155, CA/B Forum BR 7.1.3.2", false,
@@ -287,7 +292,7 @@ impl RuleSet {
         }
         Self(bits)
     }
-    fn has(self, r: Rule) -> bool {
+    pub(crate) fn has(self, r: Rule) -> bool {
         self.0 & r.bit() != 0
     }
 }
@@ -1073,6 +1078,22 @@ fn check_crls(
                     "the CRL it issued has a critical CRLNumber extension",
                 ));
             }
+            // A CRL whose authorityKeyIdentifier names another key was signed by a
+            // separate CRL signer with the same name, not by this certificate.
+            let ski = issuer
+                .extensions()
+                .iter()
+                .find_map(|e| match e.parsed_extension() {
+                    ParsedExtension::SubjectKeyIdentifier(k) => Some(k.0),
+                    _ => None,
+                });
+            if crl
+                .aki
+                .as_deref()
+                .is_some_and(|a| ski.is_some_and(|s| s != a))
+            {
+                continue;
+            }
             if let Ok(Some(ku)) = issuer.key_usage() {
                 if !ku.value.crl_sign() && rules.has(Rule::CrlIssuerNotCrlSign) {
                     return Err(violation(
@@ -1089,18 +1110,46 @@ fn check_crls(
     Ok(())
 }
 
-/// (raw issuer Name, has CRLNumber, CRLNumber critical) of a DER CRL.
-pub(crate) fn crl_info(der: &[u8]) -> (Vec<u8>, bool, bool) {
+/// What the profile reads of a CRL: its raw issuer Name, whether it has a CRLNumber
+/// and whether that is critical, and its authorityKeyIdentifier keyIdentifier.
+pub(crate) struct CrlInfo {
+    pub(crate) issuer: Vec<u8>,
+    pub(crate) has_number: bool,
+    pub(crate) number_critical: bool,
+    pub(crate) aki: Option<Vec<u8>>,
+}
+
+/// Read [`CrlInfo`] from a DER CRL (empty when x509-parser cannot read it).
+pub(crate) fn crl_info(der: &[u8]) -> CrlInfo {
     match x509_parser::revocation_list::CertificateRevocationList::from_der(der) {
         Ok((_, crl)) => {
-            let (has, critical) = crl
+            let (has_number, number_critical) = crl
                 .extensions()
                 .iter()
                 .find(|e| oid_is(&e.oid, OID_CRL_NUMBER))
                 .map_or((false, false), |e| (true, e.critical));
-            (crl.issuer().as_raw().to_vec(), has, critical)
+            let aki = crl
+                .extensions()
+                .iter()
+                .find_map(|e| match e.parsed_extension() {
+                    ParsedExtension::AuthorityKeyIdentifier(a) => {
+                        a.key_identifier.as_ref().map(|k| k.0.to_vec())
+                    }
+                    _ => None,
+                });
+            CrlInfo {
+                issuer: crl.issuer().as_raw().to_vec(),
+                has_number,
+                number_critical,
+                aki,
+            }
         }
-        Err(_) => (Vec::new(), false, false),
+        Err(_) => CrlInfo {
+            issuer: Vec::new(),
+            has_number: false,
+            number_critical: false,
+            aki: None,
+        },
     }
 }
 

@@ -673,14 +673,12 @@ fn every_rule_refuses_its_breach_and_accepts_the_fix() {
                 .run(Profile::Rfc5280, Purpose::Server, None)
                 .unwrap_or_else(|e| panic!("{} is CA/B-only but rfc5280 refused: {e}", c.rule));
         }
-        // rustls-webpki itself refuses a critical extension it does not process (AKI,
-        // SKI, unknown ones) in a presented certificate: --allow cannot lift that; it
-        // lifts the profile's own check (e.g. in an anchor).
-        let webpki_too = c.role != CertRole::Anchor
-            && matches!(
-                c.rule,
-                Rule::AkiCritical | Rule::SkiCritical | Rule::UnknownCriticalExtension
-            );
+        // An unknown critical extension in a presented certificate is refused by
+        // rustls-webpki and by tlskit's RFC 5280 validator alike: --allow cannot lift
+        // that; it lifts the profile's own check (e.g. in an anchor). A critical AKI or
+        // SKI, which rustls-webpki refuses too, is processed by the RFC 5280 validator,
+        // so --allow aki-critical / ski-critical does accept it.
+        let webpki_too = c.role != CertRole::Anchor && c.rule == Rule::UnknownCriticalExtension;
         if webpki_too {
             let err = c
                 .bad
@@ -710,11 +708,48 @@ fn every_rule_refuses_its_breach_and_accepts_the_fix() {
                 | Rule::DsaKey
                 | Rule::WeakCurve
                 | Rule::SignatureAlgorithm
+                | Rule::CaAsEndEntity
         ) {
             continue;
         }
         assert!(covered.contains(r), "no case for {r}");
     }
+}
+
+/// A CA certificate in the end-entity position is refused (the chain is usually in the
+/// wrong order) unless the caller asks for it with `--allow ca-as-end-entity`; then it
+/// is verified like any end entity (RFC 5280 6.1 allows it), and the rest of the path
+/// still counts.
+#[test]
+fn ca_as_end_entity_only_when_allowed() {
+    let case = chain3(ca_params("R"), ca_params("I"), ca_params("Sub CA"));
+    let err = case
+        .run(Profile::Rfc5280, Purpose::Server, None)
+        .unwrap_err();
+    assert_eq!(err.rule(), "ca-as-end-entity", "{err}");
+    assert!(
+        err.to_string().contains("--allow ca-as-end-entity"),
+        "{err}"
+    );
+    case.run_allow(
+        Profile::Rfc5280,
+        Purpose::Server,
+        None,
+        &[Rule::CaAsEndEntity],
+    )
+    .unwrap();
+    // Allowed, but from an anchor the store does not hold: still refused.
+    let mut other = chain3(ca_params("R"), ca_params("I"), ca_params("Sub CA"));
+    other.anchors = chain3(ca_params("Other"), ca_params("I"), good_leaf()).anchors;
+    let err = other
+        .run_allow(
+            Profile::Rfc5280,
+            Purpose::Server,
+            None,
+            &[Rule::CaAsEndEntity],
+        )
+        .unwrap_err();
+    assert_eq!(err.rule(), "unknown-issuer", "{err}");
 }
 
 #[test]
@@ -989,4 +1024,141 @@ fn crl_rules() {
     ];
     let err = run(no_crl_sign, Some(false)).unwrap_err();
     assert_eq!(err.rule(), "crl-issuer-not-crl-sign", "{err}");
+}
+
+/// Name constraints rustls-webpki refuses outright (rfc822Name, directoryName) are
+/// processed by tlskit's RFC 5280 validator: a name inside passes, a name outside (or
+/// inside an excluded subtree) is refused as `name-constraint-violated`. (URI subtrees,
+/// which rcgen cannot write, are covered by PKITS 4.13.34-38.)
+#[test]
+fn rfc822_and_directory_name_constraints_both_ways() {
+    let constrained = |permitted: Vec<GeneralSubtree>, excluded: Vec<GeneralSubtree>| {
+        let mut i = ca_params("I");
+        i.name_constraints = Some(NameConstraints {
+            permitted_subtrees: permitted,
+            excluded_subtrees: excluded,
+        });
+        i
+    };
+    let with_mail = |m: &str| {
+        let mut l = good_leaf();
+        l.subject_alt_names
+            .push(SanType::Rfc822Name(m.try_into().unwrap()));
+        l
+    };
+    let with_org = |o: &str| {
+        let mut l = good_leaf();
+        let mut d = DistinguishedName::new();
+        d.push(DnType::OrganizationName, o);
+        d.push(DnType::CommonName, "a.example");
+        l.distinguished_name = d;
+        l
+    };
+    let org = |o: &str| {
+        let mut d = DistinguishedName::new();
+        d.push(DnType::OrganizationName, o);
+        GeneralSubtree::DirectoryName(d)
+    };
+    let mail = |m: &str| GeneralSubtree::Rfc822Name(m.into());
+    // (permitted, excluded, leaf, accepted?)
+    let table: Vec<(
+        Vec<GeneralSubtree>,
+        Vec<GeneralSubtree>,
+        CertificateParams,
+        bool,
+    )> = vec![
+        // rfc822Name: a host
+        (
+            vec![mail("example.com")],
+            vec![],
+            with_mail("a@example.com"),
+            true,
+        ),
+        (
+            vec![mail("example.com")],
+            vec![],
+            with_mail("a@mail.example.com"),
+            false,
+        ),
+        // a domain (leading dot): hosts below it only
+        (
+            vec![mail(".example.com")],
+            vec![],
+            with_mail("a@mail.example.com"),
+            true,
+        ),
+        (
+            vec![mail(".example.com")],
+            vec![],
+            with_mail("a@example.com"),
+            false,
+        ),
+        // an exact mailbox
+        (
+            vec![mail("ops@example.com")],
+            vec![],
+            with_mail("ops@example.com"),
+            true,
+        ),
+        (
+            vec![mail("ops@example.com")],
+            vec![],
+            with_mail("dev@example.com"),
+            false,
+        ),
+        // excluded
+        (
+            vec![],
+            vec![mail("evil.example")],
+            with_mail("x@evil.example"),
+            false,
+        ),
+        (
+            vec![],
+            vec![mail("evil.example")],
+            with_mail("x@good.example"),
+            true,
+        ),
+        // directoryName: an RDN prefix, compared as RFC 5280 7.1 says (case, spaces)
+        (
+            vec![org("Example Org")],
+            vec![],
+            with_org("Example Org"),
+            true,
+        ),
+        (
+            vec![org("EXAMPLE  org")],
+            vec![],
+            with_org("Example Org"),
+            true,
+        ),
+        (
+            vec![org("Example Org")],
+            vec![],
+            with_org("Other Org"),
+            false,
+        ),
+        (
+            vec![],
+            vec![org("Example Org")],
+            with_org("example org"),
+            false,
+        ),
+        (
+            vec![],
+            vec![org("Example Org")],
+            with_org("Other Org"),
+            true,
+        ),
+    ];
+    for (n, (permitted, excluded, leaf, ok)) in table.into_iter().enumerate() {
+        let case = chain3(ca_params("R"), constrained(permitted, excluded), leaf);
+        let got = case.run(Profile::Rfc5280, Purpose::Server, Some("a.example"));
+        if ok {
+            got.unwrap_or_else(|e| panic!("row {n}: refused: {e}"));
+        } else {
+            let e = got.expect_err(&format!("row {n}: accepted"));
+            assert_eq!(e.rule(), "name-constraint-violated", "row {n}: {e}");
+        }
+    }
 }
