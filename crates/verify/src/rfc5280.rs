@@ -494,16 +494,30 @@ pub(crate) type NoPath = Option<Refusal>;
 /// accepts, within the budgets.
 pub(crate) fn validate<'a>(input: &Input<'a>) -> Result<Found, NoPath> {
     let leaf = Cert::read(input.leaf).ok_or(None)?;
-    let v = Validator {
+    let mut v = Validator {
         input,
         leaf,
-        pool: input.presented.iter().map(|d| Cert::read(d)).collect(),
-        anchors: input.anchors.iter().map(|d| Cert::read(d)).collect(),
-        crls: input.crls.iter().map(|c| read_crl(c.der())).collect(),
+        pool: Vec::new(),
+        anchors: Vec::new(),
+        crls: Vec::new(),
         signatures: Cell::new(0),
         steps: Cell::new(0),
         refusal: RefCell::new(None),
     };
+    // The end entity's own checks first: most refusals end here, before anything else
+    // is parsed.
+    if let Err(why) = v.basic_checks(&v.leaf, true, Role::EndEntity) {
+        let subject = v.leaf.x.subject().as_raw().to_vec();
+        return Err(Some(Refusal::At {
+            position: 0,
+            role: CertRole::EndEntity,
+            subject,
+            why,
+        }));
+    }
+    v.pool = input.presented.iter().map(|d| Cert::read(d)).collect();
+    v.anchors = input.anchors.iter().map(|d| Cert::read(d)).collect();
+    v.crls = input.crls.iter().map(|c| read_crl(c.der())).collect();
     let mut chain = Vec::new();
     match v.search(&v.leaf, &mut chain, Role::EndEntity, 0, None) {
         Some(found) => Ok(found),
@@ -557,6 +571,14 @@ impl<'a> Validator<'_, 'a> {
             None => start,
             Some(&i) => self.pool.get(i)?.as_ref()?,
         };
+        // What needs no signature is checked first: a CRL signer that is expired (...)
+        // fails every path (the end entity was checked in `validate`).
+        if chain.is_empty()
+            && role == Role::CrlSigner
+            && self.basic_checks(start, true, role).is_err()
+        {
+            return None;
+        }
         for (ai, a) in self.anchors.iter().enumerate() {
             let Some(a) = a.as_ref().filter(|a| a.subject == cur.issuer) else {
                 continue;
@@ -581,7 +603,11 @@ impl<'a> Validator<'_, 'a> {
         }
         for (pi, p) in self.pool.iter().enumerate() {
             let Some(p) = p.as_ref() else { continue };
-            if chain.contains(&pi) || p.subject != cur.issuer || p.der == start.der {
+            if chain.contains(&pi)
+                || p.subject != cur.issuer
+                || p.der == start.der
+                || !self.valid_now(p)
+            {
                 continue;
             }
             if !self.step() || !self.signed_by(cur.der, p.spki()) {
@@ -750,6 +776,12 @@ impl<'a> Validator<'_, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// Inside its validity period at the verification time.
+    fn valid_now(&self, c: &Cert<'a>) -> bool {
+        let v = c.x.validity();
+        v.not_before.timestamp() <= self.input.now && self.input.now <= v.not_after.timestamp()
     }
 
     /// Validity, extensions this module cannot honour, extended key usage, and a CA as
