@@ -344,6 +344,39 @@ fn empty_roots_is_exit_2() {
     }
 }
 
+/// `--max-depth` is honoured exactly: the three-certificate path passes with 3 and is
+/// refused with 2; values outside 2..=16 are refused rather than capped.
+#[test]
+fn max_depth_exact_and_out_of_range_refused() {
+    let p = pki();
+    let roots = p.write("roots.pem", &p.root_pem);
+    let chain = p.write("chain.pem", &format!("{}{}", p.leaf_pem, p.int_pem));
+    let run = |depth: &str| {
+        tlskit(&[
+            "verify",
+            "--roots",
+            s(&roots),
+            "--cert",
+            s(&chain),
+            "--at",
+            AT,
+            "--max-depth",
+            depth,
+            "--json",
+        ])
+    };
+    let (code, out, err) = run("3");
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, _) = run("2");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(json(&out).rule.as_deref(), Some("chain-too-deep"), "{out}");
+    for bad in ["1", "17"] {
+        let (code, out, err) = run(bad);
+        assert_eq!(code, 2, "{out}{err}");
+        assert!(err.contains("must be between 2 and 16"), "{err}");
+    }
+}
+
 #[test]
 fn chain_in_wrong_order_still_builds_and_missing_piece_is_exit_1() {
     let p = pki();

@@ -57,8 +57,14 @@ impl Purpose {
     }
 }
 
-/// The largest path rustls-webpki builds: the end entity, six intermediates, the anchor.
-pub const MAX_SUPPORTED_DEPTH: usize = 8;
+/// The longest path tlskit validates, end entity and anchor included. rustls-webpki builds
+/// paths of up to [`WEBPKI_MAX_DEPTH`] certificates; when `max_depth` allows longer ones,
+/// tlskit's RFC 5280 validator builds them.
+pub const MAX_SUPPORTED_DEPTH: usize = 16;
+
+/// The longest path rustls-webpki builds: the end entity, six intermediates, the anchor.
+/// Also the default `max_depth`.
+pub const WEBPKI_MAX_DEPTH: usize = 8;
 
 /// A parsed certificate revocation list.
 #[derive(Debug, Clone)]
@@ -122,8 +128,10 @@ impl Crl {
 /// How a [`ChainVerifier`] checks chains.
 #[derive(Debug, Clone)]
 pub struct VerifierConfig {
-    /// Most certificates in a path, end entity and anchor included (2..=8; larger values
-    /// are capped at [`MAX_SUPPORTED_DEPTH`]). Default 8.
+    /// Most certificates in a path, end entity and anchor included, honoured exactly
+    /// from 2 to [`MAX_SUPPORTED_DEPTH`] (16; values outside are clamped to that range,
+    /// and `tlskit verify --max-depth` refuses them). Default 8 ([`WEBPKI_MAX_DEPTH`]);
+    /// paths longer than 8 are built by the RFC 5280 validator.
     pub max_depth: usize,
     /// Most certificates a peer may present (end entity + chain). Longer chains are
     /// refused before any work. Default 16.
@@ -151,7 +159,7 @@ pub struct VerifierConfig {
 impl Default for VerifierConfig {
     fn default() -> Self {
         Self {
-            max_depth: MAX_SUPPORTED_DEPTH,
+            max_depth: WEBPKI_MAX_DEPTH,
             max_presented: 16,
             accept_expired_anchors: false,
             crls: Vec::new(),
@@ -870,10 +878,12 @@ impl ChainVerifier {
                         if ee.is_none()
                             || crls_beyond_webpki
                             || (matches!(e, VerifyError::CaAsEndEntity)
-                                && !rules.has(Rule::CaAsEndEntity)) =>
+                                && !rules.has(Rule::CaAsEndEntity))
+                            || (matches!(e, VerifyError::ChainTooDeep { .. })
+                                && max_depth > WEBPKI_MAX_DEPTH) =>
                     {
                         return Err(match refusal {
-                            Some(r) => refusal_error(r, secs, purpose),
+                            Some(r) => refusal_error(r, secs, purpose, max_depth),
                             None if ee.is_none() && !matches!(e, VerifyError::CaAsEndEntity) => e,
                             None => VerifyError::UnknownIssuer {
                                 issuer: format_name(top_issuer(&leaf, intermediates)),
@@ -977,8 +987,16 @@ fn profile_check(
 }
 
 /// The RFC 5280 validator's refusal as a [`VerifyError`].
-fn refusal_error(r: rfc5280::Refusal, secs: i64, purpose: Purpose) -> VerifyError {
+fn refusal_error(
+    r: rfc5280::Refusal,
+    secs: i64,
+    purpose: Purpose,
+    max_depth: usize,
+) -> VerifyError {
     use rfc5280::Why;
+    if r == rfc5280::Refusal::TooDeep {
+        return VerifyError::ChainTooDeep { limit: max_depth };
+    }
     let rfc5280::Refusal::At {
         position,
         role,
@@ -1169,7 +1187,7 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
         #[allow(deprecated)]
         E::RequiredEkuNotFound => VerifyError::WrongPurpose { purpose },
         E::MaximumPathDepthExceeded => VerifyError::ChainTooDeep {
-            limit: MAX_SUPPORTED_DEPTH,
+            limit: WEBPKI_MAX_DEPTH,
         },
         E::MaximumSignatureChecksExceeded => VerifyError::PathBuildingBudget {
             limit: "100 signature checks",

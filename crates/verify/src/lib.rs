@@ -24,7 +24,7 @@ mod tls;
 pub use cache::CacheLimits;
 pub use chain::{
     format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
-    MAX_SUPPORTED_DEPTH,
+    MAX_SUPPORTED_DEPTH, WEBPKI_MAX_DEPTH,
 };
 pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};

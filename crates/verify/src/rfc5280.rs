@@ -86,6 +86,8 @@ pub(crate) enum Refusal {
         subject: Vec<u8>,
         why: Why,
     },
+    /// Every path to an anchor would be longer than `max_depth`.
+    TooDeep,
     /// Anything else, in words.
     Other(&'static str),
 }
@@ -244,6 +246,8 @@ struct Validator<'i, 'a> {
     steps: Cell<u32>,
     /// The refusal of the end-entity path that got furthest, with how far it got.
     refusal: RefCell<Option<(usize, Refusal)>>,
+    /// The search stopped somewhere at `max_depth`.
+    depth_cut: Cell<bool>,
 }
 
 /// A CRL read once: the parse, its issuer normalized, its DER, and its
@@ -503,6 +507,7 @@ pub(crate) fn validate<'a>(input: &Input<'a>) -> Result<Found, NoPath> {
         signatures: Cell::new(0),
         steps: Cell::new(0),
         refusal: RefCell::new(None),
+        depth_cut: Cell::new(false),
     };
     // The end entity's own checks first: most refusals end here, before anything else
     // is parsed.
@@ -521,7 +526,14 @@ pub(crate) fn validate<'a>(input: &Input<'a>) -> Result<Found, NoPath> {
     let mut chain = Vec::new();
     match v.search(&v.leaf, &mut chain, Role::EndEntity, 0, None) {
         Some(found) => Ok(found),
-        None => Err(v.refusal.into_inner().map(|(_, r)| r)),
+        None => {
+            let cut = v.depth_cut.get();
+            match v.refusal.into_inner() {
+                Some((_, r)) => Err(Some(r)),
+                None if cut => Err(Some(Refusal::TooDeep)),
+                None => Err(None),
+            }
+        }
     }
 }
 
@@ -599,6 +611,14 @@ impl<'a> Validator<'_, 'a> {
         // One more intermediate keeps the path within max_depth (end entity, chain,
         // the new intermediate, an anchor).
         if chain.len() + 3 > self.input.max_depth {
+            let more = self
+                .pool
+                .iter()
+                .flatten()
+                .any(|p| p.subject == cur.issuer && p.der != start.der);
+            if more && role == Role::EndEntity {
+                self.depth_cut.set(true);
+            }
             return None;
         }
         for (pi, p) in self.pool.iter().enumerate() {

@@ -627,6 +627,35 @@ fn maximum_depth_is_enforced() {
         .is_ok());
 }
 
+/// rustls-webpki stops at 8 certificates; a configured `max_depth` above that is
+/// honoured exactly by the RFC 5280 validator: a 10-certificate path passes with 10 and
+/// is refused with 9.
+#[test]
+fn paths_longer_than_webpki_builds_when_configured() {
+    let root = root("R");
+    let mut cas = vec![intermediate("I0", &root)];
+    for i in 1..8 {
+        let next = intermediate(&format!("I{i}"), cas.last().unwrap());
+        cas.push(next);
+    }
+    let leaf = leaf(&["a.example"], cas.last().unwrap());
+    let chain: Vec<_> = cas.iter().rev().map(|c| c.der.clone()).collect();
+    assert_eq!(chain.len() + 2, 10);
+    let st = store(&[&root.der]);
+    let with = |max_depth| {
+        ChainVerifier::new(VerifierConfig {
+            max_depth,
+            cache: None,
+            ..Default::default()
+        })
+        .verify(&st, &leaf.der, &chain, None, Purpose::Server, now())
+    };
+    let ok = with(10).unwrap();
+    assert_eq!(ok.chain.certs.len(), 10);
+    assert_eq!(with(9).unwrap_err().rule(), "chain-too-deep");
+    assert_eq!(with(8).unwrap_err().rule(), "chain-too-deep");
+}
+
 #[test]
 fn hundred_certificate_chain_stops_with_clear_error() {
     let root = root("R");

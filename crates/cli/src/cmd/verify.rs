@@ -76,7 +76,7 @@ pub(crate) struct VerifyArgs {
     /// Certificate revocation lists (PEM or DER; repeatable).
     #[arg(long, value_name = "FILE")]
     crl: Vec<PathBuf>,
-    /// Most certificates in a path, end entity and anchor included (2..=8).
+    /// Most certificates in a path, end entity and anchor included (2..=16).
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_depth: usize,
     /// Rule set on top of rustls-webpki: webpki (RFC 5280 + CA/B Forum BR) or rfc5280.
