@@ -1,34 +1,100 @@
-//! A minimal, bounds-checked DER walker for the load hot path.
+//! The workspace's one DER reader: minimal, bounds-checked, linear.
 //!
-//! It extracts only what the store indexes: the raw subject Name, the subject key
-//! identifier, the validity period and whether the certificate may act as a CA
-//! (basicConstraints cA, or a legacy v1/v2 self-issued root). It checks that the
-//! certificate's outer structure is well formed (definite lengths, every element inside
-//! its parent, nothing after the signature) but it does not check signatures or policy:
-//! that is rustls-webpki's job in the verify crate. Lint uses x509-parser for details.
+//! The store's load path reads what it indexes ([`parse_cert`]: the raw subject and
+//! issuer Names, the key identifiers, the validity period and whether the certificate may
+//! act as a CA: basicConstraints cA, or a legacy v1/v2 self-issued root); tlskit-verify
+//! reads the same fields for chain building ([`cert_view`]), a CRL's nextUpdate, the parts
+//! a signature check needs ([`signed`], [`spki`]) and distribution points
+//! ([`next_part`], [`sequence_contents`]). It checks structure only (definite, minimal
+//! lengths, every element inside its parent, nothing after the signature); it never judges
+//! signatures or policy: rustls-webpki and aws-lc-rs do. Details beyond these fields are
+//! read with x509-parser.
 //!
-//! Every read goes through [`Reader`], which never indexes out of bounds: malformed
-//! input yields [`DerError`], never a panic.
+//! Every read goes through one reader that never indexes out of bounds: malformed input
+//! yields [`DerError`] (or `None`), never a panic.
 
 /// Why a certificate's DER was rejected (a static description, safe to print).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DerError(pub(crate) &'static str);
+pub struct DerError(pub &'static str);
+
+impl std::fmt::Display for DerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for DerError {}
 
 type R<T> = Result<T, DerError>;
 
-/// The fields the store keeps for one certificate, as offsets into its DER.
+/// The fields read from one certificate, as (offset, length) ranges into its DER (the
+/// store keeps these in its arena).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CertFields {
-    /// Subject Name including its SEQUENCE header: (offset, length) in the DER.
-    pub(crate) subject: (u32, u32),
+pub struct CertFields {
+    /// Subject Name including its SEQUENCE header.
+    pub subject: (u32, u32),
     /// Issuer Name including its SEQUENCE header.
-    pub(crate) issuer: (u32, u32),
+    pub issuer: (u32, u32),
     /// subjectKeyIdentifier contents, if present.
-    pub(crate) ski: Option<(u32, u32)>,
-    pub(crate) not_before: i64,
-    pub(crate) not_after: i64,
+    pub ski: Option<(u32, u32)>,
+    /// authorityKeyIdentifier keyIdentifier contents, if present.
+    pub aki: Option<(u32, u32)>,
+    /// notBefore, Unix seconds.
+    pub not_before: i64,
+    /// notAfter, Unix seconds.
+    pub not_after: i64,
     /// basicConstraints cA = TRUE, or a v1/v2 certificate whose subject equals its issuer.
-    pub(crate) is_ca: bool,
+    pub is_ca: bool,
+}
+
+/// [`CertFields`] as slices of the certificate they were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CertView<'a> {
+    /// Raw subject Name, including its SEQUENCE header.
+    pub subject: &'a [u8],
+    /// Raw issuer Name, including its SEQUENCE header.
+    pub issuer: &'a [u8],
+    /// subjectKeyIdentifier contents.
+    pub ski: Option<&'a [u8]>,
+    /// authorityKeyIdentifier keyIdentifier contents.
+    pub aki: Option<&'a [u8]>,
+    /// notBefore, Unix seconds.
+    pub not_before: i64,
+    /// notAfter, Unix seconds.
+    pub not_after: i64,
+    /// As [`CertFields::is_ca`].
+    pub is_ca: bool,
+}
+
+impl CertFields {
+    /// The fields as slices of `der`, the certificate they were read from (ranges that do
+    /// not fit `der` come out empty rather than panicking).
+    pub fn view<'a>(&self, der: &'a [u8]) -> CertView<'a> {
+        let at = |(o, l): (u32, u32)| {
+            let (o, l) = (o as usize, l as usize);
+            der.get(o..o.saturating_add(l)).unwrap_or(&[])
+        };
+        CertView {
+            subject: at(self.subject),
+            issuer: at(self.issuer),
+            ski: self.ski.map(at),
+            aki: self.aki.map(at),
+            not_before: self.not_before,
+            not_after: self.not_after,
+            is_ca: self.is_ca,
+        }
+    }
+}
+
+/// Read a certificate's fields as slices of it; `None` when it is not well-formed.
+pub fn cert_view(der: &[u8]) -> Option<CertView<'_>> {
+    parse_cert(der).ok().map(|f| f.view(der))
+}
+
+/// Whether the certificate may act as a CA ([`CertFields::is_ca`]); false when it is not
+/// well-formed.
+pub fn cert_is_ca(der: &[u8]) -> bool {
+    parse_cert(der).is_ok_and(|f| f.is_ca)
 }
 
 struct Reader<'a> {
@@ -109,18 +175,19 @@ impl<'a> Reader<'a> {
 }
 
 const OID_SKI: &[u8] = &[0x55, 0x1d, 0x0e];
+const OID_AKI: &[u8] = &[0x55, 0x1d, 0x23];
 const OID_BASIC_CONSTRAINTS: &[u8] = &[0x55, 0x1d, 0x13];
 
 /// Total length of the first DER element in `buf` (used to find where a certificate ends,
 /// e.g. in a file that holds several concatenated DER certificates).
-pub(crate) fn first_element_len(buf: &[u8]) -> R<usize> {
+pub fn first_element_len(buf: &[u8]) -> R<usize> {
     let mut r = Reader::new(buf);
     let (_, _, _, e) = r.tlv()?;
     Ok(e)
 }
 
 /// Parse the fields the store needs from one certificate, which must span all of `der`.
-pub(crate) fn parse_cert(der: &[u8]) -> R<CertFields> {
+pub fn parse_cert(der: &[u8]) -> R<CertFields> {
     if der.len() > u32::MAX as usize {
         return Err(DerError("certificate too large"));
     }
@@ -163,6 +230,7 @@ pub(crate) fn parse_cert(der: &[u8]) -> R<CertFields> {
     let (ss, _, se) = tbs.expect(0x30, "subject is not a SEQUENCE")?;
     tbs.expect(0x30, "subjectPublicKeyInfo is not a SEQUENCE")?;
     let mut ski = None;
+    let mut aki = None;
     let mut bc_ca = false;
     let mut saw_ext = false;
     while !tbs.at_end() {
@@ -194,6 +262,15 @@ pub(crate) fn parse_cert(der: &[u8]) -> R<CertFields> {
                         let (_, kc, ke) =
                             inner.expect(0x04, "subjectKeyIdentifier is not an OCTET STRING")?;
                         ski = Some((kc as u32, (ke - kc) as u32));
+                    } else if oid == OID_AKI {
+                        let mut inner = ext.sub(pc, pe);
+                        let (_, ac, ae) =
+                            inner.expect(0x30, "authorityKeyIdentifier is not a SEQUENCE")?;
+                        let mut a = inner.sub(ac, ae);
+                        if a.peek_tag() == Some(0x80) {
+                            let (_, _, kc, ke) = a.tlv()?;
+                            aki = Some((kc as u32, (ke - kc) as u32));
+                        }
                     } else if oid == OID_BASIC_CONSTRAINTS {
                         let mut inner = ext.sub(pc, pe);
                         let (_, bc, be) =
@@ -216,10 +293,100 @@ pub(crate) fn parse_cert(der: &[u8]) -> R<CertFields> {
         subject: (ss as u32, (se - ss) as u32),
         issuer: (is_ as u32, (ie - is_) as u32),
         ski,
+        aki,
         not_before,
         not_after,
         is_ca,
     })
+}
+
+/// The nextUpdate of a DER CRL (Unix seconds), if it has one.
+pub fn crl_next_update(der: &[u8]) -> Option<i64> {
+    let mut top = Reader::new(der);
+    let (_, c, e) = top.expect(0x30, "").ok()?;
+    let mut crl = top.sub(c, e);
+    let (_, tc, te) = crl.expect(0x30, "").ok()?;
+    let mut tbs = crl.sub(tc, te);
+    if tbs.peek_tag() == Some(0x02) {
+        tbs.tlv().ok()?; // version
+    }
+    tbs.expect(0x30, "").ok()?; // signature
+    tbs.expect(0x30, "").ok()?; // issuer
+    read_time(&mut tbs, der).ok()?; // thisUpdate
+    match tbs.peek_tag() {
+        Some(0x17 | 0x18) => read_time(&mut tbs, der).ok(),
+        _ => None,
+    }
+}
+
+/// The parts of a signed structure (a certificate or a CRL) a signature check needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signed<'a> {
+    /// The whole to-be-signed TLV: the bytes the signature covers.
+    pub tbs: &'a [u8],
+    /// The signature AlgorithmIdentifier's contents (as rustls-pki-types spells
+    /// algorithm identifiers).
+    pub alg: &'a [u8],
+    /// The signature value (a BIT STRING without unused bits).
+    pub sig: &'a [u8],
+}
+
+/// Split `SEQUENCE { tbs, signatureAlgorithm, signatureValue }`; nothing may follow.
+pub fn signed(der: &[u8]) -> Option<Signed<'_>> {
+    let mut top = Reader::new(der);
+    let (_, c, e) = top.expect(0x30, "").ok()?;
+    if !top.at_end() {
+        return None;
+    }
+    let mut outer = top.sub(c, e);
+    let (ts, _, te) = outer.expect(0x30, "").ok()?;
+    let (_, ac, ae) = outer.expect(0x30, "").ok()?;
+    let (_, sc, se) = outer.expect(0x03, "").ok()?;
+    let (&unused, sig) = der[sc..se].split_first()?;
+    (outer.at_end() && unused == 0).then_some(Signed {
+        tbs: &der[ts..te],
+        alg: &der[ac..ae],
+        sig,
+    })
+}
+
+/// Split a SubjectPublicKeyInfo into its AlgorithmIdentifier's contents and the key bits.
+pub fn spki(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mut top = Reader::new(der);
+    let (_, c, e) = top.expect(0x30, "").ok()?;
+    let mut outer = top.sub(c, e);
+    let (_, ac, ae) = outer.expect(0x30, "").ok()?;
+    let (_, kc, ke) = outer.expect(0x03, "").ok()?;
+    let (&unused, key) = der[kc..ke].split_first()?;
+    (outer.at_end() && unused == 0).then_some((&der[ac..ae], key))
+}
+
+/// One TLV: its tag and contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part<'a> {
+    /// The tag byte (low tag numbers only).
+    pub tag: u8,
+    /// The contents.
+    pub contents: &'a [u8],
+}
+
+/// The TLV at the front of `input`, and what follows it.
+pub fn next_part(input: &[u8]) -> Option<(Part<'_>, &[u8])> {
+    let mut r = Reader::new(input);
+    let (tag, _, c, e) = r.tlv().ok()?;
+    Some((
+        Part {
+            tag,
+            contents: &input[c..e],
+        },
+        &input[e..],
+    ))
+}
+
+/// The contents of the SEQUENCE at the front of `der`, and what follows it.
+pub fn sequence_contents(der: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (p, rest) = next_part(der)?;
+    (p.tag == 0x30).then_some((p.contents, rest))
 }
 
 fn digits(b: &[u8]) -> R<i64> {
@@ -259,7 +426,7 @@ fn read_time(r: &mut Reader<'_>, der: &[u8]) -> R<i64> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;
     let yoe = y - era * 400;
@@ -278,6 +445,72 @@ mod tests {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(2000, 3, 1), 11017);
         assert_eq!(days_from_civil(9999, 12, 31) * 86400 + 86399, 253402300799);
+    }
+
+    #[test]
+    fn times() {
+        let t = |tag: u8, s: &[u8]| {
+            let mut v = vec![tag, s.len() as u8];
+            v.extend_from_slice(s);
+            read_time(&mut Reader::new(&v), &v).ok()
+        };
+        assert_eq!(t(0x17, b"700101000000Z"), Some(0));
+        assert_eq!(t(0x17, b"491231235959Z"), Some(2_524_607_999));
+        assert_eq!(t(0x18, b"20380119031408Z"), Some(2_147_483_648));
+        assert_eq!(
+            t(0x17, b"500101000000Z"),
+            Some(days_from_civil(1950, 1, 1) * 86_400)
+        );
+        assert_eq!(t(0x17, b"701301000000Z"), None);
+        assert_eq!(t(0x17, b"7001010000Z"), None);
+    }
+
+    #[test]
+    fn reads_rcgen_certificates_and_never_panics_on_prefixes() {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.not_before = rcgen::date_time_ymd(2021, 3, 4);
+        ca.not_after = rcgen::date_time_ymd(2051, 5, 6);
+        let ca_cert = ca.self_signed(&ca_key).expect("self-signed");
+        let leaf_key = rcgen::KeyPair::generate().expect("key");
+        let mut lp = rcgen::CertificateParams::new(vec!["a.example".to_string()]).expect("params");
+        lp.use_authority_key_identifier_extension = true;
+        let leaf = lp
+            .signed_by(&leaf_key, &rcgen::Issuer::from_params(&ca, &ca_key))
+            .expect("signed");
+        let ca_f = cert_view(ca_cert.der()).expect("ca fields");
+        let leaf_f = cert_view(leaf.der()).expect("leaf fields");
+        assert_eq!(ca_f.not_before, days_from_civil(2021, 3, 4) * 86_400);
+        assert_eq!(ca_f.not_after, days_from_civil(2051, 5, 6) * 86_400);
+        assert_eq!(leaf_f.issuer, ca_f.subject);
+        assert!(ca_f.is_ca && !leaf_f.is_ca);
+        assert!(ca_f.ski.is_some());
+        assert_eq!(leaf_f.aki, ca_f.ski);
+        let der: &[u8] = leaf.der();
+        // Every truncation is refused, without panicking.
+        for cut in 0..der.len() {
+            assert!(cert_view(&der[..cut]).is_none(), "prefix of {cut} bytes");
+        }
+        let s = signed(der).expect("signed parts");
+        assert_eq!(s.tbs[0], 0x30);
+        assert!(!s.sig.is_empty());
+        assert!(signed(&der[..der.len() - 1]).is_none());
+    }
+
+    #[test]
+    fn garbage_is_none() {
+        assert!(cert_view(b"").is_none());
+        assert!(cert_view(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_none());
+        assert!(cert_view(&[0x30, 0x03, 0x30, 0x01]).is_none());
+        assert!(signed(b"").is_none());
+        assert!(spki(&[0x30, 0x00]).is_none());
+        assert!(next_part(&[0x04]).is_none());
+        assert_eq!(
+            sequence_contents(&[0x30, 0x00, 0x01]),
+            Some((&[][..], &[0x01][..]))
+        );
+        assert!(crl_next_update(&[0x30, 0x00]).is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@
 
 mod arena;
 mod builder;
-mod der;
+pub mod der;
 pub mod dn;
 mod error;
 mod handle;

@@ -27,9 +27,9 @@ use webpki::{
 };
 
 use crate::cache::{CacheLimits, VerifyCache};
-use crate::der;
 use crate::profile::{self, CertRole, PathCert, Profile, Rule, RuleSet, Violation};
 use crate::rfc5280;
+use tlskit_store::der;
 
 /// What the end-entity certificate must be good for (its extended key usage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -192,8 +192,7 @@ impl VerifiedChain {
         self.certs
             .iter()
             .map(|c| {
-                der::cert_fields(c)
-                    .map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
+                der::cert_view(c).map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
             })
             .collect()
     }
@@ -421,9 +420,9 @@ impl fmt::Display for WhichCert<'_> {
 /// The first presented certificate (end entity = 0, then the intermediates in the order
 /// sent) for which `hit` holds, with its subject.
 fn locate(
-    leaf: &der::CertFields<'_>,
-    presented: &[Option<der::CertFields<'_>>],
-    hit: impl Fn(&der::CertFields<'_>) -> bool,
+    leaf: &der::CertView<'_>,
+    presented: &[Option<der::CertView<'_>>],
+    hit: impl Fn(&der::CertView<'_>) -> bool,
 ) -> Option<(usize, String)> {
     std::iter::once(Some(leaf))
         .chain(presented.iter().map(Option::as_ref))
@@ -644,7 +643,7 @@ impl ChainVerifier {
                 None
             }
         };
-        let leaf = der::cert_fields(end_entity).ok_or_else(|| {
+        let leaf = der::cert_view(end_entity).ok_or_else(|| {
             VerifyError::BadEncoding("end-entity certificate: malformed TBSCertificate".into())
         })?;
 
@@ -653,8 +652,8 @@ impl ChainVerifier {
         add_candidates(store, &leaf, &mut candidates);
         // Read once, used here and for the path filter below. A presented certificate we
         // cannot read (None) is left to rustls-webpki to judge.
-        let presented: Vec<Option<der::CertFields<'_>>> =
-            intermediates.iter().map(|c| der::cert_fields(c)).collect();
+        let presented: Vec<Option<der::CertView<'_>>> =
+            intermediates.iter().map(|c| der::cert_view(c)).collect();
         for f in presented.iter().flatten() {
             add_candidates(store, f, &mut candidates);
         }
@@ -926,7 +925,7 @@ impl ChainVerifier {
         let mut valid_from = leaf.not_before;
         let mut valid_until = leaf.not_after;
         for d in inter {
-            if let Some(f) = der::cert_fields(d) {
+            if let Some(f) = der::cert_view(d) {
                 valid_from = valid_from.max(f.not_before);
                 valid_until = valid_until.min(f.not_after);
             }
@@ -1084,11 +1083,7 @@ fn same_bytes<'i>(intermediates: &'i [CertificateDer<'_>], d: &[u8]) -> Option<&
 }
 
 /// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
-fn add_candidates<'s>(
-    store: &'s TrustStore,
-    cert: &der::CertFields<'_>,
-    out: &mut Vec<Anchor<'s>>,
-) {
+fn add_candidates<'s>(store: &'s TrustStore, cert: &der::CertView<'_>, out: &mut Vec<Anchor<'s>>) {
     let mut push = |a: Anchor<'s>| {
         if !out.iter().any(|b| b.sha256() == a.sha256()) {
             out.push(a);
@@ -1109,12 +1104,12 @@ fn add_candidates<'s>(
 /// a certificate already kept. rustls-webpki matches issuers by exact name bytes too, so
 /// every path it could build survives this filter; the rest could only end in
 /// `UnknownIssuer` after a search. Certificates we cannot parse are kept (rustls-webpki
-/// judges them). `fields[i]` is `intermediates[i]` read by `der::cert_fields`. Cost: at
+/// judges them). `fields[i]` is `intermediates[i]` read by `der::cert_view`. Cost: at
 /// most n² name comparisons per pass, n passes (n <= max_presented).
 fn toward_anchors<'c>(
     anchor_names: &[&[u8]],
     intermediates: &'c [CertificateDer<'c>],
-    fields: &[Option<der::CertFields<'_>>],
+    fields: &[Option<der::CertView<'_>>],
 ) -> Vec<CertificateDer<'c>> {
     let mut keep: Vec<bool> = fields.iter().map(Option::is_none).collect();
     loop {
@@ -1152,12 +1147,12 @@ pub(crate) fn unix_secs(t: UnixTime) -> i64 {
 
 /// The issuer name of the highest certificate the peer sent that chains from the leaf
 /// by name (for the unknown-issuer message).
-fn top_issuer<'a>(leaf: &der::CertFields<'a>, intermediates: &'a [CertificateDer<'_>]) -> &'a [u8] {
+fn top_issuer<'a>(leaf: &der::CertView<'a>, intermediates: &'a [CertificateDer<'_>]) -> &'a [u8] {
     let mut issuer = leaf.issuer;
     for _ in 0..intermediates.len() {
         let next = intermediates
             .iter()
-            .filter_map(|c| der::cert_fields(c))
+            .filter_map(|c| der::cert_view(c))
             .find(|f| f.subject == issuer && f.issuer != f.subject);
         match next {
             Some(f) => issuer = f.issuer,

@@ -13,7 +13,6 @@
 
 mod cache;
 mod chain;
-mod der;
 mod input;
 pub mod names;
 mod profile;

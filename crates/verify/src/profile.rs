@@ -509,12 +509,12 @@ fn check_anchor_path_len(
 ) -> Result<(), Violation> {
     let below = path[1..path.len() - 1]
         .iter()
-        .filter(|pc| crate::der::cert_fields(pc.der).is_none_or(|f| f.subject != f.issuer))
+        .filter(|pc| tlskit_store::der::cert_view(pc.der).is_none_or(|f| f.subject != f.issuer))
         .count();
     if below as u64 > u64::from(len) {
         let subject = if subject.is_empty() {
             path.last()
-                .and_then(|pc| crate::der::cert_fields(pc.der))
+                .and_then(|pc| tlskit_store::der::cert_view(pc.der))
                 .map_or_else(String::new, |f| format_name(f.subject))
         } else {
             subject

@@ -41,8 +41,8 @@ use x509_parser::revocation_list::CertificateRevocationList;
 use x509_parser::x509::{RelativeDistinguishedName, X509Name};
 
 use crate::chain::{Crl, Purpose};
-use crate::der;
 use crate::profile::CertRole;
+use tlskit_store::der;
 
 /// Most signature verifications (certificates and CRLs) per call, like rustls-webpki's
 /// own budget of 100.
