@@ -200,17 +200,6 @@ pub(crate) fn unix_now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// `2026-11-23T21:41:37Z`.
-fn rfc3339(t: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(t)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| t.to_string())
-}
-
 /// At start and after each reload: log every served certificate that has expired (error),
 /// is not valid yet or expires within `warn_days` days (warn), and hand the set to the
 /// metrics (`tlskit_certificate_not_after_seconds`).
@@ -236,8 +225,8 @@ pub(crate) fn loaded(metrics: &crate::metrics::Metrics, index: &CertIndex, warn_
                 ("name", &c.name),
                 ("path", &c.path.display()),
                 ("sni", &c.dns_names.join(",")),
-                ("not_before", &rfc3339(c.not_before)),
-                ("not_after", &rfc3339(c.not_after)),
+                ("not_before", &tlskit_store::datetime::rfc3339(c.not_before)),
+                ("not_after", &tlskit_store::datetime::rfc3339(c.not_after)),
                 ("days_left", &format!("{:.1}", left as f64 / 86_400.0)),
             ],
         );

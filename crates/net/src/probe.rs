@@ -653,13 +653,9 @@ fn one(
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+/// tlskit_store's median of these values, 0 when there are none.
+fn median_of(v: impl Iterator<Item = f64>) -> f64 {
+    tlskit_store::datetime::median(&mut v.collect::<Vec<_>>()).unwrap_or(0.0)
 }
 
 fn kb(n: usize) -> String {
@@ -881,8 +877,8 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
             resumed: s.resumed,
         })
         .collect();
-    let tcp_med = median(runs.iter().map(|r| r.tcp_rtt_ms).collect());
-    let hs_med = median(runs.iter().map(|r| r.handshake_ms).collect());
+    let tcp_med = median_of(runs.iter().map(|r| r.tcp_rtt_ms));
+    let hs_med = median_of(runs.iter().map(|r| r.handshake_ms));
     // The detailed report describes the last full handshake (the first one may have been
     // slowed by a ticket wait on a shared machine; they are all full handshakes).
     let (shot, comp) = shots

@@ -170,7 +170,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let subject = match &opts.subject {
         Some(s) => s.clone(),
         None => {
-            let tag = dn::hex(&cert::random_serial()?[..4]);
+            let tag = tlskit_store::text::hex(&cert::random_serial()?[..4]);
             format!("CN=tlskit CA {tag},O=tlskit")
         }
     };
@@ -471,18 +471,18 @@ impl Ca {
         let used = read_serials(&index_path)?;
         let serial = loop {
             let s = cert::random_serial()?;
-            if !used.contains(&dn::hex(&s)) {
+            if !used.contains(&tlskit_store::text::hex(&s)) {
                 break s;
             }
         };
-        let serial_hex = dn::hex(&serial);
+        let serial_hex = tlskit_store::text::hex(&serial);
         p.serial_number = Some(SerialNumber::from_slice(&serial));
         let c = p
             .signed_by(spki, &issuer)
             .map_err(PkiError::rcgen("signing the certificate"))
             .map_err(|e| self.key.explain(e))?;
         let der = c.der().to_vec();
-        let sha256 = dn::hex(&Sha256::digest(&der));
+        let sha256 = tlskit_store::text::hex(&Sha256::digest(&der));
         let fmt = |t: ::time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
         let entry = IndexEntry {
             serial: serial_hex.clone(),

@@ -250,10 +250,6 @@ pub fn common_name(name: &X509Name<'_>) -> Option<String> {
         .map(str::to_string)
 }
 
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// Convert a name parsed from a request into rcgen's form, keeping the string types.
 pub(crate) fn from_x509(name: &X509Name<'_>) -> Result<DistinguishedName, String> {
     use x509_parser::der_parser::asn1_rs::Tag;

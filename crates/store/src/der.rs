@@ -422,30 +422,13 @@ fn read_time(r: &mut Reader<'_>, der: &[u8]) -> R<i64> {
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
         return Err(DerError("time out of range"));
     }
-    Ok(days_from_civil(year, month, day) * 86400 + hour * 3600 + min * 60 + sec)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
+    Ok(crate::datetime::days_from_civil(year, month, day) * 86400 + hour * 3600 + min * 60 + sec)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11017);
-        assert_eq!(days_from_civil(9999, 12, 31) * 86400 + 86399, 253402300799);
-    }
+    use crate::datetime::days_from_civil;
 
     #[test]
     fn times() {

@@ -55,20 +55,6 @@ pub struct LintReport {
     pub store: TrustStore,
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn date(ts: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(ts)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| ts.to_string())
-}
-
 struct Tracked {
     store: TrustStore,
     report: LoadReport,
@@ -158,13 +144,13 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             detail: if same {
                 format!(
                     "block {block}: repeats an earlier block of the same file (sha256 {})",
-                    hex(anchor.sha256())
+                    crate::text::hex(anchor.sha256())
                 )
             } else {
                 format!(
                     "block {block}: same certificate as {} (sha256 {})",
                     first.display(),
-                    hex(anchor.sha256())
+                    crate::text::hex(anchor.sha256())
                 )
             },
         });
@@ -180,7 +166,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                 kind: "expired".into(),
                 path: path.clone(),
                 subject: subject.clone(),
-                detail: format!("notAfter {}", date(a.not_after())),
+                detail: format!("notAfter {}", crate::datetime::rfc3339(a.not_after())),
             });
         }
         if a.not_before() > now {
@@ -188,7 +174,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                 kind: "not-yet-valid".into(),
                 path: path.clone(),
                 subject: subject.clone(),
-                detail: format!("notBefore {}", date(a.not_before())),
+                detail: format!("notBefore {}", crate::datetime::rfc3339(a.not_before())),
             });
         }
         if let Ok((_, cert)) = x509_parser::certificate::X509Certificate::from_der(a.der()) {
@@ -242,8 +228,8 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                     };
                     format!(
                         "{} ({state} until {})",
-                        &hex(a.sha256())[..16],
-                        date(a.not_after())
+                        &crate::text::hex(a.sha256())[..16],
+                        crate::datetime::rfc3339(a.not_after())
                     )
                 })
                 .collect();

@@ -98,6 +98,17 @@ pub fn pem_error_reason(e: &rustls_pki_types::pem::Error) -> String {
     }
 }
 
+/// Bytes as lower-case hex without separators (fingerprints, key identifiers, serials):
+/// the one hex renderer of tlskit.
+pub fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -344,7 +344,7 @@ impl fmt::Display for VerifyError {
             Self::AnchorNotValid { subject, time } => write!(
                 f,
                 "the only trust anchors named {subject} are outside their validity period at {}",
-                fmt_time(*time)
+                tlskit_store::datetime::rfc3339(*time)
             ),
             Self::Expired {
                 time,
@@ -354,8 +354,8 @@ impl fmt::Display for VerifyError {
                 f,
                 "{} expired at {} (checked at {}); renew it",
                 WhichCert(which),
-                fmt_time(*not_after),
-                fmt_time(*time)
+                tlskit_store::datetime::rfc3339(*not_after),
+                tlskit_store::datetime::rfc3339(*time)
             ),
             Self::NotYetValid {
                 time,
@@ -365,8 +365,8 @@ impl fmt::Display for VerifyError {
                 f,
                 "{} is not valid before {} (checked at {}); check the clock, or wait",
                 WhichCert(which),
-                fmt_time(*not_before),
-                fmt_time(*time)
+                tlskit_store::datetime::rfc3339(*not_before),
+                tlskit_store::datetime::rfc3339(*time)
             ),
             Self::NameMismatch {
                 expected,
@@ -428,28 +428,6 @@ fn locate(
         .chain(presented.iter().map(Option::as_ref))
         .enumerate()
         .find_map(|(i, f)| f.filter(|f| hit(f)).map(|f| (i, format_name(f.subject))))
-}
-
-/// Format Unix seconds as RFC 3339 UTC.
-pub(crate) fn fmt_time(t: i64) -> String {
-    let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
-    // civil_from_days (Howard Hinnant).
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
 
 /// Render a raw DER Name as RFC 4514 (`CN=...,O=...`: the workspace's one renderer, `tlskit_store::dn`).

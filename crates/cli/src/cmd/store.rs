@@ -4,7 +4,7 @@
 //! accepts files (PEM bundles, DER), directories, snapshot files and the word `system`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -236,20 +236,6 @@ fn describe(srcs: &[Source]) -> String {
         .join(", ")
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-pub(crate) fn date(ts: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp(ts)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| ts.to_string())
-}
-
 #[derive(Serialize)]
 struct AnchorJson {
     subject: String,
@@ -298,9 +284,9 @@ fn show(a: ShowArgs) -> CmdResult {
             .anchors()
             .map(|x| AnchorJson {
                 subject: tlskit_store::render_name(x.subject()),
-                sha256: hex(x.sha256()),
-                not_before: date(x.not_before()),
-                not_after: date(x.not_after()),
+                sha256: tlskit_store::text::hex(x.sha256()),
+                not_before: rfc3339(x.not_before()),
+                not_after: rfc3339(x.not_after()),
                 expired: x.not_after() < now,
                 pinned: x.is_pinned(),
             })
@@ -610,31 +596,7 @@ fn prune(a: PruneArgs) -> CmdResult {
     Ok(Outcome::Success)
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// A unique temporary directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-impl TempDir {
-    fn new() -> anyhow::Result<Self> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let p = std::env::temp_dir().join(format!("tlskit-bench-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&p).with_context(|| format!("creating {}", p.display()))?;
-        Ok(TempDir(p))
-    }
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+pub(crate) use tlskit_store::datetime::rfc3339;
 
 pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
     let srcs = sources(&a.sources);
@@ -647,9 +609,12 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         load_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(r);
     }
-    let load_ms = median(&mut load_ms);
+    let load_ms = tlskit_store::datetime::median(&mut load_ms).unwrap_or(f64::NAN);
 
-    let tmp = TempDir::new()?;
+    let tmp = tempfile::Builder::new()
+        .prefix("tlskit-bench-")
+        .tempdir()
+        .context("creating a temporary directory")?;
     let snap = tmp.path().join("bench.snap");
     tlskit_store::build_snapshot(&srcs, &snap)?;
     let mut snap_ms = Vec::with_capacity(runs);
@@ -659,7 +624,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         snap_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(s);
     }
-    let snapshot_load_ms = median(&mut snap_ms);
+    let snapshot_load_ms = tlskit_store::datetime::median(&mut snap_ms).unwrap_or(f64::NAN);
 
     // One subject lookup on the in-memory store: a subject from the middle of the store.
     let subject = store
@@ -677,7 +642,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         std::hint::black_box(found);
         lookup.push(t.elapsed().as_nanos() as f64 / f64::from(iters));
     }
-    let lookup_ns = median(&mut lookup);
+    let lookup_ns = tlskit_store::datetime::median(&mut lookup).unwrap_or(f64::NAN);
     let anchors = store.len();
     let der = store.der_bytes();
     let mem = store.memory_bytes();

@@ -187,17 +187,6 @@ fn parse_time(s: &str) -> anyhow::Result<UnixTime> {
     Ok(UnixTime::since_unix_epoch(Duration::from_secs(secs)))
 }
 
-fn fmt_time(t: UnixTime) -> String {
-    i64::try_from(t.as_secs())
-        .ok()
-        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
-        .and_then(|d| {
-            d.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| t.as_secs().to_string())
-}
-
 /// Parse --host / --ip into the JSON label and the rustls name.
 fn reference(
     host: Option<&str>,
@@ -327,8 +316,11 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
         host_unicode,
         ip,
         purpose,
-        at: fmt_time(at),
-        anchor_sha256: result.as_ref().ok().map(|v| hex(&v.chain.anchor_sha256)),
+        at: tlskit_store::datetime::rfc3339(i64::try_from(at.as_secs()).unwrap_or(i64::MAX)),
+        anchor_sha256: result
+            .as_ref()
+            .ok()
+            .map(|v| tlskit_store::text::hex(&v.chain.anchor_sha256)),
         profile: args.profile,
     };
     if args.json {
@@ -341,10 +333,6 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
     } else {
         Outcome::Negative
     })
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn print_human(r: &VerifyJson) {
@@ -408,9 +396,9 @@ struct BenchJson {
     rustls_webpki_us: Option<f64>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+/// tlskit_store's median, NaN when there are no values (never: every run records one).
+fn median_of(mut v: Vec<f64>) -> f64 {
+    tlskit_store::datetime::median(&mut v).unwrap_or(f64::NAN)
 }
 
 /// Run `f` on `threads` threads for at least `min` and return verifications per second.
@@ -538,18 +526,18 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         c_one.push(c1);
         c_speedup.push(c2 / c1);
     }
-    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median(rustls_us));
-    let one_rate = median(one);
+    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median_of(rustls_us));
+    let one_rate = median_of(one);
     let report = BenchJson {
         anchors,
         host: name.to_str().into_owned(),
         runs,
         verify_us: 1e6 / one_rate,
-        cached_verify_us: 1e6 / median(c_one),
+        cached_verify_us: 1e6 / median_of(c_one),
         one_thread_per_s: one_rate,
-        two_thread_per_s: median(two),
-        two_thread_speedup: median(speedup),
-        cached_two_thread_speedup: median(c_speedup),
+        two_thread_per_s: median_of(two),
+        two_thread_speedup: median_of(speedup),
+        cached_two_thread_speedup: median_of(c_speedup),
         rustls_webpki_us,
     };
     if args.json {

@@ -17,7 +17,6 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -161,41 +160,22 @@ pub(crate) fn hex16(s: &str) -> String {
         .collect()
 }
 
-/// The one writer of this module: temporary file 0600 in the same directory, synced,
-/// renamed over `path`, directory synced. (To be replaced by tlskit-io's atomic writer.)
+/// Replace `path` with `bytes` through tlskit-io's atomic writer (temporary file 0600 in
+/// the same directory, synced, renamed over `path`, directory synced).
 pub(crate) fn write_private_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    // tempfile creates the file 0600.
-    let mut tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    tlskit_io::replace(path, &[bytes], true).map_err(io_error)
 }
 
 /// The same writer for a public file (a certificate chain): mode 0644.
 pub(crate) fn write_public_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(".tmp").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+    tlskit_io::replace(path, &[bytes], false).map_err(io_error)
+}
+
+fn io_error(e: tlskit_io::WriteError) -> std::io::Error {
+    match e {
+        tlskit_io::WriteError::Io { source, .. } => source,
+        other => std::io::Error::other(other.to_string()),
     }
-    Ok(())
 }
 
 /// The one bounded reader of this module: `None` when the file does not exist.
