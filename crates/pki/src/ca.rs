@@ -178,7 +178,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let mut permitted = Vec::new();
     for d in &opts.permit_dns {
         let trimmed = d.strip_prefix('.').unwrap_or(d);
-        let name = tlskit_verify::names::DnsName::parse(trimmed).map_err(|e| PkiError::San {
+        let name = tlskit_names::DnsName::parse(trimmed).map_err(|e| PkiError::San {
             input: d.clone(),
             reason: e.to_string(),
         })?;
@@ -423,7 +423,7 @@ impl Ca {
                 r.map_err(|e| PkiError::Refused(format!("refusing to issue: {e}")))?;
             }
             if let Some(cn) = cn {
-                if let Ok(n) = tlskit_verify::names::DnsName::parse(cn) {
+                if let Ok(n) = tlskit_names::DnsName::parse(cn) {
                     if cn.contains('.') {
                         c.check(&Name::Dns(n.ascii())).map_err(|e| {
                             PkiError::Refused(format!("refusing to issue: the subject CN: {e}"))
@@ -653,9 +653,9 @@ fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, String> {
     use rcgen::string::Ia5String;
     match g {
         GeneralName::DNSName(d) => {
-            tlskit_verify::names::check_presented_dns(d)
+            tlskit_names::check_presented_dns(d)
                 .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
-            let n = tlskit_verify::names::DnsName::parse(d)
+            let n = tlskit_names::DnsName::parse(d)
                 .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
             Ia5String::try_from(n.ascii())
                 .map(SanType::DnsName)

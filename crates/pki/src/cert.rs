@@ -54,7 +54,7 @@ fn cn_to_a_label(subject: &mut DistinguishedName, sans: &[SanType]) -> Option<(S
     if typed.is_ascii() {
         return None;
     }
-    let name = tlskit_verify::names::DnsName::parse(&typed).ok()?;
+    let name = tlskit_names::DnsName::parse(&typed).ok()?;
     let matches_san = sans
         .iter()
         .any(|s| matches!(s, SanType::DnsName(n) if n.as_str() == name.ascii()));

@@ -294,7 +294,7 @@ pub(crate) fn san_info(g: &GeneralName<'_>) -> SanInfo {
     };
     match g {
         GeneralName::DNSName(d) => {
-            let (unicode, problem) = match tlskit_verify::names::check_presented_dns(d) {
+            let (unicode, problem) = match tlskit_names::check_presented_dns(d) {
                 Ok(u) => (u, None),
                 Err(e) => (d.to_string(), Some(e.to_string())),
             };
@@ -318,7 +318,7 @@ pub(crate) fn san_info(g: &GeneralName<'_>) -> SanInfo {
         }
         GeneralName::RFC822Name(e) => {
             let (unicode, problem) = match e.rsplit_once('@') {
-                Some((l, h)) => match tlskit_verify::names::check_presented_dns(h) {
+                Some((l, h)) => match tlskit_names::check_presented_dns(h) {
                     Ok(u) => (format!("{l}@{u}"), None),
                     Err(err) => (e.to_string(), Some(err.to_string())),
                 },

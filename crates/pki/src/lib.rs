@@ -3,7 +3,7 @@
 //! lint, and PKCS#12 import/export.
 //!
 //! Writing uses rcgen, reading uses x509-parser, key generation uses aws-lc-rs, and every
-//! DNS name goes through [`tlskit_verify::names`] (UTS #46 to A-labels, dot lookalikes
+//! DNS name goes through [`tlskit_names`] (UTS #46 to A-labels, dot lookalikes
 //! refused by name). Files are written atomically; private keys are created with mode 0600
 //! and never printed.
 #![deny(missing_docs)]

@@ -168,7 +168,7 @@ fn san_checks(s: &mut Sink<'_>, sans: &[GeneralName<'_>], cn: Option<&str>) {
     }
     if let Some(cn) = cn {
         let matches = sans.iter().any(|g| match g {
-            GeneralName::DNSName(d) => tlskit_verify::names::DnsName::parse(cn)
+            GeneralName::DNSName(d) => tlskit_names::DnsName::parse(cn)
                 .map(|n| n.ascii().eq_ignore_ascii_case(d))
                 .unwrap_or(false),
             GeneralName::IPAddress(_) => san_info(g).value == cn,

@@ -1,11 +1,11 @@
 //! subjectAltName values given on the command line: `dns:NAME`, `ip:ADDR`,
 //! `email:ADDR` (or a bare name/address). DNS names go through
-//! [`tlskit_verify::names::DnsName::parse`], so U-labels become A-labels by UTS #46 and
+//! [`tlskit_names::DnsName::parse`], so U-labels become A-labels by UTS #46 and
 //! dot lookalikes such as U+2024 are refused by name.
 
 use rcgen::string::Ia5String;
 use rcgen::SanType;
-use tlskit_verify::names::{self, DnsName};
+use tlskit_names::DnsName;
 
 use crate::{PkiError, Result};
 
@@ -20,7 +20,7 @@ pub fn parse(input: &str) -> Result<SanType> {
             (k.to_ascii_lowercase(), v)
         }
         // A bare value: an IP address if it is one, a DNS name otherwise.
-        _ if names::parse_ip(input).is_some() => ("ip".to_string(), input),
+        _ if tlskit_names::parse_ip(input).is_some() => ("ip".to_string(), input),
         Some((k, _)) if !k.contains('.') && !k.contains('[') => {
             return Err(err(format!(
                 "unknown SAN type {k:?} (use dns:NAME, ip:ADDR or email:ADDR)"
@@ -35,7 +35,7 @@ pub fn parse(input: &str) -> Result<SanType> {
                 .map(SanType::DnsName)
                 .map_err(|e| err(e.to_string()))
         }
-        "ip" => names::parse_ip(value)
+        "ip" => tlskit_names::parse_ip(value)
             .map(SanType::IpAddress)
             .ok_or_else(|| err(format!("{value:?} is not an IP address"))),
         _ => {
@@ -81,7 +81,7 @@ pub fn default_from_cn(dn: &rcgen::DistinguishedName) -> Option<SanType> {
         rcgen::DnValue::PrintableString(s) => s.as_str().to_string(),
         _ => return None,
     };
-    if let Some(ip) = names::parse_ip(&cn) {
+    if let Some(ip) = tlskit_names::parse_ip(&cn) {
         return Some(SanType::IpAddress(ip));
     }
     let has_separator = cn.contains(['.', '\u{3002}', '\u{FF0E}', '\u{FF61}']);

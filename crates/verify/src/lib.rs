@@ -14,7 +14,6 @@
 mod cache;
 mod chain;
 mod input;
-pub mod names;
 mod profile;
 mod resume;
 mod rfc5280;
@@ -37,3 +36,5 @@ pub use tls::{
 pub use rustls;
 /// Types from rustls-pki-types that appear in this crate's API.
 pub use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+/// The one conversion of typed names (the `tlskit-names` crate).
+pub use tlskit_names as names;
