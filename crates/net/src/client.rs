@@ -25,31 +25,55 @@ use crate::starttls::Starttls;
 /// What to connect to and how.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
+    /// The server and how it is verified (shared with `probe`).
+    pub peer: PeerOptions,
+    /// ALPN protocols to offer.
+    pub alpn: Vec<String>,
+    /// Client certificate chain and key.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// Connect twice, offering the first session for resumption on the second; the
+    /// report describes the second connection.
+    pub reconnect: bool,
+}
+
+/// What `connect` and `probe` share: the server to reach, the name to verify against
+/// which trust store and rules, the versions to offer and how long to wait.
+#[derive(Debug, Clone)]
+pub struct PeerOptions {
     /// HOST:PORT (`[v6]:PORT` for IPv6 literals).
     pub target: String,
     /// Name to send as SNI and verify; default: HOST.
     pub server_name: Option<String>,
     /// Trust store sources (default: the system store).
     pub roots: Vec<Source>,
-    /// ALPN protocols to offer.
-    pub alpn: Vec<String>,
-    /// Client certificate chain and key.
-    pub client_cert: Option<(PathBuf, PathBuf)>,
     /// Versions to offer (empty: 1.3 and 1.2).
     pub versions: Vec<TlsVersion>,
-    /// Limit for TCP connect and for the handshake, each.
+    /// Limit for the TCP connect and for the handshake, each.
     pub timeout: Duration,
-    /// Connect twice, offering the first session for resumption on the second; the
-    /// report describes the second connection.
-    pub reconnect: bool,
     /// Plain-text protocol to upgrade with STARTTLS before the handshake (each
-    /// connection, with `reconnect` too); the dance has `timeout` of its own.
+    /// connection); the dance has `timeout` of its own.
     pub starttls: Option<Starttls>,
-    /// How the server's chain is verified: the profile (default `webpki`) and the rules
-    /// lifted (`VerifierConfig::profile`, `allow`).
+    /// How the server's chain is verified: the profile (default `webpki`).
     pub profile: Profile,
     /// Rules lifted by name (`--allow`).
     pub allow: Vec<Rule>,
+}
+
+impl PeerOptions {
+    /// `target` with the defaults: system store, TLS 1.3 and 1.2, 10 s, no STARTTLS,
+    /// profile `webpki`.
+    pub fn new(target: impl Into<String>) -> Self {
+        Self {
+            target: target.into(),
+            server_name: None,
+            roots: Vec::new(),
+            versions: Vec::new(),
+            timeout: Duration::from_secs(10),
+            starttls: None,
+            profile: Profile::default(),
+            allow: Vec::new(),
+        }
+    }
 }
 
 /// Negotiated parameters, as printed by `tlskit connect`.
@@ -169,7 +193,8 @@ pub struct Connected {
     stream: tokio_rustls::client::TlsStream<TcpStream>,
 }
 
-fn subject(der: &[u8]) -> String {
+/// A certificate's subject for people (RFC 4514), shared with `probe`.
+pub(crate) fn subject(der: &[u8]) -> String {
     match x509_parser::parse_x509_certificate(der) {
         Ok((_, c)) => tlskit_verify::format_name(c.subject().as_raw()),
         Err(_) => "(unparsable certificate)".into(),
@@ -204,16 +229,19 @@ pub(crate) struct ClientSetup {
     pub(crate) server_name: ServerName<'static>,
     pub(crate) provider: Arc<rustls::crypto::CryptoProvider>,
     pub(crate) verifier: Arc<RecordingVerifier>,
+    /// The versions to offer (TLS 1.3 and 1.2 unless the options name some).
+    pub(crate) versions: Vec<&'static rustls::SupportedProtocolVersion>,
 }
 
 impl ClientSetup {
-    pub(crate) fn new(
-        target: &str,
-        server_name: Option<&str>,
-        roots: &[Source],
-        profile: Profile,
-        allow: &[Rule],
-    ) -> Result<Self, NetError> {
+    pub(crate) fn new(peer: &PeerOptions) -> Result<Self, NetError> {
+        let (target, server_name, roots, profile, allow) = (
+            peer.target.as_str(),
+            peer.server_name.as_deref(),
+            &peer.roots[..],
+            peer.profile,
+            &peer.allow[..],
+        );
         let (host, port) = split_target(target)?;
         let name_text = server_name.map_or_else(|| host.clone(), str::to_string);
         let reference =
@@ -279,6 +307,11 @@ impl ClientSetup {
             server_name,
             provider,
             verifier,
+            versions: if peer.versions.is_empty() {
+                vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
+            } else {
+                peer.versions.iter().map(|v| v.rustls()).collect()
+            },
         })
     }
 }
@@ -293,18 +326,8 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
         server_name,
         provider,
         verifier,
-    } = ClientSetup::new(
-        &opts.target,
-        opts.server_name.as_deref(),
-        &opts.roots,
-        opts.profile,
-        &opts.allow,
-    )?;
-    let versions: Vec<_> = if opts.versions.is_empty() {
-        vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
-    } else {
-        opts.versions.iter().map(|v| v.rustls()).collect()
-    };
+        versions,
+    } = ClientSetup::new(&opts.peer)?;
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)?
         .dangerous()
@@ -324,7 +347,7 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let target = opts.target.clone();
+    let target = opts.peer.target.clone();
     let attempt = |rt: &tokio::runtime::Runtime| {
         rt.block_on(handshake(
             &target,
@@ -332,8 +355,8 @@ pub fn connect(opts: &ConnectOptions) -> Result<Connected, NetError> {
             port,
             server_name.clone(),
             config.clone(),
-            opts.timeout,
-            opts.starttls,
+            opts.peer.timeout,
+            opts.peer.starttls,
         ))
     };
     let (mut stream, peer, tcp_ms, hs_ms) = attempt(&rt)?;
@@ -391,10 +414,10 @@ fn finish(
         ),
     };
     let report = ConnectReport {
-        target: opts.target.clone(),
+        target: opts.peer.target.clone(),
         peer: peer.to_string(),
         server_name: reference.to_string(),
-        starttls: opts.starttls.map(|p| p.name().to_string()),
+        starttls: opts.peer.starttls.map(|p| p.name().to_string()),
         tls_version: version_name(conn.protocol_version()),
         cipher_suite: conn
             .negotiated_cipher_suite()

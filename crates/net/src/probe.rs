@@ -22,11 +22,11 @@ use rustls::client::Resumption;
 use rustls::compress::{CertDecompressor, CompressionLevel, DecompressionFailed};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{CertificateCompressionAlgorithm, ClientConfig, ClientConnection, HandshakeKind};
-use tlskit_store::Source;
 
+use crate::client::subject;
 use crate::client::{ClientSetup, Record, RecordingVerifier};
 use crate::error::NetError;
-use crate::server::TlsVersion;
+
 pub use crate::starttls::Starttls;
 
 /// Bytes in TCP's initial window on a 1,500-byte-MTU path (10 segments of 1460, RFC 6928).
@@ -36,24 +36,10 @@ const DEFAULT_MSS: usize = 1460;
 /// What to probe and how.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
-    /// HOST:PORT (`[v6]:PORT` for IPv6 literals).
-    pub target: String,
-    /// Name to send as SNI and verify; default: HOST.
-    pub server_name: Option<String>,
-    /// Trust store sources (default: the system store).
-    pub roots: Vec<Source>,
-    /// Versions to offer (empty: 1.3 and 1.2).
-    pub versions: Vec<TlsVersion>,
-    /// Limit for the TCP connect and for the handshake, each.
-    pub timeout: Duration,
+    /// The server and how it is verified (shared with `connect`).
+    pub peer: crate::client::PeerOptions,
     /// Number of full handshakes (medians are reported); above 1, a resumption attempt too.
     pub repeat: usize,
-    /// Plain-text protocol to upgrade with STARTTLS before the handshake.
-    pub starttls: Option<Starttls>,
-    /// How the server's chain is verified (default profile `webpki`).
-    pub profile: tlskit_verify::Profile,
-    /// Rules lifted by name (`--allow`).
-    pub allow: Vec<tlskit_verify::Rule>,
 }
 
 /// One burst of server bytes.
@@ -284,13 +270,6 @@ impl Write for Recorder {
     }
 }
 
-fn subject(der: &[u8]) -> String {
-    match x509_parser::parse_x509_certificate(der) {
-        Ok((_, c)) => tlskit_verify::format_name(c.subject().as_raw()),
-        Err(_) => "(unparsable certificate)".into(),
-    }
-}
-
 fn self_signed(der: &[u8]) -> bool {
     match x509_parser::parse_x509_certificate(der) {
         Ok((_, c)) => c.subject().as_raw() == c.issuer().as_raw(),
@@ -481,7 +460,11 @@ fn one(
     verifier: &RecordingVerifier,
     want_ticket: bool,
 ) -> Result<Shot, NetError> {
-    let (target, timeout, proto) = (opts.target.as_str(), opts.timeout, opts.starttls);
+    let (target, timeout, proto) = (
+        opts.peer.target.as_str(),
+        opts.peer.timeout,
+        opts.peer.starttls,
+    );
     let mut last = String::from("no address");
     let mut found = None;
     for addr in addrs {
@@ -787,13 +770,8 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         server_name,
         provider,
         verifier,
-    } = ClientSetup::new(
-        &opts.target,
-        opts.server_name.as_deref(),
-        &opts.roots,
-        opts.profile,
-        &opts.allow,
-    )?;
+        versions,
+    } = ClientSetup::new(&opts.peer)?;
     let seen: CompressionSeen = Arc::new(Mutex::new(None));
     // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
     let decompressors: Vec<&'static dyn CertDecompressor> =
@@ -808,11 +786,6 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
                 w as &'static dyn CertDecompressor
             })
             .collect();
-    let versions: Vec<_> = if opts.versions.is_empty() {
-        vec![TlsVersion::Tls13.rustls(), TlsVersion::Tls12.rustls()]
-    } else {
-        opts.versions.iter().map(|v| v.rustls()).collect()
-    };
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)?
         .dangerous()
@@ -826,7 +799,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
     let addrs: Vec<SocketAddr> = (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|e| NetError::Connect {
-            target: opts.target.clone(),
+            target: opts.peer.target.clone(),
             reason: format!("cannot resolve {host}: {e}"),
         })?
         .collect();
@@ -935,10 +908,10 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         None => format!("estimate: ceil(bytes / {DEFAULT_MSS}) (no TCP_INFO: `ss` unavailable)"),
     };
     let mut report = ProbeReport {
-        target: opts.target.clone(),
+        target: opts.peer.target.clone(),
         peer: shot.peer.to_string(),
         server_name: reference.to_string(),
-        starttls: opts.starttls.map(|p| p.name().to_string()),
+        starttls: opts.peer.starttls.map(|p| p.name().to_string()),
         tcp_rtt_ms: tcp_med,
         handshake_ms: hs_med,
         handshake_rtts: n_rtts,

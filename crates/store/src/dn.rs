@@ -93,6 +93,18 @@ pub fn rfc4514(name: &X509Name<'_>) -> String {
     rdns.join(",")
 }
 
+/// A DER-encoded name for people: RFC 4514 (`CN=...,O=...`), `(empty name)` for an empty
+/// name, `(unparsable name)` when it does not parse. The one name renderer every crate
+/// prints through (re-exported as `tlskit_store::render_name` and
+/// `tlskit_verify::format_name`).
+pub fn display(name_der: &[u8]) -> String {
+    match rfc4514_der(name_der) {
+        Some(s) if s.is_empty() => "(empty name)".into(),
+        Some(s) => s,
+        None => "(unparsable name)".into(),
+    }
+}
+
 /// A DER-encoded name as an RFC 4514 string; `None` when it does not parse.
 pub fn rfc4514_der(name_der: &[u8]) -> Option<String> {
     X509Name::from_der(name_der).ok().map(|(_, n)| rfc4514(&n))

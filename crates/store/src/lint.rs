@@ -22,20 +22,8 @@ use crate::error::{IssueKind, StoreError};
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
 
-/// A printable Distinguished Name of a raw Name DER, RFC 4514 (`CN=...,O=...`; see [`crate::dn`]).
-pub fn render_name(name_der: &[u8]) -> String {
-    match x509_parser::x509::X509Name::from_der(name_der) {
-        Ok((_, n)) => {
-            let s = crate::dn::rfc4514(&n);
-            if s.is_empty() {
-                "(empty subject)".into()
-            } else {
-                s
-            }
-        }
-        Err(_) => "(unparseable name)".into(),
-    }
-}
+/// A printable Distinguished Name of a raw Name DER (see [`crate::dn::display`]).
+pub use crate::dn::display as render_name;
 
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -430,21 +430,8 @@ fn locate(
         .find_map(|(i, f)| f.filter(|f| hit(f)).map(|f| (i, format_name(f.subject))))
 }
 
-/// Render a raw DER Name as RFC 4514 (`CN=...,O=...`: the workspace's one renderer, `tlskit_store::dn`).
-pub fn format_name(raw: &[u8]) -> String {
-    use x509_parser::prelude::FromDer;
-    match x509_parser::x509::X509Name::from_der(raw) {
-        Ok((_, name)) => {
-            let s = tlskit_store::dn::rfc4514(&name);
-            if s.is_empty() {
-                "(empty name)".into()
-            } else {
-                s
-            }
-        }
-        Err(_) => "(unparsable name)".into(),
-    }
-}
+/// A name for people, RFC 4514 (tlskit-store's one renderer, [`tlskit_store::dn::display`]).
+pub use tlskit_store::dn::display as format_name;
 
 /// Verifies chains against a [`TrustStore`], with an optional cache.
 #[derive(Debug)]

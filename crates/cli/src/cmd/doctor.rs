@@ -13,8 +13,6 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use std::time::Duration;
-
 use tlskit_net::probe::{ProbeOptions, ProbeReport};
 use tlskit_net::{Compression, ServeConfig, Server};
 
@@ -236,15 +234,12 @@ fn probe_options(
     roots: Vec<tlskit_store::Source>,
 ) -> ProbeOptions {
     ProbeOptions {
-        target: target.to_string(),
-        server_name: name,
-        roots,
-        versions: Vec::new(),
-        timeout: Duration::from_secs(10),
+        peer: tlskit_net::PeerOptions {
+            server_name: name,
+            roots,
+            ..tlskit_net::PeerOptions::new(target)
+        },
         repeat: 1,
-        starttls: None,
-        profile: tlskit_verify::Profile::default(),
-        allow: Vec::new(),
     }
 }
 

@@ -563,17 +563,19 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let starttls = a.starttls;
     let opts = ConnectOptions {
-        starttls,
-        target: super::with_default_port(&a.target),
-        server_name: a.servername,
-        roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
+        peer: tlskit_net::PeerOptions {
+            starttls,
+            target: super::with_default_port(&a.target),
+            server_name: a.servername,
+            roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
+            versions: versions(&a.tls_version)?,
+            timeout: secs(a.timeout, "--timeout")?,
+            profile: a.profile,
+            allow: a.allow,
+        },
         alpn: a.alpn,
         client_cert: a.cert.zip(a.key),
-        versions: versions(&a.tls_version)?,
-        timeout: secs(a.timeout, "--timeout")?,
         reconnect: a.reconnect,
-        profile: a.profile,
-        allow: a.allow,
     };
     let mut conn = tlskit_net::connect(&opts)?;
     if a.json && conn.report.verified {

@@ -87,15 +87,17 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     };
     let starttls = a.starttls;
     let opts = ProbeOptions {
-        starttls,
-        target: super::with_default_port(&a.target),
-        server_name: a.servername,
-        roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
-        versions,
-        timeout: Duration::from_secs_f64(a.timeout),
+        peer: tlskit_net::PeerOptions {
+            starttls,
+            target: super::with_default_port(&a.target),
+            server_name: a.servername,
+            roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
+            versions,
+            timeout: Duration::from_secs_f64(a.timeout),
+            profile: a.profile,
+            allow: a.allow,
+        },
         repeat: a.repeat,
-        profile: a.profile,
-        allow: a.allow,
     };
     let r = probe(&opts)?;
     if a.json {
