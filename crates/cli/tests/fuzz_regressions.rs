@@ -22,7 +22,35 @@ fn regressions(target: &str) -> Vec<PathBuf> {
         Err(_) => Vec::new(),
     };
     files.sort();
+    // A replay over nothing proves nothing: every target keeps inputs (its seeds at
+    // least: `scripts/fuzz-seeds`, copied as seed-*; and whatever the fuzzer found).
+    assert!(
+        !files.is_empty(),
+        "fuzz/regressions/{target}/ holds no inputs: commit the target's seeds"
+    );
     files
+}
+
+/// Every fuzz target has committed regression inputs, and this file replays them.
+#[test]
+fn every_fuzz_target_has_regressions_and_a_replay() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let this = include_str!("fuzz_regressions.rs");
+    let mut targets: Vec<String> = std::fs::read_dir(root.join("fuzz_targets"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    targets.sort();
+    assert!(targets.len() >= 11, "fuzz targets: {targets:?}");
+    for t in &targets {
+        assert!(!regressions(t).is_empty());
+        assert!(
+            this.contains(&format!("replay(\"{t}\"")),
+            "no replay test for fuzz target {t}"
+        );
+    }
 }
 
 /// Run `f` on every saved input of `target`, naming the file when one panics.
