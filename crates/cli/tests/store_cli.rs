@@ -373,6 +373,71 @@ fn have_openssl() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// `tlskit lint` and `tlskit store lint` apply the same certificate rules
+/// (tlskit_store::certrules): to both, an OpenSSL-made P-192 CA signed with SHA-1 is a
+/// weak key and a SHA-1 signature (store lint used to miss small EC keys), and an RSA CA
+/// signed with MD5 an MD5 signature (lint used to call it "sha1-signature").
+#[test]
+fn lint_and_store_lint_share_certificate_rules() {
+    assert!(
+        have_openssl(),
+        "openssl is not installed: scripts/setup installs the test peers"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let make = |name: &str, newkey: &[&str], digest: &str| {
+        let cert = d.path().join(format!("{name}.pem"));
+        let key = d.path().join(format!("{name}.key"));
+        let st = Command::new("openssl")
+            .args(["req", "-x509", "-newkey"])
+            .args(newkey)
+            .args([
+                digest,
+                "-nodes",
+                "-subj",
+                &format!("/CN={name} CA"),
+                "-days",
+                "30",
+            ])
+            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+            .args(["-keyout", s(&key), "-out", s(&cert)])
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        cert
+    };
+    let p192 = make(
+        "p192",
+        &["ec", "-pkeyopt", "ec_paramgen_curve:prime192v1"],
+        "-sha1",
+    );
+    let md5 = make("md5", &["rsa:2048"], "-md5");
+    let codes = |j: &serde_json::Value, field: &str| -> Vec<String> {
+        j["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f[field].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (cert, wants) in [
+        (&p192, &["weak-key", "sha1-signature"][..]),
+        (&md5, &["md5-signature"][..]),
+    ] {
+        let o = tlskit(&["store", "lint", s(cert), "--json"]);
+        assert_eq!(o.status.code(), Some(1));
+        let store = codes(&json(&o), "kind");
+        let lint = codes(&json(&tlskit(&["lint", s(cert), "--json"])), "code");
+        for want in wants {
+            assert!(store.iter().any(|c| c == want), "store lint: {store:?}");
+            assert!(lint.iter().any(|c| c == want), "lint: {lint:?}");
+        }
+    }
+}
+
 /// Interop with OpenSSL: a 1024-bit RSA CA signed with SHA-1 (lint: weak-key and
 /// sha1-signature), the same CA as DER, and an `openssl rehash` directory (hash links are
 /// aliases: each certificate counted once, nothing reported as duplicate).

@@ -5,10 +5,11 @@ use std::path::Path;
 
 use ::time::{Duration, OffsetDateTime};
 use serde::Serialize;
+use tlskit_store::certrules::{self, CertRule};
 use x509_parser::prelude::*;
 
 use crate::constraints::{Constraints, Name};
-use crate::inspect::{key_info, rfc3339, san_info};
+use crate::inspect::san_info;
 use crate::{dn, fsx, key, PkiError, Result};
 
 /// How serious a finding is.
@@ -118,33 +119,10 @@ impl Sink<'_> {
     }
 }
 
-const SHA1_OR_MD5: &[&str] = &[
-    "1.2.840.113549.1.1.5", // sha1WithRSAEncryption
-    "1.2.840.10045.4.1",    // ecdsa-with-SHA1
-    "1.2.840.10040.4.3",    // dsa-with-sha1
-    "1.3.14.3.2.29",        // sha1WithRSASignature (OIW)
-    "1.2.840.113549.1.1.4", // md5WithRSAEncryption
-];
-
+/// A weak public key (shared rule), as an error.
 fn weak_key(s: &mut Sink<'_>, spki: &SubjectPublicKeyInfo<'_>) {
-    let k = key_info(spki);
-    match k.kind.as_str() {
-        "rsa" if k.bits < 2048 => s.add(
-            Severity::Error,
-            "weak-key",
-            format!("RSA key of {} bits (at least 2048 needed)", k.bits),
-        ),
-        "ec" if k.bits < 256 => s.add(
-            Severity::Error,
-            "weak-key",
-            format!("EC key of {} bits (at least 256 needed)", k.bits),
-        ),
-        "dsa" => s.add(
-            Severity::Error,
-            "weak-key",
-            "DSA key (not usable in TLS 1.3)".into(),
-        ),
-        _ => {}
+    if let Some(why) = certrules::weak_key(spki) {
+        s.add(Severity::Error, CertRule::WeakKey.code(), why);
     }
 }
 
@@ -194,29 +172,6 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     };
     let nb = c.validity().not_before.to_datetime();
     let na = c.validity().not_after.to_datetime();
-    if now > na {
-        s.add(
-            Severity::Error,
-            "expired",
-            format!("expired on {}", rfc3339(c.validity().not_after)),
-        );
-    } else if now < nb {
-        s.add(
-            Severity::Error,
-            "not-yet-valid",
-            format!("not valid before {}", rfc3339(c.validity().not_before)),
-        );
-    } else if na - now < Duration::days(14) {
-        s.add(
-            Severity::Warning,
-            "expires-soon",
-            format!(
-                "expires in {} days ({})",
-                (na - now).whole_days(),
-                rfc3339(c.validity().not_after)
-            ),
-        );
-    }
     let bc = c
         .basic_constraints()
         .ok()
@@ -224,6 +179,28 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         .map(|b| b.value.clone());
     let is_ca = bc.as_ref().is_some_and(|b| b.ca);
     let self_issued = c.subject().as_raw() == c.issuer().as_raw();
+    // Validity, key and signature hash: the rules shared with `store lint`.
+    for f in certrules::check(c, now.unix_timestamp(), Some(14)) {
+        let severity = match f.rule {
+            CertRule::ExpiresSoon => Severity::Warning,
+            // A root's self-signature is not checked by clients.
+            r if r.is_weak_signature() && self_issued && is_ca => Severity::Info,
+            _ => Severity::Error,
+        };
+        let detail = if f.rule.is_weak_signature() {
+            if severity == Severity::Info {
+                format!(
+                    "{} on a self-signed root (clients do not check it)",
+                    f.detail
+                )
+            } else {
+                format!("{}; clients refuse SHA-1, MD5 and MD2", f.detail)
+            }
+        } else {
+            f.detail
+        };
+        s.add(severity, f.rule.code(), detail);
+    }
     let sans = names_of(c);
     let cn = dn::common_name(c.subject());
 
@@ -255,25 +232,6 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     } else if let Some(v) = &sans {
         san_checks(&mut s, v, None);
     }
-    weak_key(&mut s, c.public_key());
-
-    let sig = c.signature_algorithm.algorithm.to_id_string();
-    if SHA1_OR_MD5.contains(&sig.as_str()) {
-        if self_issued && is_ca {
-            s.add(
-                Severity::Info,
-                "sha1-signature",
-                "SHA-1/MD5 signature on a self-signed root (clients do not check it)".into(),
-            );
-        } else {
-            s.add(
-                Severity::Error,
-                "sha1-signature",
-                format!("signed with a broken hash ({sig}); clients refuse SHA-1 and MD5"),
-            );
-        }
-    }
-
     if is_ca {
         match c.key_usage() {
             Ok(Some(ku)) if !ku.value.key_cert_sign() => s.add(

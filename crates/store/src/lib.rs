@@ -19,6 +19,7 @@
 
 mod arena;
 mod builder;
+pub mod certrules;
 pub mod datetime;
 pub mod der;
 pub mod dn;

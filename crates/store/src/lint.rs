@@ -28,8 +28,10 @@ pub use crate::dn::display as render_name;
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
-    /// "duplicate", "expired", "not-yet-valid", "non-ca", "weak-key", "sha1-signature",
-    /// "md5-signature", "same-subject", or a load-issue tag ("private-key", "bad-pem", ...).
+    /// "duplicate", "same-subject", a certificate rule's code
+    /// ([`crate::certrules::CertRule`]: "expired", "not-yet-valid", "weak-key",
+    /// "sha1-signature", "md5-signature", "md2-signature"), or a load-issue tag
+    /// ("private-key", "bad-pem", ...).
     pub kind: String,
     pub path: PathBuf,
     pub subject: String,
@@ -149,52 +151,22 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             .map(|&f| path_of(f))
             .unwrap_or_default();
         let subject = render_name(a.subject());
-        if a.not_after() < now {
-            findings.push(Finding {
-                kind: "expired".into(),
-                path: path.clone(),
-                subject: subject.clone(),
-                detail: format!("notAfter {}", crate::datetime::rfc3339(a.not_after())),
-            });
-        }
-        if a.not_before() > now {
-            findings.push(Finding {
-                kind: "not-yet-valid".into(),
-                path: path.clone(),
-                subject: subject.clone(),
-                detail: format!("notBefore {}", crate::datetime::rfc3339(a.not_before())),
-            });
-        }
+        // The certificate rules `tlskit lint` applies too (crate::certrules).
         if let Ok((_, cert)) = x509_parser::certificate::X509Certificate::from_der(a.der()) {
-            if let Ok(x509_parser::public_key::PublicKey::RSA(rsa)) = cert.public_key().parsed() {
-                let bits = rsa.key_size();
-                if bits < 2048 {
-                    findings.push(Finding {
-                        kind: "weak-key".into(),
-                        path: path.clone(),
-                        subject: subject.clone(),
-                        detail: format!("RSA key of {bits} bits (< 2048)"),
-                    });
-                }
-            }
-            let oid = cert.signature_algorithm.algorithm.to_id_string();
-            let weak = match oid.as_str() {
-                "1.2.840.113549.1.1.5" => Some(("sha1-signature", "sha1WithRSAEncryption")),
-                "1.2.840.10045.4.1" => Some(("sha1-signature", "ecdsa-with-SHA1")),
-                "1.2.840.10040.4.3" => Some(("sha1-signature", "dsa-with-SHA1")),
-                "1.3.14.3.2.29" => Some(("sha1-signature", "sha1WithRSASignature (OIW)")),
-                "1.2.840.113549.1.1.4" => Some(("md5-signature", "md5WithRSAEncryption")),
-                "1.2.840.113549.1.1.2" => Some(("md5-signature", "md2WithRSAEncryption")),
-                _ => None,
-            };
-            if let Some((kind, name)) = weak {
+            for f in crate::certrules::check(&cert, now, None) {
+                let detail = if f.rule.is_weak_signature() {
+                    format!(
+                        "{}; a root's self-signature is not what makes it trusted, but it marks an old CA",
+                        f.detail
+                    )
+                } else {
+                    f.detail
+                };
                 findings.push(Finding {
-                    kind: kind.into(),
+                    kind: f.rule.code().into(),
                     path: path.clone(),
                     subject: subject.clone(),
-                    detail: format!(
-                        "signed with {name} ({oid}); a root's self-signature is not what makes it trusted, but it marks an old CA"
-                    ),
+                    detail,
                 });
             }
         }
