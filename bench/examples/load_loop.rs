@@ -1,5 +1,5 @@
 //! Profile helper: load the given sources `RUNS` times (env, default 20) and print the
-//! median load time. `cargo run --release --example load_loop -- FILE...`
+//! median load time. `cargo run --release -p tlskit-bench --example load_loop -- FILE...`
 #![allow(clippy::unwrap_used)]
 
 fn main() {

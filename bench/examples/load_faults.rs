@@ -1,5 +1,5 @@
 //! Page faults and time of repeated loads of one source in one process (the benchmark's
-//! pattern): `cargo run --release -p tlskit-store --example load_faults -- bundle.pem`.
+//! pattern): `cargo run --release -p tlskit-bench --example load_faults -- bundle.pem`.
 #![allow(clippy::unwrap_used)]
 use std::time::Instant;
 fn minflt() -> u64 {

@@ -2,7 +2,7 @@
 //! (leaf <- intermediate <- root, P-256) and stores of N anchors (the root plus N-1
 //! unrelated roots, each with its own key and subject).
 //!
-//! `cargo run --release -p tlskit-verify --example gen_bench_pki -- OUT_DIR 150 2103 10000 100000`
+//! `cargo run --release -p tlskit-bench --example gen_bench_pki -- OUT_DIR 150 2103 10000 100000`
 //! writes OUT_DIR/chain.pem and OUT_DIR/roots_N.pem.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

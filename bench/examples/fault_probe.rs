@@ -1,6 +1,6 @@
 //! What faulting in a fresh 45 MB buffer costs, in 4 KiB pages (a `Vec`, or MAP_POPULATE)
 //! and in transparent huge pages (the numbers quoted in src/arena.rs):
-//! `cargo run --release -p tlskit-store --example fault_probe -- vec|populate|huge|hugepop`
+//! `cargo run --release -p tlskit-bench --example fault_probe -- vec|populate|huge|hugepop`
 #![allow(clippy::unwrap_used)]
 use std::time::Instant;
 fn minflt() -> u64 {

@@ -3,7 +3,7 @@
 //! `RootCertStore::add`, as bench/src/bin/peer-rustls.rs does), RUNS pairs (default 31), and
 //! print both medians, the median of the per-pair ratios (rustls / tlskit) and the minimums.
 //! Pairs share the machine's momentary load, so the ratio is steadier than separate runs.
-//! `cargo run --release -p tlskit-store --example ab_load -- bundle.pem`
+//! `cargo run --release -p tlskit-bench --example ab_load -- bundle.pem`
 #![allow(clippy::unwrap_used)]
 
 use rustls_pki_types::pem::PemObject;
