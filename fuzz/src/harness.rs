@@ -1,6 +1,6 @@
 //! Fuzz harness bodies, shared by the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs`, each
 //! a one-line wrapper) and by the regression replay test
-//! (`crates/cli/tests/fuzz_regressions.rs`, which includes this file with `#[path]`), so
+//! (`crates/cli/tests/cli/fuzz_regressions.rs`, which includes this file with `#[path]`), so
 //! a saved input is replayed through exactly the code the fuzzer ran.
 //!
 //! Every function takes arbitrary bytes, drives one public tlskit entry point that reads

@@ -1,5 +1,5 @@
 //! tlskit fuzz harnesses. The bodies live in `harness.rs` so that the regression replay
-//! test in `crates/cli/tests/fuzz_regressions.rs` runs exactly the same code.
+//! test in `crates/cli/tests/cli/fuzz_regressions.rs` runs exactly the same code.
 
 mod harness;
 pub use harness::*;

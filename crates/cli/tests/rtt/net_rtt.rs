@@ -6,7 +6,7 @@
 //! trip (checked too, so the test can tell the difference). Needs root, /dev/net/tun and
 //! iproute2; skipped with a message otherwise. Namespaces are always removed.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -8,12 +8,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-#[path = "common/show.rs"]
-mod show;
+use crate::show;
 use show::show_items;
 
-#[path = "common/hostile.rs"]
-mod hostile;
+use crate::hostile;
 
 fn tlskit(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tlskit"))

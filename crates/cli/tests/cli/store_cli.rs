@@ -1,10 +1,8 @@
 //! End-to-end tests of `tlskit store ...`, `tlskit bench store` and `tlskit doctor`.
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/hostile.rs"]
-mod hostile;
-#[path = "common/store_pki.rs"]
-mod store_pki;
+use crate::hostile;
+use crate::store_pki;
 
 use std::fs;
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! - `completions` and `man` produce what shells and man(1) read;
 //! - an install test (`cargo install`, slow: see `installed_binary_runs`).
 
-mod net_support;
+use crate::net_support;
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};

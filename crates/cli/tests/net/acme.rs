@@ -5,8 +5,7 @@
 //! tests pass its root as `--acme-roots`). `scripts/setup` installs both programs into
 //! ~/go/bin; under CI=true a missing Pebble fails the tests.
 
-#[path = "net_support/mod.rs"]
-mod net_support;
+use crate::net_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

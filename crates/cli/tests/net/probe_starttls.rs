@@ -10,7 +10,7 @@
 //!
 //! A server that does not offer STARTTLS is exit 2 with the server's words.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -3,7 +3,7 @@
 //! certificates), and `tlskit connect` against openssl s_server, gnutls-serv and nginx.
 //! A peer that is not installed is skipped with a message.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::Write;
 use std::path::Path;

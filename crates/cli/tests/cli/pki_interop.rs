@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "common/show.rs"]
-mod show;
+use crate::show;
 use show::show_items;
 
 fn tlskit(dir: &Path, args: &[&str]) -> Output {

@@ -7,8 +7,7 @@
 //! Timings are printed, never asserted tightly (CI is a noisy 2-core VM).
 #![allow(clippy::unwrap_used)]
 
-#[path = "common/store_pki.rs"]
-mod store_pki;
+use crate::store_pki;
 
 use std::fs;
 use std::path::Path;

@@ -8,7 +8,7 @@
 //! advice names the cause. Needs root, /dev/net/tun, iproute2 and python3; skipped with
 //! a message otherwise. Namespaces are always removed.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -2,9 +2,8 @@
 //! 127.0.0.1, PKI made with rcgen. Interop with other implementations is in net_interop.rs,
 //! the round-trip test between network namespaces in net_rtt.rs.
 
-#[path = "common/hostile.rs"]
-mod hostile;
-mod net_support;
+use crate::hostile;
+use crate::net_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

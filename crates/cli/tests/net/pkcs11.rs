@@ -8,7 +8,7 @@
 //! SoftHSM2, OpenSC and gnutls-bin are installed by scripts/setup; a missing one fails
 //! the tests (never a silent skip).
 
-mod net_support;
+use crate::net_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -25,7 +25,7 @@
 //! first third after warm-up plus max(16 MiB, 25%). The table (t, RSS, handshakes) is
 //! printed; run with `--nocapture` to see it.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[allow(unreachable_pub, dead_code)]
-#[path = "../../../fuzz/src/harness.rs"]
+#[path = "../../../../fuzz/src/harness.rs"]
 mod harness;
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! reaches the kernel in one write/writev (with TCP_NODELAY and a large send buffer set
 //! before the handshake), on the server and on the client side.
 
-mod net_support;
+use crate::net_support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

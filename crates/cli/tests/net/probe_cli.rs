@@ -4,9 +4,8 @@
 //! buffer does to a long chain), whose cause the probe's advice must name. No wall-clock
 //! assertions: loopback timing is noise; the delayed-link counts are in probe_rtt.rs.
 
-#[path = "common/hostile.rs"]
-mod hostile;
-mod net_support;
+use crate::hostile;
+use crate::net_support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

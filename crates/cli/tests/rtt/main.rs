@@ -1,0 +1,13 @@
+//! Round trips on a delayed link between two network namespaces (needs root,
+//! /dev/net/tun, iproute2; fails under CI=true without them): one flight per write,
+//! handshakes in the expected number of round trips, probe counts.
+//!
+//! One test binary per group (ripgrep's pattern): each file below was a binary of its
+//! own; grouped, they link aws-lc once.
+
+#[path = "../net_support/mod.rs"]
+mod net_support;
+
+mod net_flight;
+mod net_rtt;
+mod probe_rtt;
