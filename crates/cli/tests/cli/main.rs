@@ -9,6 +9,8 @@
 mod hostile;
 #[path = "../net_support/mod.rs"]
 mod net_support;
+#[path = "../common/run.rs"]
+mod run;
 #[path = "../common/show.rs"]
 mod show;
 #[path = "../common/store_pki.rs"]

@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -12,32 +12,7 @@ use crate::show;
 use show::show_items;
 
 use crate::hostile;
-
-fn tlskit(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlskit"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TLSKIT_P12_PASSWORD")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-#[track_caller]
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = tlskit(dir, args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}\n{}", text(&o));
-    String::from_utf8(o.stdout).unwrap()
-}
+use crate::run::{ok, text, tlskit_in as tlskit};
 
 /// Runs a command that must fail with exit 2; returns stderr.
 #[track_caller]

@@ -11,33 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::run::{ok, text, tlskit_in as tlskit};
 use crate::show;
 use show::show_items;
-
-fn tlskit(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlskit"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TLSKIT_P12_PASSWORD")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-#[track_caller]
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let o = tlskit(dir, args);
-    assert_eq!(o.status.code(), Some(0), "tlskit {args:?}\n{}", text(&o));
-    String::from_utf8(o.stdout).unwrap()
-}
 
 /// Run an external tool in `dir`; returns its output (status not checked).
 fn tool(dir: &Path, prog: &str, args: &[&str]) -> Output {

@@ -11,13 +11,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use store_pki::*;
 
-fn tlskit(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlskit"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
+use crate::run::tlskit;
 
 fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
