@@ -1,7 +1,7 @@
 //! NIST PKITS cases from tests/data/pkits (see PROVENANCE.md there): for each end-entity
 //! certificate, the section it belongs to, the expected answer (file name Valid/Invalid),
 //! the candidate intermediates (every CA certificate reachable upward by issuer name) and
-//! the CRLs of their issuers, and how tlskit runs a case. Shared by tests/pkits.rs and
+//! the CRLs of their issuers, and how tlskit runs a case. Shared by tests/verify/pkits.rs and
 //! examples/pkits_compare.rs.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 

@@ -3,7 +3,7 @@
 //! Table and scope: crates/verify/README.md, "Conformance".
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "pkits/cases.rs"]
+#[path = "../pkits/cases.rs"]
 mod cases;
 
 use tlskit_verify::Rule;

@@ -4,7 +4,7 @@
 //! issue 13 with their expected answers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::*;
 use rcgen::{

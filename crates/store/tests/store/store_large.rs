@@ -4,7 +4,7 @@
 //! building it: one certificate at a time, pre-sized, and the two-core PEM path.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! One-by-one adding equals bulk loading; live reload under concurrent readers; lint and prune.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

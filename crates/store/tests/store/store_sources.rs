@@ -1,7 +1,7 @@
 //! Sources and bad input: every class is reported with its path and the load goes on.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::fs::symlink;

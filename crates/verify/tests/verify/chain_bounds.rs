@@ -3,7 +3,7 @@
 //! never asserted tightly.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

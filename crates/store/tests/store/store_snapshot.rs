@@ -1,7 +1,7 @@
 //! Snapshots: round trip, staleness, and corruption (never trusted).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::fs;
 

@@ -1,0 +1,11 @@
+//! tlskit-store end to end: sources, incremental loads, snapshots, large stores.
+//!
+//! One test binary (ripgrep's pattern): each file below was a binary of its own.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod store_incremental;
+mod store_large;
+mod store_snapshot;
+mod store_sources;
