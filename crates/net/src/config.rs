@@ -91,6 +91,8 @@ pub struct FileConfig {
     pub shared_state_key: Option<std::path::PathBuf>,
     /// Refuse to start without Redis.
     pub shared_state_required: Option<bool>,
+    /// Seconds between re-reads of the shared keys (besides change notifications).
+    pub shared_state_reread: Option<f64>,
     /// Do not watch files for changes.
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.

@@ -8,12 +8,15 @@
 //! tickets still resume); a ticket older than two rotation periods never resumes
 //! (`tickets::ExpiringTickets` wraps this ticketer, as it wraps the local one).
 //!
-//! Every node re-reads the value every [`REREAD`] (one GET). When the current key is older
-//! than the rotation period, the node that wins a lease (`SET tlskit:ticket-keys:lease NODE
-//! NX PX 10000`) makes a new key and writes the set; the others adopt it at their next
-//! re-read, so two keys are "current" on different nodes for at most one re-read interval
-//! (a ticket made meanwhile with the new key resumes on a node that has not re-read yet
-//! only after its next re-read; before that it gets a full handshake). An empty Redis (a
+//! When the current key is older than the rotation period, the node that wins a lease
+//! (`SET tlskit:ticket-keys:lease NODE NX PX 10000`) makes a new key, writes the set and
+//! announces it (`PUBLISH tlskit:ticket-keys:changed NODE`); the others, subscribed to
+//! that channel, re-read at once (milliseconds), and every node also re-reads the value
+//! every `--shared-state-reread` (default [`REREAD`], one GET) in case an announcement was
+//! missed. So two keys are "current" on different nodes for at most one re-read interval,
+//! usually for the time a PUBLISH takes (a ticket made meanwhile with the new key resumes
+//! on a node that has not re-read yet only after it does; before that it gets a full
+//! handshake). An empty Redis (a
 //! restart without persistence) is re-seeded, under the same lease, by the first node that
 //! sees it, with the keys it has, so tickets already issued keep resuming.
 //!
@@ -38,8 +41,11 @@ use rustls::server::ProducesTickets;
 use crate::error::NetError;
 use crate::log::{self, Level};
 
-/// How often every node re-reads the shared keys.
+/// How often every node re-reads the shared keys by default (besides the notifications).
 pub const REREAD: Duration = Duration::from_secs(2);
+/// Channel a node publishes on after it writes a new key set (a rotation or a re-seed):
+/// the other nodes re-read at once instead of at their next periodic re-read.
+const CHANGED: &str = "tlskit:ticket-keys:changed";
 /// Deadline of one Redis connect or command.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
 /// Lifetime of the rotation lease.
@@ -62,6 +68,9 @@ pub struct SharedSettings {
     pub key_file: PathBuf,
     /// Refuse to start when Redis cannot be reached or its keys cannot be opened.
     pub required: bool,
+    /// How often the keys are re-read besides the change notifications
+    /// (`--shared-state-reread`, default [`REREAD`]).
+    pub reread: Duration,
 }
 
 /// The URL with any password replaced by `***` (for logs and errors).
@@ -246,6 +255,7 @@ pub(crate) struct SharedTickets {
     client: redis::Client,
     url: String,
     period: Duration,
+    reread: Duration,
     node: String,
     up: AtomicBool,
     /// The last state logged, so that each change is logged once.
@@ -283,6 +293,7 @@ impl SharedTickets {
             client,
             url: url.clone(),
             period,
+            reread: s.reread,
             node,
             up: AtomicBool::new(false),
             said: Mutex::new(String::new()),
@@ -318,16 +329,32 @@ impl SharedTickets {
         self.up.load(Ordering::Relaxed)
     }
 
-    /// Re-read every [`REREAD`] until `stop` changes.
+    /// Re-read when another node announces new keys on [`CHANGED`], and every `reread`
+    /// in any case, until `stop` changes.
     pub(crate) async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let changed = Arc::new(tokio::sync::Notify::new());
+        let listener = tokio::spawn(listen(
+            self.client.clone(),
+            changed.clone(),
+            self.node.clone(),
+        ));
         let mut con = None;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(REREAD) => {}
-                _ = stop.changed() => return,
+                _ = tokio::time::sleep(self.reread) => {}
+                _ = changed.notified() => {}
+                _ = stop.changed() => {
+                    listener.abort();
+                    return;
+                }
             }
             let _ = self.tick(&mut con).await;
         }
+    }
+
+    /// Tell the other nodes that the key set changed (best effort: they re-read anyway).
+    async fn announce(&self, c: &mut redis::aio::MultiplexedConnection) {
+        let _ = op::<i64>(redis::cmd("PUBLISH").arg(CHANGED).arg(&self.node), c).await;
     }
 
     fn report(&self, up: bool, event: &str, reason: &str) {
@@ -395,6 +422,7 @@ impl SharedTickets {
                 let set = self.keys.load();
                 let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
                 let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
+                self.announce(c).await;
                 log::event(
                     Level::Info,
                     "shared_ticket_keys_seeded",
@@ -446,6 +474,7 @@ impl SharedTickets {
         let set = KeySet(vec![new, keep]);
         let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
         let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
+        self.announce(c).await;
         log::event(
             Level::Info,
             "ticket_key_rotated",
@@ -453,6 +482,29 @@ impl SharedTickets {
         );
         self.keys.store(Arc::new(set));
         Ok(())
+    }
+}
+
+/// Subscribe to [`CHANGED`] and wake the sync loop on each announcement by another node.
+/// On any error (Redis away, the subscription dropped), wait [`REREAD`] and subscribe
+/// again; the periodic re-read covers the gap. Connecting and subscribing have deadlines;
+/// waiting for a message has none (it is what a subscription is for) and blocks nothing.
+async fn listen(client: redis::Client, changed: Arc<tokio::sync::Notify>, me: String) {
+    use futures_util::StreamExt;
+    loop {
+        if let Ok(Ok(mut ps)) = tokio::time::timeout(OP_TIMEOUT, client.get_async_pubsub()).await {
+            let subscribed = tokio::time::timeout(OP_TIMEOUT, ps.subscribe(CHANGED)).await;
+            if matches!(subscribed, Ok(Ok(()))) {
+                let mut messages = ps.on_message();
+                while let Some(m) = messages.next().await {
+                    let from: String = m.get_payload().unwrap_or_default();
+                    if from != me {
+                        changed.notify_one();
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(REREAD).await;
     }
 }
 
@@ -548,6 +600,7 @@ mod tests {
                     .unwrap_or_else(|_| unreachable!("literal URL")),
                 url: String::new(),
                 period: Duration::from_secs(60),
+                reread: REREAD,
                 node: "t".into(),
                 up: AtomicBool::new(true),
                 said: Mutex::new(String::new()),

@@ -191,6 +191,10 @@ struct ServeFlags {
     /// start on local keys and join when Redis is back).
     #[arg(long)]
     shared_state_required: bool,
+    /// Seconds between re-reads of the shared ticket keys; nodes also re-read at once when
+    /// another node announces new keys (Redis pub/sub). Default 2.
+    #[arg(long, value_name = "SECS")]
+    shared_state_reread: Option<f64>,
     /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
     #[arg(long)]
     no_watch: bool,
@@ -512,6 +516,10 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 url,
                 key_file,
                 required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
+                reread: match a.shared_state_reread.or(f.shared_state_reread) {
+                    Some(v) => secs(v, "--shared-state-reread")?,
+                    None => tlskit_net::shared::REREAD,
+                },
             })
         }
         (Some(_), None) => {

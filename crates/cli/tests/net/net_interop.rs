@@ -956,6 +956,81 @@ fn wait_metric(srv: &Serve, name: &str, want: f64, limit: Duration) -> bool {
     false
 }
 
+/// A rotation reaches the other nodes through Redis pub/sub, not only through the
+/// periodic re-read: node B re-reads only every 120 s (`--shared-state-reread 120`), yet it
+/// adopts the key node A rotated to within a few seconds of A's rotation.
+#[test]
+fn net_interop_fleet_key_changes_announced_through_pubsub() {
+    use std::os::unix::fs::PermissionsExt;
+    require("redis-server");
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    let kek = pki.path("fleet.kek");
+    std::fs::write(&kek, [0x24u8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let rport = free_port();
+    let _redis = redis_server(dir, rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let (c, k, key) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")), p(&kek));
+    let node = |reread: &str| {
+        Serve::start(&[
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--respond",
+            "http",
+            "--shared-state",
+            &url,
+            "--shared-state-key",
+            &key,
+            "--ticket-rotation",
+            "5",
+            "--shared-state-reread",
+            reread,
+        ])
+    };
+    let a = node("1");
+    let b = node("120");
+    let last = |n: &Serve, event: &str| {
+        n.stderr().lines().rev().find_map(|l| {
+            l.contains(&format!("event={event}"))
+                .then(|| l.split("current_key=").nth(1))
+                .flatten()
+                .map(|v| v.split(' ').next().unwrap_or("").to_string())
+        })
+    };
+    // A rotates once its key is 5 s old (it re-reads every second).
+    let t0 = std::time::Instant::now();
+    let rotated = loop {
+        if let Some(k) = last(&a, "ticket_key_rotated") {
+            break k;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "A never rotated: {}",
+            a.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let at = std::time::Instant::now();
+    loop {
+        if last(&b, "shared_ticket_keys_adopted").as_deref() == Some(rotated.as_str()) {
+            break;
+        }
+        assert!(
+            at.elapsed() < Duration::from_secs(5),
+            "B did not adopt key {rotated} within 5 s of A's rotation (its re-read is 120 s): {}",
+            b.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "node B adopted key {rotated} {} ms after node A's rotation was seen",
+        at.elapsed().as_millis()
+    );
+}
+
 /// Issue 17: three `serve` nodes share session-ticket keys through a real redis-server
 /// (password, random port): a session made on A resumes on B and C; keys rotate under a
 /// lease and every node follows; Redis killed (nodes keep resuming, metric 0) and
