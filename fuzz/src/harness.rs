@@ -699,6 +699,7 @@ pub fn config(data: &[u8]) -> bool {
         c.idle_timeout,
         c.header_timeout,
         c.shutdown_grace,
+        c.shared_state_reread,
     ]
     .into_iter()
     .flatten()

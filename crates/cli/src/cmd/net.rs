@@ -517,7 +517,9 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 key_file,
                 required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
                 reread: match a.shared_state_reread.or(f.shared_state_reread) {
-                    Some(v) => secs(v, "--shared-state-reread")?,
+                    // At least 0.1 s: a zero interval would hammer Redis.
+                    Some(v) if v >= 0.1 => secs(v, "--shared-state-reread")?,
+                    Some(v) => bail!("--shared-state-reread {v}: at least 0.1 seconds"),
                     None => tlskit_net::shared::REREAD,
                 },
             })

@@ -990,6 +990,26 @@ fn net_interop_fleet_key_changes_announced_through_pubsub() {
             reread,
         ])
     };
+    // A zero interval would hammer Redis: refused before anything starts.
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &url,
+        "--shared-state-key",
+        &key,
+        "--shared-state-reread",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 0.1 seconds"));
     let a = node("1");
     let b = node("120");
     let last = |n: &Serve, event: &str| {
