@@ -12,6 +12,7 @@
 //! (iproute2, which queries the kernel's inet_diag); when `ss` is missing the segment
 //! counts are estimated from bytes and a 1460-byte MSS, and the JSON says which.
 
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -158,26 +159,38 @@ pub struct ProbeReport {
     pub advice: Vec<String>,
 }
 
-/// (algorithm, compressed bytes) of the last compressed certificate message.
-type CompressionSeen = Arc<Mutex<Option<(CertificateCompressionAlgorithm, usize)>>>;
+thread_local! {
+    /// (algorithm, compressed bytes) of the last compressed certificate message this
+    /// thread's handshake decompressed: the probe drives rustls's `ClientConnection` on the
+    /// calling thread, so concurrent probes on other threads do not mix their records.
+    static SEEN: Cell<Option<(CertificateCompressionAlgorithm, usize)>> = const { Cell::new(None) };
+}
 
-/// Wraps one of rustls's decompressors and records what the server sent.
+/// Wraps one of rustls's decompressors and records what the server sent (in [`SEEN`]).
 #[derive(Debug)]
 struct RecordingDecompressor {
     inner: &'static dyn CertDecompressor,
-    seen: CompressionSeen,
 }
 
 impl CertDecompressor for RecordingDecompressor {
     fn decompress(&self, input: &[u8], output: &mut [u8]) -> Result<(), DecompressionFailed> {
-        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((self.inner.algorithm(), input.len()));
+        SEEN.with(|s| s.set(Some((self.inner.algorithm(), input.len()))));
         self.inner.decompress(input, output)
     }
     fn algorithm(&self) -> CertificateCompressionAlgorithm {
         self.inner.algorithm()
     }
 }
+
+/// rustls wants `&'static` decompressors: the recording wrappers are made once per
+/// process (they used to be leaked once per probe).
+static RECORDING: std::sync::LazyLock<Vec<RecordingDecompressor>> =
+    std::sync::LazyLock::new(|| {
+        rustls::compress::default_cert_decompressors()
+            .iter()
+            .map(|d| RecordingDecompressor { inner: *d })
+            .collect()
+    });
 
 /// What the probe's recorder saw on its socket during a handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -772,20 +785,10 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         verifier,
         versions,
     } = ClientSetup::new(&opts.peer)?;
-    let seen: CompressionSeen = Arc::new(Mutex::new(None));
-    // rustls wants `&'static` decompressors: two small wrappers leaked once per probe.
-    let decompressors: Vec<&'static dyn CertDecompressor> =
-        rustls::compress::default_cert_decompressors()
-            .iter()
-            .map(|d| {
-                let w: &'static RecordingDecompressor =
-                    Box::leak(Box::new(RecordingDecompressor {
-                        inner: *d,
-                        seen: seen.clone(),
-                    }));
-                w as &'static dyn CertDecompressor
-            })
-            .collect();
+    let decompressors: Vec<&'static dyn CertDecompressor> = RECORDING
+        .iter()
+        .map(|d| d as &'static dyn CertDecompressor)
+        .collect();
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&versions)?
         .dangerous()
@@ -811,7 +814,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         } else {
             full_config.clone()
         };
-        *seen.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        SEEN.with(|s| s.set(None));
         let shot = one(
             &addrs,
             opts,
@@ -820,7 +823,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
             &verifier,
             i == 0 && repeat > 1,
         )?;
-        let comp = *seen.lock().unwrap_or_else(|p| p.into_inner());
+        let comp = SEEN.with(Cell::take);
         shots.push((shot, comp));
     }
     let resumption = if repeat > 1 {
