@@ -97,6 +97,16 @@ const WEAK_SIGNATURES: &[(&str, CertRule, &str)] = &[
     ),
 ];
 
+/// The rule and name of a signature algorithm with a broken hash, by dotted OID
+/// (`1.2.840.113549.1.1.5` is `sha1WithRSAEncryption`); `None` for any other algorithm.
+/// Also what tlskit-verify names when rustls-webpki refuses such a signature.
+pub fn weak_signature(oid: &str) -> Option<(CertRule, &'static str)> {
+    WEAK_SIGNATURES
+        .iter()
+        .find(|(o, _, _)| *o == oid)
+        .map(|&(_, rule, name)| (rule, name))
+}
+
 /// Apply the rules to `cert` at `now` (Unix seconds). `soon_days`: report
 /// [`CertRule::ExpiresSoon`] when notAfter is fewer days away (`None`: never).
 pub fn check(cert: &X509Certificate<'_>, now: i64, soon_days: Option<i64>) -> Vec<CertFinding> {
@@ -132,7 +142,7 @@ pub fn check(cert: &X509Certificate<'_>, now: i64, soon_days: Option<i64>) -> Ve
         add(CertRule::WeakKey, why);
     }
     let oid = cert.signature_algorithm.algorithm.to_id_string();
-    if let Some(&(_, rule, name)) = WEAK_SIGNATURES.iter().find(|(o, _, _)| *o == oid) {
+    if let Some((rule, name)) = weak_signature(&oid) {
         add(rule, format!("signed with {name} ({oid}), a broken hash"));
     }
     out
@@ -172,11 +182,9 @@ mod tests {
         assert!(CertRule::Md2Signature.is_weak_signature());
         assert!(!CertRule::WeakKey.is_weak_signature());
         // MD2 is not MD5 (store lint used to call it md5-signature).
-        let md2 = WEAK_SIGNATURES
-            .iter()
-            .find(|(o, _, _)| *o == "1.2.840.113549.1.1.2")
-            .map(|(_, r, _)| *r);
-        assert_eq!(md2, Some(CertRule::Md2Signature));
+        let md2 = weak_signature("1.2.840.113549.1.1.2");
+        assert_eq!(md2, Some((CertRule::Md2Signature, "md2WithRSAEncryption")));
+        assert_eq!(weak_signature("1.2.840.10045.4.3.2"), None); // ecdsa-with-SHA256
     }
 
     #[test]

@@ -440,6 +440,9 @@ pub struct ChainVerifier {
     algs: &'static [&'static dyn SignatureVerificationAlgorithm],
     cache: Option<VerifyCache>,
     crl_deadline: Option<i64>,
+    /// A configured CRL only the RFC 5280 validator can read: it then decides alone
+    /// (rustls-webpki's answer would leave that CRL out).
+    crls_beyond_webpki: bool,
     rules: RuleSet,
 }
 
@@ -454,6 +457,7 @@ impl ChainVerifier {
         } else {
             None
         };
+        let crls_beyond_webpki = config.crls.iter().any(|c| c.inner.is_none());
         Self {
             rules: RuleSet::new(config.profile, &config.allow),
             algs: rustls::crypto::aws_lc_rs::default_provider()
@@ -462,6 +466,7 @@ impl ChainVerifier {
             config,
             cache,
             crl_deadline,
+            crls_beyond_webpki,
         }
     }
 
@@ -759,9 +764,7 @@ impl ChainVerifier {
             }
             e
         };
-        // With a CRL only the RFC 5280 validator can read, rustls-webpki's answer would
-        // leave that CRL out: the RFC 5280 validator decides alone.
-        let crls_beyond_webpki = self.config.crls.iter().any(|c| c.inner.is_none());
+        let crls_beyond_webpki = self.crls_beyond_webpki;
         let webpki_answer = match &ee {
             Some(_) if crls_beyond_webpki => Err((
                 VerifyError::Other(

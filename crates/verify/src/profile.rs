@@ -1275,22 +1275,19 @@ pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation
 
 /// The name of a signature algorithm rustls-webpki does not accept, if `oid` is one.
 fn weak_signature_name(oid: &Oid<'_>) -> Option<String> {
-    let table: &[(&[u64], &str)] = &[
-        (
-            &[1, 2, 840, 113549, 1, 1, 5],
-            "sha1WithRSAEncryption (SHA-1)",
-        ),
-        (&[1, 2, 840, 113549, 1, 1, 4], "md5WithRSAEncryption (MD5)"),
-        (&[1, 2, 840, 113549, 1, 1, 2], "md2WithRSAEncryption (MD2)"),
-        (&[1, 2, 840, 10045, 4, 1], "ecdsa-with-SHA1 (SHA-1)"),
-        (&[1, 2, 840, 10040, 4, 3], "dsa-with-SHA1 (DSA, SHA-1)"),
-        (&[2, 16, 840, 1, 101, 3, 4, 3, 2], "dsa-with-SHA256 (DSA)"),
-        (&[1, 3, 14, 3, 2, 29], "sha1WithRSA (SHA-1, OIW)"),
-    ];
-    table
-        .iter()
-        .find(|(arcs, _)| oid_is(oid, arcs))
-        .map(|(_, n)| (*n).to_string())
+    // The broken hashes are tlskit-store's one table (shared with both lint commands);
+    // DSA with SHA-256 is refused for DSA alone.
+    let id = oid.to_id_string();
+    if let Some((rule, name)) = tlskit_store::certrules::weak_signature(&id) {
+        let hash = match rule {
+            tlskit_store::certrules::CertRule::Md5Signature => "MD5",
+            tlskit_store::certrules::CertRule::Md2Signature => "MD2",
+            _ if name.starts_with("dsa") => "DSA, SHA-1",
+            _ => "SHA-1",
+        };
+        return Some(format!("{name} ({hash})"));
+    }
+    oid_is(oid, &[2, 16, 840, 1, 101, 3, 4, 3, 2]).then(|| "dsa-with-SHA256 (DSA)".to_string())
 }
 
 #[cfg(test)]
