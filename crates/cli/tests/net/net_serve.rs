@@ -1259,6 +1259,12 @@ fn net_serve_ticket_rotation_previous_key_resumes_older_does_not() {
         first.contains("200 OK") && first.contains("New,"),
         "{first}"
     );
+    // Counted once the first handshake's own log line is in (anything it logged is then in).
+    assert!(
+        srv.wait_log("resumed=false", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
     let keys_at_issue = keys();
     // Timestamps are whole seconds: 3.2 s is more than one 2 s period in any alignment.
     std::thread::sleep(Duration::from_millis(3200));
@@ -1267,8 +1273,14 @@ fn net_serve_ticket_rotation_previous_key_resumes_older_does_not() {
         again.contains("200 OK") && again.contains("Reused,"),
         "ticket of the previous key resumes: {again}"
     );
+    // The rotation is logged by the server during that handshake; the test reads the log
+    // through a pipe on another thread, so wait for the line rather than race it.
     assert!(
-        keys() > keys_at_issue,
+        srv.wait_log_more(
+            "event=ticket_key_generated",
+            keys_at_issue,
+            Duration::from_secs(5)
+        ),
         "a key rotation happened before the resumption: {}",
         srv.stderr()
     );

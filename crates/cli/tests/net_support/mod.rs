@@ -323,6 +323,19 @@ impl Serve {
         None
     }
 
+    /// Wait until stderr contains `needle` more than `seen` times (the log is read by a
+    /// thread of its own: a line the server wrote may not be in `stderr()` yet).
+    pub fn wait_log_more(&self, needle: &str, seen: usize, limit: Duration) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if self.stderr().matches(needle).count() > seen {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     /// Wait until stderr contains `needle`.
     pub fn wait_log(&self, needle: &str, limit: Duration) -> bool {
         let t = Instant::now();
