@@ -10,10 +10,83 @@ pub(crate) mod probe;
 pub(crate) mod store;
 pub(crate) mod verify;
 
+use std::time::Duration;
+
+use tlskit_net::starttls::Starttls;
+use tlskit_store::Source;
+
+/// The peer flags `connect` and `probe` share (flattened into both), read once into
+/// [`tlskit_net::PeerOptions`].
+#[derive(clap::Args)]
+pub(crate) struct PeerArgs {
+    /// HOST:PORT of the server (HOST alone: port 443; [v6]:PORT for IPv6 literals).
+    target: String,
+    /// Trust store sources to verify the server against [default: system].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    roots: Vec<String>,
+    /// Name to send (SNI) and verify; U-labels are converted by UTS #46 [default: HOST].
+    #[arg(long, value_name = "NAME")]
+    servername: Option<String>,
+    /// TLS versions to offer (repeatable, or comma-separated): 1.2, 1.3. Default both.
+    #[arg(long, value_name = "VERSION")]
+    pub(crate) tls_version: Vec<String>,
+    /// Seconds allowed for the TCP connect and for the handshake, each (more than 0, at
+    /// most 86400).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_timeout)]
+    timeout: Duration,
+    /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
+    #[arg(long, value_name = "PROTO", value_parser = parse_starttls)]
+    starttls: Option<Starttls>,
+    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
+    /// rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = verify::parse_profile)]
+    profile: tlskit_verify::Profile,
+    /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
+    /// repeatable).
+    #[arg(long, value_name = "RULE", value_parser = verify::parse_rule)]
+    allow: Vec<tlskit_verify::Rule>,
+}
+
+impl PeerArgs {
+    /// The options of the connection, offering `versions` (the caller reads
+    /// `--tls-version` and its aliases).
+    pub(crate) fn options(self, versions: Vec<tlskit_net::TlsVersion>) -> tlskit_net::PeerOptions {
+        tlskit_net::PeerOptions {
+            starttls: self.starttls,
+            target: with_default_port(&self.target),
+            server_name: self.servername,
+            roots: self.roots.iter().map(|s| Source::from_arg(s)).collect(),
+            versions,
+            timeout: self.timeout,
+            profile: self.profile,
+            allow: self.allow,
+        }
+    }
+}
+
+/// Longest `--timeout` of `connect` and `probe`: one day (a larger one would overflow the
+/// runtime's clock arithmetic long before it is useful).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// `--timeout SECS` of `connect` and `probe`: a finite number of seconds, at least 1 ms and
+/// at most a day (clap reports a bad value as a usage error, exit 2).
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    if !(v.is_finite() && (0.001..=MAX_TIMEOUT_SECS).contains(&v)) {
+        return Err(format!(
+            "must be a number of seconds from 0.001 to {MAX_TIMEOUT_SECS}"
+        ));
+    }
+    Duration::try_from_secs_f64(v).map_err(|e| e.to_string())
+}
+
 /// `--starttls PROTO` of `connect` and `probe` (clap reports a bad value as a usage error,
 /// exit 2).
-pub(crate) fn parse_starttls(s: &str) -> Result<tlskit_net::starttls::Starttls, String> {
-    tlskit_net::starttls::Starttls::parse(s).ok_or_else(|| "use smtp, imap or pop3".to_string())
+pub(crate) fn parse_starttls(s: &str) -> Result<Starttls, String> {
+    Starttls::parse(s).ok_or_else(|| "use smtp, imap or pop3".to_string())
 }
 
 /// HOST:PORT as given, or HOST with port 443 when no port is given (`example.com`,
@@ -41,7 +114,21 @@ pub(crate) fn with_default_port(target: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::with_default_port;
+    use super::{parse_timeout, with_default_port};
+
+    #[test]
+    fn timeout_is_finite_positive_and_bounded() {
+        assert_eq!(parse_timeout("10"), Ok(std::time::Duration::from_secs(10)));
+        assert_eq!(
+            parse_timeout("0.5"),
+            Ok(std::time::Duration::from_millis(500))
+        );
+        for bad in [
+            "0", "-1", "1e30", "inf", "NaN", "86401", "0.0001", "ten", "",
+        ] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn port_443_when_none_is_given() {

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use tlskit_net::acme::{AcmeSettings, ChallengeKind};
-use tlskit_net::starttls::Starttls;
 use tlskit_net::{
     CaHints, Compression, ConnectOptions, FileConfig, Mode, ServeConfig, Server, TlsVersion,
 };
@@ -241,14 +240,8 @@ struct ServeFlags {
 #[derive(clap::Args)]
 #[command(after_help = CONNECT_EXAMPLES)]
 pub(crate) struct ConnectArgs {
-    /// HOST:PORT (HOST alone: port 443; [v6]:PORT for IPv6 literals).
-    target: String,
-    /// Trust store sources to verify the server against [default: system].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    roots: Vec<String>,
-    /// Name to send (SNI) and verify; U-labels are converted by UTS #46 [default: HOST].
-    #[arg(long, value_name = "NAME")]
-    servername: Option<String>,
+    #[command(flatten)]
+    peer: super::PeerArgs,
     /// ALPN protocol to offer (repeatable).
     #[arg(long, value_name = "PROTO")]
     alpn: Vec<String>,
@@ -258,26 +251,9 @@ pub(crate) struct ConnectArgs {
     /// Client private key (PEM), or a pkcs11: URI naming a key on a token.
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<PathBuf>,
-    /// TLS versions to offer (repeatable): 1.2, 1.3. Default both.
-    #[arg(long, value_name = "VERSION")]
-    tls_version: Vec<String>,
-    /// Seconds allowed for the TCP connect and for the handshake, each.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    timeout: f64,
     /// Connect twice and report the second connection, which offers the first session.
     #[arg(long)]
     reconnect: bool,
-    /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
-    #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
-    starttls: Option<Starttls>,
-    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
-    /// rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = super::verify::parse_profile)]
-    profile: tlskit_verify::Profile,
-    /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
-    /// repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
-    allow: Vec<tlskit_verify::Rule>,
     /// Print one JSON object and do not relay.
     #[arg(long)]
     json: bool,
@@ -571,18 +547,9 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
 }
 
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
-    let starttls = a.starttls;
+    let versions = versions(&a.peer.tls_version)?;
     let opts = ConnectOptions {
-        peer: tlskit_net::PeerOptions {
-            starttls,
-            target: super::with_default_port(&a.target),
-            server_name: a.servername,
-            roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
-            versions: versions(&a.tls_version)?,
-            timeout: secs(a.timeout, "--timeout")?,
-            profile: a.profile,
-            allow: a.allow,
-        },
+        peer: a.peer.options(versions),
         alpn: a.alpn,
         client_cert: a.cert.zip(a.key),
         reconnect: a.reconnect,

@@ -1,10 +1,7 @@
 //! `tlskit probe`: where a TLS handshake spends its round trips.
 
-use std::time::Duration;
-
-use tlskit_net::probe::{probe, ProbeOptions, ProbeReport, Starttls};
+use tlskit_net::probe::{probe, ProbeOptions, ProbeReport};
 use tlskit_net::TlsVersion;
-use tlskit_store::Source;
 
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 
@@ -26,17 +23,8 @@ Exit 0 completed and verified, 1 completed but verification failed, 2 could not 
 #[derive(clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub(crate) struct ProbeArgs {
-    /// HOST:PORT of the server (HOST alone: port 443; [v6]:PORT for IPv6 literals).
-    target: String,
-    /// Name to send (SNI) and verify [default: HOST].
-    #[arg(long, value_name = "NAME")]
-    servername: Option<String>,
-    /// Trust store sources to verify against [default: system].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    roots: Vec<String>,
-    /// TLS versions to offer (repeatable, or comma-separated): 1.2, 1.3. Default both.
-    #[arg(long, value_name = "VERSION")]
-    tls_version: Vec<String>,
+    #[command(flatten)]
+    peer: super::PeerArgs,
     /// Offer TLS 1.2 only (the same as --tls-version 1.2; kept for old scripts).
     #[arg(long, hide = true, conflicts_with_all = ["tls13", "tls_version"])]
     tls12: bool,
@@ -46,20 +34,6 @@ pub(crate) struct ProbeArgs {
     /// Run N full handshakes (medians reported) and a resumption attempt.
     #[arg(long, value_name = "N", default_value_t = 1)]
     repeat: usize,
-    /// Seconds allowed for the TCP connect and for the handshake, each.
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-    timeout: f64,
-    /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
-    #[arg(long, value_name = "PROTO", value_parser = super::parse_starttls)]
-    starttls: Option<Starttls>,
-    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
-    /// rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = super::verify::parse_profile)]
-    profile: tlskit_verify::Profile,
-    /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
-    /// repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
-    allow: Vec<tlskit_verify::Rule>,
     /// Draw the handshake as a text waterfall: client and server flights against time.
     #[arg(long)]
     timeline: bool,
@@ -69,12 +43,6 @@ pub(crate) struct ProbeArgs {
 }
 
 pub(crate) fn run(a: ProbeArgs) -> CmdResult {
-    if !(a.timeout.is_finite() && a.timeout > 0.0) {
-        anyhow::bail!(
-            "--timeout {}: must be a positive number of seconds",
-            a.timeout
-        );
-    }
     if a.repeat == 0 || a.repeat > 1000 {
         anyhow::bail!("--repeat {}: must be between 1 and 1000", a.repeat);
     }
@@ -83,20 +51,10 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     } else if a.tls13 {
         vec![TlsVersion::Tls13]
     } else {
-        super::net::versions(&a.tls_version)?
+        super::net::versions(&a.peer.tls_version)?
     };
-    let starttls = a.starttls;
     let opts = ProbeOptions {
-        peer: tlskit_net::PeerOptions {
-            starttls,
-            target: super::with_default_port(&a.target),
-            server_name: a.servername,
-            roots: a.roots.iter().map(|s| Source::from_arg(s)).collect(),
-            versions,
-            timeout: Duration::from_secs_f64(a.timeout),
-            profile: a.profile,
-            allow: a.allow,
-        },
+        peer: a.peer.options(versions),
         repeat: a.repeat,
     };
     let r = probe(&opts)?;

@@ -828,6 +828,25 @@ fn flags_are_consistent_across_commands() {
     }
 }
 
+/// `--timeout` of connect and probe (one parser): a value that is not a positive, finite
+/// number of seconds up to a day is a usage error (exit 2) that names the flag, before any
+/// connection, never a panic.
+#[test]
+fn timeout_out_of_range_is_a_usage_error() {
+    for cmd in ["connect", "probe"] {
+        for bad in ["1e30", "0", "-1", "inf", "NaN", "86401", "ten"] {
+            let out = tlskit(&[cmd, "127.0.0.1:9", &format!("--timeout={bad}")]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd} --timeout {bad}: {err}");
+            assert!(
+                err.contains("--timeout") && err.contains("seconds"),
+                "{cmd} --timeout {bad}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{cmd} --timeout {bad}: {err}");
+        }
+    }
+}
+
 /// Help texts: every command has examples, no default is printed twice.
 #[test]
 fn help_texts_have_examples_and_no_duplicated_defaults() {
