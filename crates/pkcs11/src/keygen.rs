@@ -6,8 +6,8 @@ use std::path::Path;
 use cryptoki::mechanism::Mechanism;
 use cryptoki::object::{Attribute, ObjectClass};
 
-use crate::der;
 use crate::error::{call_name, rv_name};
+use crate::spki;
 use crate::token::{self, KeyKind};
 use crate::uri::redact;
 use crate::{Pkcs11Error, Pkcs11Uri};
@@ -114,9 +114,9 @@ pub fn generate(
     let mech = match kind {
         GenType::P256 | GenType::P384 => {
             let params = if kind == GenType::P256 {
-                der::P256_PARAMS
+                spki::P256_PARAMS
             } else {
-                der::P384_PARAMS
+                spki::P384_PARAMS
             };
             public.push(Attribute::EcParams(params.to_vec()));
             Mechanism::EccKeyPairGen

@@ -18,11 +18,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod der;
 mod error;
 mod keygen;
 mod list;
 mod signer;
+mod spki;
 mod token;
 mod uri;
 

@@ -16,7 +16,7 @@ use rustls::{SignatureAlgorithm, SignatureScheme};
 use rustls_pki_types::SubjectPublicKeyInfoDer;
 
 use crate::token::{KeyKind, TokenKey};
-use crate::{der, Pkcs11Error};
+use crate::{spki, Pkcs11Error};
 
 #[derive(Debug, Clone, Copy)]
 enum Hash {
@@ -81,7 +81,7 @@ fn sign(key: &TokenKey, how: How, msg: &[u8]) -> Result<Vec<u8>, Pkcs11Error> {
     match how {
         How::Ecdsa(h) => {
             let raw = key.sign_raw(&Mechanism::Ecdsa, &h.digest(msg))?;
-            der::ecdsa_sig(&raw).ok_or_else(|| Pkcs11Error::Unsupported {
+            spki::ecdsa_sig(&raw).ok_or_else(|| Pkcs11Error::Unsupported {
                 uri: key.shown().to_string(),
                 reason: "the token returned a malformed ECDSA signature".into(),
             })

@@ -21,7 +21,7 @@ use cryptoki::types::AuthPin;
 
 use crate::error::{call_name, rv_name};
 use crate::uri::{redact, Pkcs11Uri};
-use crate::{der, Pkcs11Error};
+use crate::{spki, Pkcs11Error};
 
 /// Environment variable with the user PIN (when the URI has none).
 pub const PIN_ENV: &str = "TLSKIT_PKCS11_PIN";
@@ -438,9 +438,9 @@ pub(crate) fn public_of(
         let params = get_attr(s, h, AttributeType::EcParams)
             .or_else(|| public_object().and_then(|p| get_attr(s, p, AttributeType::EcParams)))
             .ok_or_else(|| unsupported("the EC key's CKA_EC_PARAMS cannot be read"))?;
-        let (kind, field) = if params == der::P256_PARAMS {
+        let (kind, field) = if params == spki::P256_PARAMS {
             (KeyKind::EcP256, 32)
-        } else if params == der::P384_PARAMS {
+        } else if params == spki::P384_PARAMS {
             (KeyKind::EcP384, 48)
         } else {
             return Err(unsupported(
@@ -450,11 +450,11 @@ pub(crate) fn public_of(
         let point = public_object()
             .and_then(|p| get_attr(s, p, AttributeType::EcPoint))
             .or_else(|| get_attr(s, h, AttributeType::EcPoint))
-            .and_then(|a| der::ec_point(&a, field))
+            .and_then(|a| spki::ec_point(&a, field))
             .ok_or_else(|| {
                 unsupported("no public key object with the EC point beside the private key (same id or label)")
             })?;
-        let spki = der::ec_spki(&params, &point);
+        let spki = spki::ec_spki(&params, &point);
         Ok((kind, spki, point))
     } else if kt == KeyType::RSA {
         let read = |t| {
@@ -470,8 +470,8 @@ pub(crate) fn public_of(
         if bits < 2048 {
             return Err(unsupported("RSA keys under 2048 bits are refused"));
         }
-        let raw = der::rsa_public_key(&n, &e);
-        Ok((KeyKind::Rsa(bits), der::rsa_spki(&raw), raw))
+        let raw = spki::rsa_public_key(&n, &e);
+        Ok((KeyKind::Rsa(bits), spki::rsa_spki(&raw), raw))
     } else {
         Err(unsupported(
             "the key is neither EC nor RSA (only ECDSA P-256/P-384 and RSA sign here)",
