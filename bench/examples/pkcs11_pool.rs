@@ -1,9 +1,9 @@
 //! Signatures per second on one token key from T threads, for the session pool size in
-//! TLSKIT_PKCS11_SESSIONS: how parallel signing scales with the pool (crates/net/README.md,
-//! "PKCS#11 token keys").
+//! TLSKIT_PKCS11_SESSIONS: how parallel signing scales with the pool (runs in
+//! bench/RESULTS.md; crates/net/README.md, "PKCS#11 token keys").
 //!
 //!     TLSKIT_PKCS11_PIN=... TLSKIT_PKCS11_SESSIONS=4 \
-//!         cargo run --release -p tlskit-pkcs11 --example pool -- 'pkcs11:...' [THREADS] [SECONDS]
+//!         cargo run --release -p tlskit-bench --example pkcs11_pool -- 'pkcs11:...' [THREADS] [SECONDS]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +13,9 @@ use rustls::SignatureScheme;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let uri = args.next().ok_or("usage: pool URI [THREADS] [SECONDS]")?;
+    let uri = args
+        .next()
+        .ok_or("usage: pkcs11_pool URI [THREADS] [SECONDS]")?;
     let threads: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(4);
     let secs: f64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(2.0);
     let key = tlskit_pkcs11::TokenKey::open(&tlskit_pkcs11::Pkcs11Uri::parse(&uri)?, None)?;
