@@ -141,14 +141,7 @@ fn verify(roots: &str, chain: &str, iters: usize, budget_s: f64) -> Result<()> {
     Ok(())
 }
 
+/// tlskit's one median (NaN for no samples).
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    tlskit_store::stats::median(v).unwrap_or(f64::NAN)
 }

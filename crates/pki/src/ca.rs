@@ -14,7 +14,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use ::time::format_description::well_known::Rfc3339;
 use rcgen::{
     CertificateParams, GeneralSubtree, Issuer, KeyPair, NameConstraints, SanType, SerialNumber,
 };
@@ -447,7 +446,7 @@ impl Ca {
         if self.not_after < now {
             return Err(PkiError::Refused(format!(
                 "refusing to issue: the CA certificate expired on {}",
-                self.not_after.format(&Rfc3339).unwrap_or_default()
+                tlskit_store::datetime::rfc3339(self.not_after.unix_timestamp())
             )));
         }
         if profile == Profile::Intermediate && self.path_len == Some(0) {
@@ -458,7 +457,7 @@ impl Ca {
         if p.not_after > self.not_after {
             return Err(PkiError::Refused(format!(
                 "refusing to issue: the certificate would outlive the CA (CA expires {}); ask for fewer --days",
-                self.not_after.format(&Rfc3339).unwrap_or_default()
+                tlskit_store::datetime::rfc3339(self.not_after.unix_timestamp())
             )));
         }
         p.use_authority_key_identifier_extension = true;
@@ -483,7 +482,9 @@ impl Ca {
             .map_err(|e| self.key.explain(e))?;
         let der = c.der().to_vec();
         let sha256 = tlskit_store::text::hex(&Sha256::digest(&der));
-        let fmt = |t: ::time::OffsetDateTime| t.format(&Rfc3339).unwrap_or_default();
+        // Whole seconds, as every timestamp tlskit writes (entries written before had
+        // nanoseconds: they are read as the strings they are).
+        let fmt = |t: ::time::OffsetDateTime| tlskit_store::datetime::rfc3339(t.unix_timestamp());
         let entry = IndexEntry {
             serial: serial_hex.clone(),
             subject: subject_string(&der),
@@ -797,6 +798,34 @@ mod tests {
             .to_string();
         assert!(e.contains("outside the name constraints"), "{e}");
         assert_eq!(index(&ca).unwrap().len(), 1);
+    }
+
+    /// Entries are written in whole seconds (tlskit's one RFC 3339 form); entries written
+    /// before, with nanoseconds, are still read (and their serials still avoided).
+    #[test]
+    fn index_reads_old_fractional_entries_and_writes_whole_seconds() {
+        let t = tempfile::tempdir().unwrap();
+        let ca = t.path().join("ca");
+        init(
+            &ca,
+            &InitOptions {
+                days: 3650,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let old = r#"{"serial":"0a1b","subject":"CN=old","sans":["dns:old.example"],"profile":"server","not_before":"2026-11-23T21:21:15Z","not_after":"2027-11-23T21:21:15Z","sha256":"00","issued_at":"2026-11-23T21:21:15.022823133Z"}"#;
+        fs::write(ca.join(INDEX), format!("{old}\n")).unwrap();
+        assert!(read_serials(&ca.join(INDEX)).unwrap().contains("0a1b"));
+        let r = csr(t.path(), "new.example", &["dns:new.example"]);
+        let (_, entry) = issue(&ca, &r, &IssueOptions::default()).unwrap();
+        let idx = index(&ca).unwrap();
+        assert_eq!(idx.len(), 2);
+        assert_eq!(idx[0].issued_at, "2026-11-23T21:21:15.022823133Z");
+        for ts in [&entry.issued_at, &entry.not_before, &entry.not_after] {
+            assert_eq!(ts.len(), "2026-11-23T21:21:15Z".len(), "{ts}");
+            assert!(ts.ends_with('Z') && !ts.contains('.'), "{ts}");
+        }
     }
 
     #[test]

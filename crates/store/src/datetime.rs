@@ -39,18 +39,6 @@ pub fn rfc3339(t: i64) -> String {
     )
 }
 
-/// The median of `v` (the mean of the two middle values when their number is even);
-/// `None` when `v` is empty. Sorts `v`. The one median of tlskit's reports.
-pub fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,12 +63,5 @@ mod tests {
         assert_eq!(rfc3339(2_147_483_648), "2038-01-19T03:14:08Z");
         assert_eq!(rfc3339(-1), "1969-12-31T23:59:59Z");
         assert_eq!(rfc3339(253_402_300_799), "9999-12-31T23:59:59Z");
-    }
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&mut []), None);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 }

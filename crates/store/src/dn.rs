@@ -81,9 +81,7 @@ pub fn rfc4514(name: &X509Name<'_>) -> String {
                 Ok(s) => escape_value(s, &mut text),
                 Err(_) => {
                     text.push('#');
-                    for b in atv.attr_value().data {
-                        text.push_str(&format!("{b:02x}"));
-                    }
+                    text.push_str(&crate::text::hex(atv.attr_value().data));
                 }
             }
         }

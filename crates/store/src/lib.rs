@@ -29,6 +29,7 @@ pub mod lint;
 mod pem;
 mod snapshot;
 mod source;
+pub mod stats;
 mod store;
 pub mod text;
 

@@ -65,15 +65,8 @@ fn write_pages(
     let mut text = Vec::new();
     page.render(&mut text)?;
     let path = dir.join(page.get_filename());
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("{}: cannot write", dir.display()))?;
-    tmp.write_all(&text)?;
-    // Pages are for everyone to read (a temporary file starts as 0600).
-    use std::os::unix::fs::PermissionsExt;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    tmp.persist(&path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    // Pages are for everyone to read (0644); a page already there is replaced.
+    tlskit_io::replace(&path, &[&text], false)?;
     written.push(path);
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         write_pages(sub, dir, written)?;

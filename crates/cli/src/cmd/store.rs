@@ -609,7 +609,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         load_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(r);
     }
-    let load_ms = tlskit_store::datetime::median(&mut load_ms).unwrap_or(f64::NAN);
+    let load_ms = tlskit_store::stats::median(&mut load_ms).unwrap_or(f64::NAN);
 
     let tmp = tempfile::Builder::new()
         .prefix("tlskit-bench-")
@@ -624,7 +624,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         snap_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(s);
     }
-    let snapshot_load_ms = tlskit_store::datetime::median(&mut snap_ms).unwrap_or(f64::NAN);
+    let snapshot_load_ms = tlskit_store::stats::median(&mut snap_ms).unwrap_or(f64::NAN);
 
     // One subject lookup on the in-memory store: a subject from the middle of the store.
     let subject = store
@@ -642,7 +642,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         std::hint::black_box(found);
         lookup.push(t.elapsed().as_nanos() as f64 / f64::from(iters));
     }
-    let lookup_ns = tlskit_store::datetime::median(&mut lookup).unwrap_or(f64::NAN);
+    let lookup_ns = tlskit_store::stats::median(&mut lookup).unwrap_or(f64::NAN);
     let anchors = store.len();
     let der = store.der_bytes();
     let mem = store.memory_bytes();

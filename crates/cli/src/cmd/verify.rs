@@ -398,7 +398,7 @@ struct BenchJson {
 
 /// tlskit_store's median, NaN when there are no values (never: every run records one).
 fn median_of(mut v: Vec<f64>) -> f64 {
-    tlskit_store::datetime::median(&mut v).unwrap_or(f64::NAN)
+    tlskit_store::stats::median(&mut v).unwrap_or(f64::NAN)
 }
 
 /// Run `f` on `threads` threads for at least `min` and return verifications per second.
