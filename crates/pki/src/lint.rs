@@ -6,6 +6,7 @@ use std::path::Path;
 use ::time::{Duration, OffsetDateTime};
 use serde::Serialize;
 use tlskit_store::certrules::{self, CertRule};
+use tlskit_store::LintCode;
 use x509_parser::prelude::*;
 
 use crate::constraints::{Constraints, Name};
@@ -29,8 +30,8 @@ pub enum Severity {
 pub struct Finding {
     /// Severity.
     pub severity: Severity,
-    /// A stable identifier, e.g. `expired`, `weak-key`.
-    pub code: &'static str,
+    /// A stable identifier, e.g. `expired`, `weak-key` (serialized as its text).
+    pub code: LintCode,
     /// What is wrong, in words.
     pub message: String,
     /// Position of the certificate (or request) in the file, from 1.
@@ -108,7 +109,7 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    fn add(&mut self, severity: Severity, code: &'static str, message: String) {
+    fn add(&mut self, severity: Severity, code: LintCode, message: String) {
         self.out.push(Finding {
             severity,
             code,
@@ -122,7 +123,7 @@ impl Sink<'_> {
 /// A weak public key (shared rule), as an error.
 fn weak_key(s: &mut Sink<'_>, spki: &SubjectPublicKeyInfo<'_>) {
     if let Some(why) = certrules::weak_key(spki) {
-        s.add(Severity::Error, CertRule::WeakKey.code(), why);
+        s.add(Severity::Error, CertRule::WeakKey.into(), why);
     }
 }
 
@@ -139,7 +140,7 @@ fn san_checks(s: &mut Sink<'_>, sans: &[GeneralName<'_>], cn: Option<&str>) {
         if let Some(p) = info.problem {
             s.add(
                 Severity::Error,
-                "malformed-name",
+                LintCode::MalformedName,
                 format!("{} SAN {:?} is malformed: {p}", info.kind, info.value),
             );
         }
@@ -156,7 +157,7 @@ fn san_checks(s: &mut Sink<'_>, sans: &[GeneralName<'_>], cn: Option<&str>) {
         if !matches {
             s.add(
                 Severity::Warning,
-                "cn-not-in-sans",
+                LintCode::CnNotInSans,
                 format!("the CN {cn:?} is not among the subjectAltNames"),
             );
         }
@@ -199,7 +200,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         } else {
             f.detail
         };
-        s.add(severity, f.rule.code(), detail);
+        s.add(severity, f.rule.into(), detail);
     }
     let sans = names_of(c);
     let cn = dn::common_name(c.subject());
@@ -210,7 +211,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         if na - nb + Duration::seconds(1) > Duration::days(MAX_LEAF_DAYS) {
             s.add(
                 Severity::Warning,
-                "validity-too-long",
+                LintCode::ValidityTooLong,
                 format!(
                     "validity of {days:.0} days is longer than the {MAX_LEAF_DAYS} days publicly trusted TLS certificates may have"
                 ),
@@ -219,12 +220,12 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         match &sans {
             None => s.add(
                 Severity::Error,
-                "missing-san",
+                LintCode::MissingSan,
                 "no subjectAltName extension: TLS clients ignore the CN and will reject it".into(),
             ),
             Some(v) if v.is_empty() => s.add(
                 Severity::Error,
-                "missing-san",
+                LintCode::MissingSan,
                 "empty subjectAltName".into(),
             ),
             Some(v) => san_checks(&mut s, v, cn.as_deref()),
@@ -236,12 +237,12 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         match c.key_usage() {
             Ok(Some(ku)) if !ku.value.key_cert_sign() => s.add(
                 Severity::Error,
-                "ca-without-keycertsign",
+                LintCode::CaWithoutKeycertsign,
                 "CA certificate whose keyUsage lacks keyCertSign".into(),
             ),
             Ok(None) => s.add(
                 Severity::Warning,
-                "ca-without-keyusage",
+                LintCode::CaWithoutKeyusage,
                 "CA certificate without a keyUsage extension (RFC 5280 requires keyCertSign)"
                     .into(),
             ),
@@ -250,7 +251,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         if i == 0 && chain.len() > 1 {
             s.add(
                 Severity::Error,
-                "leaf-is-ca",
+                LintCode::LeafIsCa,
                 "the first (leaf) certificate of the chain has the CA flag".into(),
             );
         }
@@ -258,7 +259,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
         if ku.value.key_cert_sign() {
             s.add(
                 Severity::Error,
-                "leaf-keycertsign",
+                LintCode::LeafKeycertsign,
                 "keyCertSign without the CA flag".into(),
             );
         }
@@ -266,7 +267,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     if i > 0 && !is_ca {
         s.add(
             Severity::Error,
-            "intermediate-not-ca",
+            LintCode::IntermediateNotCa,
             "a certificate after the leaf is not a CA certificate".into(),
         );
     }
@@ -274,7 +275,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     {
         s.add(
             Severity::Warning,
-            "chain-order",
+            LintCode::ChainOrder,
             format!(
                 "the next certificate ({}) is not this one's issuer ({})",
                 dn::display(chain[i + 1].subject()),
@@ -289,7 +290,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     {
         s.add(
             Severity::Warning,
-            "bad-serial",
+            LintCode::BadSerial,
             "serial number is zero, negative or longer than 20 bytes (RFC 5280)".into(),
         );
     }
@@ -318,7 +319,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
                     _ => Ok(()),
                 };
                 if let Err(e) = r {
-                    s.add(Severity::Error, "name-constraints", e);
+                    s.add(Severity::Error, LintCode::NameConstraints, e);
                 }
             }
         }
@@ -327,7 +328,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
     if chain.len() == 1 && self_issued && !is_ca {
         s.add(
             Severity::Info,
-            "self-signed",
+            LintCode::SelfSigned,
             "self-signed certificate: clients must trust it explicitly".into(),
         );
     }
@@ -343,7 +344,7 @@ fn lint_request(r: &X509CertificationRequest<'_>, index: usize, out: &mut Vec<Fi
     if r.verify_signature().is_err() {
         s.add(
             Severity::Error,
-            "bad-signature",
+            LintCode::BadSignature,
             "the request's self-signature does not verify".into(),
         );
     }
@@ -359,7 +360,7 @@ fn lint_request(r: &X509CertificationRequest<'_>, index: usize, out: &mut Vec<Fi
     match sans {
         None => s.add(
             Severity::Warning,
-            "missing-san",
+            LintCode::MissingSan,
             "the request asks for no subjectAltName".into(),
         ),
         Some(v) => san_checks(&mut s, &v, dn::common_name(&info.subject).as_deref()),
@@ -376,7 +377,7 @@ mod tests {
         lint_bytes(pem.as_bytes(), now)
             .unwrap()
             .into_iter()
-            .map(|f| f.code)
+            .map(|f| f.code.as_str())
             .collect()
     }
 

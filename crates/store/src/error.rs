@@ -66,23 +66,29 @@ pub enum IssueKind {
 }
 
 impl IssueKind {
-    /// A short, stable tag for JSON output and lint findings.
+    /// A short, stable tag for JSON output and lint findings (the text of [`Self::code`]).
     pub fn tag(&self) -> &'static str {
+        self.code().as_str()
+    }
+
+    /// The typed code of this issue, as `store lint` reports it.
+    pub fn code(&self) -> crate::lintcode::LintCode {
+        use crate::lintcode::LintCode as C;
         match self {
-            IssueKind::Unreadable(_) => "unreadable",
-            IssueKind::SymlinkLoop => "symlink-loop",
-            IssueKind::TooLarge { .. } => "too-large",
-            IssueKind::NotRegular => "not-regular",
-            IssueKind::BadPem(_) => "bad-pem",
-            IssueKind::PrivateKey { .. } => "private-key",
-            IssueKind::NotCertificate { .. } => "not-certificate",
-            IssueKind::MalformedDer(_) => "malformed-der",
-            IssueKind::NotCa { .. } => "non-ca",
-            IssueKind::NoCertificates => "no-certificates",
-            IssueKind::SubjectTooLarge(_) => "subject-too-large",
-            IssueKind::Snapshot(_) => "bad-snapshot",
-            IssueKind::Stale(_) => "stale-snapshot",
-            IssueKind::CorruptAnchor { .. } => "corrupt-anchor",
+            IssueKind::Unreadable(_) => C::Unreadable,
+            IssueKind::SymlinkLoop => C::SymlinkLoop,
+            IssueKind::TooLarge { .. } => C::TooLarge,
+            IssueKind::NotRegular => C::NotRegular,
+            IssueKind::BadPem(_) => C::BadPem,
+            IssueKind::PrivateKey { .. } => C::PrivateKey,
+            IssueKind::NotCertificate { .. } => C::NotCertificate,
+            IssueKind::MalformedDer(_) => C::MalformedDer,
+            IssueKind::NotCa { .. } => C::NonCa,
+            IssueKind::NoCertificates => C::NoCertificates,
+            IssueKind::SubjectTooLarge(_) => C::SubjectTooLarge,
+            IssueKind::Snapshot(_) => C::BadSnapshot,
+            IssueKind::Stale(_) => C::StaleSnapshot,
+            IssueKind::CorruptAnchor { .. } => C::CorruptAnchor,
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod dn;
 mod error;
 mod handle;
 pub mod lint;
+pub mod lintcode;
 mod pem;
 mod snapshot;
 mod source;
@@ -42,6 +43,7 @@ pub use lint::{
     apply_prune, lint, lint_at, plan_prune, plan_prune_at, render_name, Finding, LintReport,
     PrunePlan,
 };
+pub use lintcode::LintCode;
 pub use snapshot::{
     atomic_write, build_snapshot, has_magic, SourceRecord, MAGIC, MAX_SNAPSHOT_BYTES, VERSION,
 };

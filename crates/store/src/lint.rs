@@ -19,6 +19,7 @@ use x509_parser::prelude::FromDer;
 
 use crate::builder::StoreBuilder;
 use crate::error::{IssueKind, StoreError};
+use crate::lintcode::LintCode;
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
 
@@ -28,11 +29,11 @@ pub use crate::dn::display as render_name;
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
-    /// "duplicate", "same-subject", a certificate rule's code
-    /// ([`crate::certrules::CertRule`]: "expired", "not-yet-valid", "weak-key",
-    /// "sha1-signature", "md5-signature", "md2-signature"), or a load-issue tag
-    /// ("private-key", "bad-pem", ...).
-    pub kind: String,
+    /// `duplicate`, `same-subject`, a certificate rule ([`crate::certrules::CertRule`]:
+    /// `expired`, `not-yet-valid`, `weak-key`, `sha1-signature`, `md5-signature`,
+    /// `md2-signature`), or a load issue (`private-key`, `bad-pem`, ...); serialized as
+    /// its text.
+    pub kind: LintCode,
     pub path: PathBuf,
     pub subject: String,
     pub detail: String,
@@ -91,7 +92,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             None => issue.reason.to_string(),
         };
         findings.push(Finding {
-            kind: issue.reason.tag().into(),
+            kind: issue.reason.code(),
             path: path_of(*f),
             subject,
             detail,
@@ -108,7 +109,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
     for issue in &t.report.errors {
         if !tied.contains(&(issue.path.as_path(), issue.block, issue.reason.tag())) {
             findings.push(Finding {
-                kind: issue.reason.tag().into(),
+                kind: issue.reason.code(),
                 path: issue.path.clone(),
                 subject: String::new(),
                 detail: issue.reason.to_string(),
@@ -128,7 +129,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             .unwrap_or_default();
         let same = first_file.get(&a) == Some(&f);
         findings.push(Finding {
-            kind: "duplicate".into(),
+            kind: LintCode::Duplicate,
             path: path_of(f),
             subject: render_name(anchor.subject()),
             detail: if same {
@@ -163,7 +164,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                     f.detail
                 };
                 findings.push(Finding {
-                    kind: f.rule.code().into(),
+                    kind: LintCode::Rule(f.rule),
                     path: path.clone(),
                     subject: subject.clone(),
                     detail,
@@ -194,7 +195,7 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                 })
                 .collect();
             findings.push(Finding {
-                kind: "same-subject".into(),
+                kind: LintCode::SameSubject,
                 path,
                 subject: render_name(name),
                 detail: format!(

@@ -199,7 +199,7 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     let r = tlskit_store::lint(srcs);
     let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
     for f in &r.findings {
-        *by_kind.entry(f.kind.clone()).or_default() += 1;
+        *by_kind.entry(f.kind.to_string()).or_default() += 1;
     }
     let mut lines: Vec<String> = by_kind.iter().map(|(k, v)| format!("{k:<16}{v}")).collect();
     if lines.is_empty() {
@@ -211,7 +211,7 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     let serious = r
         .findings
         .iter()
-        .filter(|f| store_severity(&f.kind) != "info")
+        .filter(|f| store_severity(f.kind) != "info")
         .count();
     let status = if serious > 0 {
         Status::Warn

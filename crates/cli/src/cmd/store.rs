@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde::Serialize;
-use tlskit_store::{LoadIssue, LoadReport, Source, StoreError, TrustStore};
+use tlskit_store::{LintCode, LoadIssue, LoadReport, Source, StoreError, TrustStore};
 
 use crate::output::{print_json, warn, CmdResult, Escaped, Outcome, Style};
 
@@ -143,11 +143,11 @@ pub(crate) struct IssueJson {
 pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
     let kind = i.reason.tag();
     IssueJson {
+        severity: store_severity(i.reason.code()),
         path: i.path.display().to_string(),
         reason: i.reason.to_string(),
         kind,
         block: i.block,
-        severity: store_severity(kind),
         code: kind,
         message: i.reason.to_string(),
         subject: "",
@@ -438,10 +438,17 @@ fn build(a: BuildArgs) -> CmdResult {
 /// not a CA, weak key, MD5), `info` for what stock system stores hold by design (the same
 /// certificate in the bundle and the directory, several CAs with one subject, SHA-1
 /// self-signatures on old roots). Exit 1 only for errors and warnings.
-pub(crate) fn store_severity(kind: &str) -> &'static str {
+pub(crate) fn store_severity(kind: LintCode) -> &'static str {
+    use tlskit_store::certrules::CertRule;
     match kind {
-        "duplicate" | "same-subject" | "sha1-signature" => "info",
-        "private-key" | "bad-pem" | "malformed-der" | "corrupt-anchor" | "bad-snapshot" => "error",
+        LintCode::Duplicate | LintCode::SameSubject | LintCode::Rule(CertRule::Sha1Signature) => {
+            "info"
+        }
+        LintCode::PrivateKey
+        | LintCode::BadPem
+        | LintCode::MalformedDer
+        | LintCode::CorruptAnchor
+        | LintCode::BadSnapshot => "error",
         _ => "warning",
     }
 }
@@ -451,7 +458,7 @@ pub(crate) fn store_severity(kind: &str) -> &'static str {
 #[derive(Serialize)]
 struct StoreFindingJson<'a> {
     severity: &'static str,
-    code: &'a str,
+    code: LintCode,
     message: &'a str,
     /// Position in the file: not tracked by the store lint (always null).
     index: Option<usize>,
@@ -472,7 +479,7 @@ fn lint(a: LintArgs) -> CmdResult {
     let count = |sev: &str| {
         r.findings
             .iter()
-            .filter(|f| store_severity(&f.kind) == sev)
+            .filter(|f| store_severity(f.kind) == sev)
             .count()
     };
     let (errors, warnings, infos) = (count("error"), count("warning"), count("info"));
@@ -481,8 +488,8 @@ fn lint(a: LintArgs) -> CmdResult {
             .findings
             .iter()
             .map(|f| StoreFindingJson {
-                severity: store_severity(&f.kind),
-                code: &f.kind,
+                severity: store_severity(f.kind),
+                code: f.kind,
                 message: &f.detail,
                 index: None,
                 finding: f,
@@ -504,10 +511,10 @@ fn lint(a: LintArgs) -> CmdResult {
             } else {
                 format!(" [{}]", Escaped(&f.subject))
             };
-            let kind = match store_severity(&f.kind) {
-                "error" => st.bad(&f.kind),
-                "warning" => st.warn(&f.kind),
-                _ => f.kind.clone(),
+            let kind = match store_severity(f.kind) {
+                "error" => st.bad(f.kind.as_str()),
+                "warning" => st.warn(f.kind.as_str()),
+                _ => f.kind.to_string(),
             };
             println!(
                 "{kind}: {}{}: {}",

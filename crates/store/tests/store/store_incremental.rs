@@ -241,7 +241,11 @@ fn lint_reports_each_kind() {
     ] {
         assert!(kinds.contains(k), "missing {k}: {:?}", r.findings);
     }
-    let dup = r.findings.iter().find(|f| f.kind == "duplicate").unwrap();
+    let dup = r
+        .findings
+        .iter()
+        .find(|f| f.kind.as_str() == "duplicate")
+        .unwrap();
     assert!(dup.path.ends_with("b.pem") && dup.detail.contains("a.pem"));
     assert!(dup.subject.contains("Good Root"));
     assert!(r.findings.iter().all(|f| !f.detail.contains(SECRET_MARKER)));
