@@ -434,52 +434,6 @@ fn bounds_store_symlink_loops_and_deep_chains() {
 
 // ---- peer chains: `tlskit verify` ----
 
-mod chain_pki {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    };
-
-    pub(super) struct Ca {
-        pub(super) params: CertificateParams,
-        pub(super) key: KeyPair,
-        pub(super) pem: String,
-    }
-
-    fn params(cn: &str, ca: bool) -> CertificateParams {
-        let mut p = CertificateParams::new(if ca { vec![] } else { vec![cn.to_string()] }).unwrap();
-        p.distinguished_name.push(DnType::CommonName, cn);
-        p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        p.not_after = rcgen::date_time_ymd(2090, 1, 1);
-        // What the default (webpki) verification profile asks: key identifiers, and an
-        // explicit EKU on the leaf.
-        p.use_authority_key_identifier_extension = true;
-        if ca {
-            p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-            p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        } else {
-            p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        }
-        p
-    }
-
-    pub(super) fn root(cn: &str) -> Ca {
-        let params = params(cn, true);
-        let key = KeyPair::generate().unwrap();
-        let pem = params.self_signed(&key).unwrap().pem();
-        Ca { params, key, pem }
-    }
-
-    pub(super) fn signed(cn: &str, ca: bool, by: &Ca) -> Ca {
-        let params = params(cn, ca);
-        let key = KeyPair::generate().unwrap();
-        let pem = params
-            .signed_by(&key, &Issuer::from_params(&by.params, &by.key))
-            .unwrap()
-            .pem();
-        Ca { params, key, pem }
-    }
-}
-
 fn verify_json(roots: &Path, cert: &Path) -> Run {
     run_measured(
         &[
@@ -501,13 +455,13 @@ fn verify_json(roots: &Path, cert: &Path) -> Run {
 #[test]
 fn bounds_verify_hundred_certificate_chain() {
     let d = tempfile::tempdir().unwrap();
-    let root = chain_pki::root("Bounds Root");
-    let mut cas = vec![chain_pki::signed("Bounds I0", true, &root)];
+    let root = store_pki::root("Bounds Root");
+    let mut cas = vec![store_pki::signed("Bounds I0", true, &root)];
     for i in 1..98 {
-        let next = chain_pki::signed(&format!("Bounds I{i}"), true, cas.last().unwrap());
+        let next = store_pki::signed(&format!("Bounds I{i}"), true, cas.last().unwrap());
         cas.push(next);
     }
-    let leaf = chain_pki::signed("leaf.example", false, cas.last().unwrap());
+    let leaf = store_pki::signed("leaf.example", false, cas.last().unwrap());
     let mut pem = leaf.pem.clone();
     for c in cas.iter().rev() {
         pem.push_str(&c.pem);
@@ -532,13 +486,13 @@ fn bounds_verify_hundred_certificate_chain() {
 #[test]
 fn bounds_verify_path_building_budget() {
     let d = tempfile::tempdir().unwrap();
-    let root = chain_pki::root("Bogus Subject");
-    let mut cas = vec![chain_pki::signed("Bogus Subject", true, &root)];
+    let root = store_pki::root("Bogus Subject");
+    let mut cas = vec![store_pki::signed("Bogus Subject", true, &root)];
     for _ in 1..15 {
-        let next = chain_pki::signed("Bogus Subject", true, cas.last().unwrap());
+        let next = store_pki::signed("Bogus Subject", true, cas.last().unwrap());
         cas.push(next);
     }
-    let leaf = chain_pki::signed("leaf.example", false, cas.last().unwrap());
+    let leaf = store_pki::signed("leaf.example", false, cas.last().unwrap());
     let mut pem = leaf.pem.clone();
     for c in cas.iter().rev() {
         pem.push_str(&c.pem);
@@ -566,7 +520,7 @@ fn bounds_verify_path_building_budget() {
 #[test]
 fn bounds_verify_2gb_cert_file() {
     let d = tempfile::tempdir().unwrap();
-    let root = chain_pki::root("Bounds Root");
+    let root = store_pki::root("Bounds Root");
     let roots = d.path().join("root.pem");
     fs::write(&roots, &root.pem).unwrap();
     let big = d.path().join("big.pem");

@@ -274,27 +274,9 @@ fn ymd(y: i32) -> time::OffsetDateTime {
         .assume_utc()
 }
 
+/// The harness certificates: webpki-shaped, valid 2020 to 2040.
 fn params(cn: &str, ca: bool, sans: &[&str]) -> rcgen::CertificateParams {
-    let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
-    let mut p = rcgen::CertificateParams::new(sans).unwrap();
-    let mut dn = rcgen::DistinguishedName::new();
-    dn.push(rcgen::DnType::CommonName, cn);
-    p.distinguished_name = dn;
-    // What the default (webpki) verification profile asks: key identifiers, keyUsage on
-    // CAs, an explicit EKU on the leaf.
-    p.use_authority_key_identifier_extension = true;
-    if ca {
-        p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        p.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-    } else {
-        p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-    }
-    p.not_before = ymd(2020);
-    p.not_after = ymd(2040);
-    p
+    crate::store_pki::webpki_params(cn, ca, sans, (2020, 2040))
 }
 
 /// The harnesses reach their success paths with seed-shaped inputs (a harness that

@@ -9,8 +9,7 @@
 mod hostile;
 #[path = "../net_support/mod.rs"]
 mod net_support;
-#[path = "../common/run.rs"]
-mod run;
+use net_support::run;
 #[path = "../common/show.rs"]
 mod show;
 #[path = "../common/store_pki.rs"]

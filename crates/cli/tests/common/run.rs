@@ -1,21 +1,26 @@
-//! The command runner of the CLI tests: `tlskit` with arguments, in a directory, with no
-//! colour and no password from the environment; the output as text for assertion
-//! messages; `ok` for a command that must succeed.
+//! The one command runner of the CLI tests (every test binary gets it through
+//! net_support): `tlskit` with arguments, in a directory, with no colour and no password
+//! from the environment; the output as text for assertion messages; `ok` for a command
+//! that must succeed, `assert_code` for an exit status.
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-/// Run `tlskit ARGS` in `dir` (no colour, no `TLSKIT_P12_PASSWORD`, stdin closed).
-pub fn tlskit_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tlskit"))
-        .args(args)
-        .current_dir(dir)
+/// `tlskit ARGS` to adjust before running (environment of a token, a directory): no
+/// colour, no `TLSKIT_P12_PASSWORD`, stdin closed.
+pub fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tlskit"));
+    c.args(args)
         .env_remove("TLSKIT_P12_PASSWORD")
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tlskit")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Run `tlskit ARGS` in `dir` (no colour, no `TLSKIT_P12_PASSWORD`, stdin closed).
+pub fn tlskit_in(dir: &Path, args: &[&str]) -> Output {
+    command(args).current_dir(dir).output().expect("run tlskit")
 }
 
 /// Run `tlskit ARGS` in the current directory.
@@ -39,4 +44,10 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
     let o = tlskit_in(dir, args);
     assert_eq!(o.status.code(), Some(0), "tlskit {args:?}\n{}", text(&o));
     String::from_utf8(o.stdout).expect("UTF-8 stdout")
+}
+
+/// Assert the exit status `code`, with both streams in the message.
+#[track_caller]
+pub fn assert_code(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
 }

@@ -1,7 +1,63 @@
-//! rcgen test PKI for the store CLI tests.
+//! rcgen test PKI of the CLI tests (store, bounds, fuzz replays); the net tests' PKI with
+//! files is net_support's `Pki`.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+/// Parameters the default (webpki) verification profile accepts: key identifiers,
+/// keyCertSign and cRLSign on a CA, serverAuth on a leaf; valid from January 1 of
+/// `years.0` to January 1 of `years.1`.
+pub fn webpki_params(cn: &str, ca: bool, sans: &[&str], years: (i32, i32)) -> CertificateParams {
+    let mut p =
+        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    p.not_before = rcgen::date_time_ymd(years.0, 1, 1);
+    p.not_after = rcgen::date_time_ymd(years.1, 1, 1);
+    p.use_authority_key_identifier_extension = true;
+    if ca {
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    } else {
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    }
+    p
+}
+
+/// A certificate with its parameters and key, to sign others with.
+pub struct Ca {
+    pub params: CertificateParams,
+    pub key: KeyPair,
+    pub pem: String,
+}
+
+/// The chain's parameters: a CA without SANs, or a leaf with its CN as its SAN (2020 to
+/// 2090).
+fn chain_params(cn: &str, ca: bool) -> CertificateParams {
+    let sans: &[&str] = if ca { &[] } else { &[cn] };
+    webpki_params(cn, ca, sans, (2020, 2090))
+}
+
+/// A self-signed root.
+pub fn root(cn: &str) -> Ca {
+    let params = chain_params(cn, true);
+    let key = KeyPair::generate().unwrap();
+    let pem = params.self_signed(&key).unwrap().pem();
+    Ca { params, key, pem }
+}
+
+/// A CA or a leaf signed by `by`.
+pub fn signed(cn: &str, ca: bool, by: &Ca) -> Ca {
+    let params = chain_params(cn, ca);
+    let key = KeyPair::generate().unwrap();
+    let pem = params
+        .signed_by(&key, &Issuer::from_params(&by.params, &by.key))
+        .unwrap()
+        .pem();
+    Ca { params, key, pem }
+}
 
 pub fn cert(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> String {
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use net_support::{Pki, Serve, BIN};
+use net_support::{run, Pki, Serve, BIN};
 
 const PIN: &str = "24681357";
 const SO_PIN: &str = "13572468";
@@ -128,11 +128,15 @@ impl Token {
         c
     }
 
-    /// `tlskit` with this token and the right PIN in TLSKIT_PKCS11_PIN.
+    /// `tlskit` (the common runner) with this token and the right PIN in
+    /// TLSKIT_PKCS11_PIN.
     fn tlskit(&self, args: &[&str]) -> Output {
-        let mut c = self.cmd(BIN);
-        c.env("TLSKIT_PKCS11_PIN", PIN).args(args);
-        c.output().expect("run tlskit")
+        run::command(args)
+            .env("SOFTHSM2_CONF", &self.conf)
+            .env_remove("TLSKIT_PKCS11_MODULE")
+            .env("TLSKIT_PKCS11_PIN", PIN)
+            .output()
+            .expect("run tlskit")
     }
 
     /// A URI for object `object` on this token, module included.
@@ -183,19 +187,12 @@ impl Token {
 }
 
 fn ok(out: &Output) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run::assert_code(out, 0);
 }
 
 fn err2(out: &Output) -> String {
-    let e = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{e}");
-    e
+    run::assert_code(out, 2);
+    String::from_utf8_lossy(&out.stderr).to_string()
 }
 
 fn curl(ca: &Path, port: u16) -> Output {

@@ -1,12 +1,17 @@
 //! Shared helpers of the net tests: a test PKI made with rcgen, a `tlskit serve` child
 //! process that is killed on drop, and small utilities. Every test uses its own temp dir
-//! and port 0 (the server reports the port it got in its `listening on` line).
+//! and port 0 (the server reports the port it got in its `listening on` line). The
+//! command runner is common/run.rs, the one every test binary uses.
 #![allow(dead_code, unreachable_pub)]
+
+#[path = "../common/run.rs"]
+pub mod run;
+pub use run::tlskit;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -359,15 +364,6 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// Run `tlskit ARGS` to completion.
-pub fn tlskit(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tlskit")
 }
 
 /// `tlskit connect ... --json` → (exit code, JSON).
