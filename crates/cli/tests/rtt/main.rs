@@ -1,5 +1,6 @@
 //! Round trips on a delayed link between two network namespaces (needs root,
-//! /dev/net/tun, iproute2; fails under CI=true without them): one flight per write,
+//! /dev/net/tun, iproute2; fails under CI=true without them; a missing peer program
+//! fails the test): one flight per write,
 //! handshakes in the expected number of round trips, probe counts.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
@@ -10,4 +11,5 @@ mod net_support;
 
 mod net_flight;
 mod net_rtt;
+mod netns;
 mod probe_rtt;

@@ -4,7 +4,8 @@
 //! round trip after TCP's own when the client offers certificate compression; without
 //! compression the same chain overflows TCP's initial window and costs a second round
 //! trip (checked too, so the test can tell the difference). Needs root, /dev/net/tun and
-//! iproute2; skipped with a message otherwise. Namespaces are always removed.
+//! iproute2 (not root: a message, a failure under CI=true); tshark is required.
+//! Namespaces are always removed.
 
 use crate::net_support;
 
@@ -12,55 +13,11 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::netns::{can_run, Namespaces};
 use net_support::*;
 
 const NETDELAY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/netdelay");
 const DELAY_MS: f64 = 25.0;
-
-/// Removes the namespaces whatever happens.
-struct Namespaces([String; 2]);
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in &self.0 {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn can_run() -> Result<(), String> {
-    let uid = Command::new("id")
-        .arg("-u")
-        .output()
-        .map_err(|e| e.to_string())?;
-    if uid.stdout != b"0\n" {
-        return Err("not root".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Err("no /dev/net/tun".into());
-    }
-    if !have("ip") || !have("python3") {
-        return Err("iproute2 or python3 missing".into());
-    }
-    let probe = format!("tkprobe{}", std::process::id());
-    let ok = Command::new("ip")
-        .args(["netns", "add", &probe])
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    let _ = Command::new("ip")
-        .args(["netns", "del", &probe])
-        .stderr(Stdio::null())
-        .status();
-    if !ok {
-        return Err("cannot create network namespaces".into());
-    }
-    Ok(())
-}
 
 fn handshake(ns_b: &str, pki: &Pki, addr: &str) -> (f64, f64, serde_json::Value) {
     let out = Command::new("ip")
@@ -196,14 +153,11 @@ fn net_rtt_long_chain_full_handshake_in_one_round_trip() {
     let _ = link.0.wait_timeout_or_kill(Duration::from_secs(5));
 }
 
-/// With tshark: capture one handshake on the server namespace's link and check that the
+/// Capture (tshark) one handshake on the server namespace's link and check that the
 /// server's whole first flight left in one burst (no Nagle or send-buffer stall), i.e. all
 /// its segments within a few milliseconds, long before any ACK could return (50 ms).
 fn capture_server_flight(ns_a: &str, ns_b: &str, pki: &Pki) {
-    if !have("tshark") {
-        eprintln!("net_rtt: tshark not installed, capture check skipped");
-        return;
-    }
+    require("tshark");
     let links = Command::new("ip")
         .args(["-n", ns_a, "-o", "link"])
         .output()
@@ -213,8 +167,7 @@ fn capture_server_flight(ns_a: &str, ns_b: &str, pki: &Pki) {
         .split(|c: char| c == ':' || c.is_whitespace())
         .find(|w| w.starts_with("nda"))
     else {
-        eprintln!("net_rtt: no link interface found, capture check skipped");
-        return;
+        panic!("net_rtt: netdelay made no link interface in {ns_a}: {text}");
     };
     let pcap = pki.path("flight.pcap");
     let mut ts = Command::new("ip")

@@ -5,8 +5,9 @@
 //! none, openssl s_server) = 2, because the flight overflows TCP's 10-segment initial
 //! window; a server whose flight leaves in 4 KB pieces with an ACK-sized pause between
 //! them (a small proxy in the server's namespace) = one round trip per piece, and the
-//! advice names the cause. Needs root, /dev/net/tun, iproute2 and python3; skipped with
-//! a message otherwise. Namespaces are always removed.
+//! advice names the cause. Needs root and /dev/net/tun (without: a message, a failure
+//! under CI=true); iproute2, python3, tshark, openssl, gnutls-serv and nginx are required
+//! peers. Namespaces are always removed.
 
 use crate::net_support;
 
@@ -14,6 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::netns::{can_run, Namespaces};
 use net_support::*;
 
 const NETDELAY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/netdelay");
@@ -44,36 +46,6 @@ while True:
     threading.Thread(target=pump, args=(c, s, 0), daemon=True).start()
     threading.Thread(target=pump, args=(s, c, 4096), daemon=True).start()
 "#;
-
-struct Namespaces([String; 2]);
-
-impl Drop for Namespaces {
-    fn drop(&mut self) {
-        for ns in &self.0 {
-            let _ = Command::new("ip")
-                .args(["netns", "del", ns])
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-fn can_run() -> Result<(), String> {
-    let uid = Command::new("id")
-        .arg("-u")
-        .output()
-        .map_err(|e| e.to_string())?;
-    if uid.stdout != b"0\n" {
-        return Err("not root".into());
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Err("no /dev/net/tun".into());
-    }
-    if !have("ip") || !have("python3") {
-        return Err("iproute2 or python3 missing".into());
-    }
-    Ok(())
-}
 
 fn probe_in(ns: &str, pki: &Pki, addr: &str) -> serde_json::Value {
     let out = Command::new("ip")
@@ -169,17 +141,14 @@ fn serve_in(ns: &str, pki: &Pki, listen: &str, compress: &str) -> Serve {
 
 /// Probe `addr` from `ns_b` while tshark captures on ns_b's link; returns the probe's
 /// report and the capture's server bursts (bytes, segments), split at gaps >= 25 ms, as
-/// many as the probe reported. None when tshark or the interface is missing.
+/// many as the probe reported. None when the interface is missing.
 fn probe_captured(
     ns_b: &str,
     pki: &Pki,
     addr: &str,
     port: u16,
 ) -> Option<(serde_json::Value, Vec<(u64, u64)>)> {
-    if !have("tshark") {
-        eprintln!("probe_rtt: tshark not installed, capture comparison skipped");
-        return None;
-    }
+    require("tshark");
     let links = Command::new("ip")
         .args(["-n", ns_b, "-o", "link"])
         .output()
@@ -437,7 +406,8 @@ fn probe_rtt_counts_on_a_50ms_link() {
     assert!(v["advice"].to_string().contains("initial window"), "{v}");
     drop(srv);
 
-    if have("openssl") {
+    require("openssl");
+    {
         // s_server sends -cert's first certificate only: the intermediate goes in -cert_chain.
         let pem = std::fs::read_to_string(pki.path("long.pem")).expect("chain");
         let cut = pem[1..]
@@ -471,10 +441,9 @@ fn probe_rtt_counts_on_a_50ms_link() {
         if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8444", 8444) {
             check_capture("openssl s_server", &v, &cap);
         }
-    } else {
-        eprintln!("probe_rtt: openssl not installed, s_server case skipped");
     }
-    if have("gnutls-serv") {
+    require("gnutls-serv");
+    {
         let g = Command::new("ip")
             .args(["netns", "exec", &ns_a, "gnutls-serv", "--port", "8446"])
             .arg("--x509certfile")
@@ -494,10 +463,9 @@ fn probe_rtt_counts_on_a_50ms_link() {
         if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8446", 8446) {
             check_capture("gnutls-serv", &v, &cap);
         }
-    } else {
-        eprintln!("probe_rtt: gnutls-serv not installed, case skipped");
     }
-    if have("nginx") {
+    require("nginx");
+    {
         let dir = pki.dir.path();
         let conf = format!(
             // One process (no master): killing it leaves no orphaned worker behind.
@@ -526,8 +494,6 @@ fn probe_rtt_counts_on_a_50ms_link() {
         summary("nginx", &v);
         assert_eq!(v["handshake_rtts"], 2, "{v}");
         assert_eq!(v["compression"], serde_json::Value::Null);
-    } else {
-        eprintln!("probe_rtt: nginx not installed, nginx case skipped");
     }
     let _ = Command::new("kill")
         .args(["-TERM", &link.0.id().to_string()])
