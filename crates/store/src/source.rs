@@ -123,25 +123,21 @@ pub fn system_store() -> Result<SystemStore, StoreError> {
             candidates,
         });
     }
-    for b in SYSTEM_BUNDLES {
-        let p = PathBuf::from(b);
-        let ok = p.is_file();
+    // The first default bundle file, else the first default directory.
+    let defaults = SYSTEM_BUNDLES
+        .iter()
+        .map(|b| (PathBuf::from(b), true))
+        .chain(SYSTEM_DIRS.iter().map(|d| (PathBuf::from(d), false)));
+    for (p, bundle) in defaults {
+        let ok = if bundle { p.is_file() } else { p.is_dir() };
         candidates.push((p.clone(), ok));
         if ok {
             return Ok(SystemStore {
-                sources: vec![Source::File(p)],
-                chosen_by: "default path".into(),
-                candidates,
-            });
-        }
-    }
-    for d in SYSTEM_DIRS {
-        let p = PathBuf::from(d);
-        let ok = p.is_dir();
-        candidates.push((p.clone(), ok));
-        if ok {
-            return Ok(SystemStore {
-                sources: vec![Source::Dir(p)],
+                sources: vec![if bundle {
+                    Source::File(p)
+                } else {
+                    Source::Dir(p)
+                }],
                 chosen_by: "default path".into(),
                 candidates,
             });

@@ -558,36 +558,21 @@ struct ShowDoc<'a> {
 
 pub(crate) fn show(a: ShowArgs) -> CmdResult {
     let mut items = Vec::new();
-    let mut input_errors = Vec::new();
-    for f in &a.files {
-        match inspect::describe(f) {
-            Ok(d) => {
-                for (n, why) in &d.problems {
-                    warn(f, &format!("PEM block #{n}: {why}"));
-                    input_errors.push(InputError {
-                        path: f.display().to_string(),
-                        message: format!("PEM block #{n}: {why}"),
-                    });
-                }
-                items.extend(
-                    d.items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(n, i)| (f.clone(), n + 1, i)),
-                );
-            }
-            Err(e) => {
-                if a.files.len() == 1 {
-                    return Err(e.into());
-                }
-                warn(f, &e);
-                input_errors.push(InputError {
-                    path: f.display().to_string(),
-                    message: e.to_string(),
-                });
-            }
+    let input_errors = per_file(&a.files, inspect::describe, |f, d, input_errors| {
+        for (n, why) in &d.problems {
+            warn(f, &format!("PEM block #{n}: {why}"));
+            input_errors.push(InputError {
+                path: f.display().to_string(),
+                message: format!("PEM block #{n}: {why}"),
+            });
         }
-    }
+        items.extend(
+            d.items
+                .into_iter()
+                .enumerate()
+                .map(|(n, i)| (f.to_path_buf(), n + 1, i)),
+        );
+    })?;
     if items.is_empty() {
         anyhow::bail!("nothing could be shown");
     }
@@ -887,17 +872,23 @@ struct LintDoc<'a> {
     input_errors: Vec<InputError>,
 }
 
-pub(crate) fn lint(a: LintArgs) -> CmdResult {
-    let now = time::OffsetDateTime::now_utc();
-    let style = Style::stdout();
-    let mut reports = Vec::new();
-    let mut negative = false;
+/// Read every file of `show` or `lint` with `read` and hand each result to `use_it`. A
+/// file that cannot be read is warned about and listed in the input errors (the others
+/// go on), unless it is the only file: then its error is the command's.
+fn per_file<T, E>(
+    files: &[PathBuf],
+    read: impl Fn(&Path) -> Result<T, E>,
+    mut use_it: impl FnMut(&Path, T, &mut Vec<InputError>),
+) -> anyhow::Result<Vec<InputError>>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
     let mut input_errors = Vec::new();
-    for f in &a.files {
-        match lint::lint(f, now) {
-            Ok(findings) => reports.push((f.clone(), findings)),
+    for f in files {
+        match read(f) {
+            Ok(t) => use_it(f, t, &mut input_errors),
             Err(e) => {
-                if a.files.len() == 1 {
+                if files.len() == 1 {
                     return Err(e.into());
                 }
                 warn(f, &e);
@@ -908,6 +899,19 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
             }
         }
     }
+    Ok(input_errors)
+}
+
+pub(crate) fn lint(a: LintArgs) -> CmdResult {
+    let now = time::OffsetDateTime::now_utc();
+    let style = Style::stdout();
+    let mut reports = Vec::new();
+    let mut negative = false;
+    let input_errors = per_file(
+        &a.files,
+        |f| lint::lint(f, now),
+        |f, findings, _| reports.push((f.to_path_buf(), findings)),
+    )?;
     if reports.is_empty() {
         anyhow::bail!("nothing could be linted");
     }
