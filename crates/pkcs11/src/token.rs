@@ -707,6 +707,20 @@ impl TokenKey {
         self.freed.notify_one();
     }
 
+    /// A call found the token gone: the pool is marked broken (re-opened at the next
+    /// checkout); the first time the caller retries, the second time this is the error.
+    fn gone(&self, generation: u64, why: String, retried: &mut bool) -> Result<(), Pkcs11Error> {
+        self.mark_broken(generation, why.clone());
+        if *retried {
+            return Err(Pkcs11Error::TokenGone {
+                uri: self.shown.clone(),
+                reason: why,
+            });
+        }
+        *retried = true;
+        Ok(())
+    }
+
     fn mark_broken(&self, generation: u64, why: String) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if st.generation == generation && st.broken.is_none() {
@@ -758,14 +772,7 @@ impl TokenKey {
                 Err(e) => {
                     drop(session);
                     let why = format!("{}: {}", call_name(&e, "C_GetSessionInfo"), rv_name(&e));
-                    self.mark_broken(generation, why.clone());
-                    if retried {
-                        return Err(Pkcs11Error::TokenGone {
-                            uri: self.shown.clone(),
-                            reason: why,
-                        });
-                    }
-                    retried = true;
+                    self.gone(generation, why, &mut retried)?;
                 }
             }
         }
@@ -789,14 +796,7 @@ impl TokenKey {
                 Err(e) if is_gone(&e) => {
                     drop(session);
                     let why = format!("{}: {}", call_name(&e, "C_Sign"), rv_name(&e));
-                    self.mark_broken(generation, why.clone());
-                    if retried {
-                        return Err(Pkcs11Error::TokenGone {
-                            uri: self.shown.clone(),
-                            reason: why,
-                        });
-                    }
-                    retried = true;
+                    self.gone(generation, why, &mut retried)?;
                 }
                 Err(e) => {
                     self.checkin(session, generation, false);

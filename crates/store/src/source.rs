@@ -473,6 +473,22 @@ const ELOOP: i32 = 40;
 const ELOOP: i32 = 62;
 
 /// The issue for a file tlskit-io refused or could not read.
+/// Whether a file of `len` bytes is over the limit: then it is reported, and the caller
+/// skips it (checked on the path's metadata and again on the opened file's).
+fn too_large(path: &Path, len: u64, report: &mut LoadReport) -> bool {
+    if len <= MAX_FILE_BYTES {
+        return false;
+    }
+    report.push_issue(LoadIssue::new(
+        path,
+        IssueKind::TooLarge {
+            size: len,
+            limit: MAX_FILE_BYTES,
+        },
+    ));
+    true
+}
+
 fn read_issue(path: &Path, e: tlskit_io::ReadError) -> LoadIssue {
     match e.kind {
         tlskit_io::ReadErrorKind::Io(e) => io_issue(path, &e),
@@ -626,14 +642,7 @@ impl StoreBuilder {
             }
             return;
         }
-        if md.len() > MAX_FILE_BYTES {
-            report.push_issue(LoadIssue::new(
-                path,
-                IssueKind::TooLarge {
-                    size: md.len(),
-                    limit: MAX_FILE_BYTES,
-                },
-            ));
+        if too_large(path, md.len(), report) {
             return;
         }
         // Open without blocking and check the opened file: the path may have been replaced
@@ -659,14 +668,7 @@ impl StoreBuilder {
                 return;
             }
         };
-        if md.len() > MAX_FILE_BYTES {
-            report.push_issue(LoadIssue::new(
-                path,
-                IssueKind::TooLarge {
-                    size: md.len(),
-                    limit: MAX_FILE_BYTES,
-                },
-            ));
+        if too_large(path, md.len(), report) {
             return;
         }
         if md.len() > STREAM_MIN_BYTES as u64 {
