@@ -59,17 +59,12 @@ pub fn signed(cn: &str, ca: bool, by: &Ca) -> Ca {
     Ca { params, key, pem }
 }
 
+/// The store tests' certificate builders (one copy for both crates), without their O.
+#[path = "../../../store/tests/common/mod.rs"]
+mod store_common;
+
 pub fn cert(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> String {
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.distinguished_name.push(DnType::CommonName, cn);
-    p.is_ca = if is_ca {
-        IsCa::Ca(BasicConstraints::Unconstrained)
-    } else {
-        IsCa::ExplicitNoCa
-    };
-    p.not_before = rcgen::date_time_ymd(from, 1, 1);
-    p.not_after = rcgen::date_time_ymd(to, 1, 1);
-    p.self_signed(key).unwrap().pem()
+    store_common::self_signed_with(key, cn, None, from, to, is_ca).0
 }
 
 pub fn ca(cn: &str) -> String {
@@ -82,20 +77,7 @@ pub fn expired_ca(cn: &str) -> String {
 
 /// An end-entity certificate issued by another CA (not self-issued: not pinnable).
 pub fn leaf(cn: &str) -> String {
-    let issuer_key = KeyPair::generate().unwrap();
-    let mut ip = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ip.distinguished_name
-        .push(DnType::CommonName, "Leaf Issuer");
-    ip.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let issuer = rcgen::Issuer::from_params(&ip, &issuer_key);
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.distinguished_name.push(DnType::CommonName, cn);
-    p.is_ca = IsCa::ExplicitNoCa;
-    p.not_before = rcgen::date_time_ymd(2020, 1, 1);
-    p.not_after = rcgen::date_time_ymd(2090, 1, 1);
-    p.signed_by(&KeyPair::generate().unwrap(), &issuer)
-        .unwrap()
-        .pem()
+    store_common::leaf_with(cn, None).0
 }
 
 /// A self-signed end-entity certificate (pinned when given as a trust source).

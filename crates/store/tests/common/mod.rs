@@ -15,10 +15,28 @@ pub fn key() -> KeyPair {
 
 /// A self-signed CA with common name `cn`, valid `from`..`to` (years).
 pub fn ca_with(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> (String, Vec<u8>) {
+    self_signed_with(key, cn, Some(ORG), from, to, is_ca)
+}
+
+/// The organization these tests put in their names.
+pub const ORG: &str = "tlskit tests";
+
+/// A self-signed certificate: CN `cn` (and O `org`), valid `from`..`to` (years), a CA or
+/// not. The one self-signed builder of the store and CLI tests (the CLI tests include
+/// this file: crates/cli/tests/common/store_pki.rs).
+pub fn self_signed_with(
+    key: &KeyPair,
+    cn: &str,
+    org: Option<&str>,
+    from: i32,
+    to: i32,
+    is_ca: bool,
+) -> (String, Vec<u8>) {
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.distinguished_name.push(DnType::CommonName, cn);
-    p.distinguished_name
-        .push(DnType::OrganizationName, "tlskit tests");
+    if let Some(o) = org {
+        p.distinguished_name.push(DnType::OrganizationName, o);
+    }
     p.is_ca = if is_ca {
         IsCa::Ca(BasicConstraints::Unconstrained)
     } else {
@@ -51,6 +69,11 @@ pub fn expired(cn: &str) -> (String, Vec<u8>) {
 /// An end-entity certificate issued by another (throw-away) CA: not self-issued, so it
 /// cannot be pinned and is reported as not a CA.
 pub fn leaf(cn: &str) -> (String, Vec<u8>) {
+    leaf_with(cn, Some(ORG))
+}
+
+/// [`leaf`] with O `org` (or none) in its subject.
+pub fn leaf_with(cn: &str, org: Option<&str>) -> (String, Vec<u8>) {
     let issuer_key = key();
     let mut ip = CertificateParams::new(Vec::<String>::new()).unwrap();
     ip.distinguished_name
@@ -59,8 +82,9 @@ pub fn leaf(cn: &str) -> (String, Vec<u8>) {
     let issuer = rcgen::Issuer::from_params(&ip, &issuer_key);
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.distinguished_name.push(DnType::CommonName, cn);
-    p.distinguished_name
-        .push(DnType::OrganizationName, "tlskit tests");
+    if let Some(o) = org {
+        p.distinguished_name.push(DnType::OrganizationName, o);
+    }
     p.is_ca = IsCa::ExplicitNoCa;
     p.not_before = rcgen::date_time_ymd(2020, 1, 1);
     p.not_after = rcgen::date_time_ymd(2090, 1, 1);
