@@ -49,14 +49,7 @@ fn main() -> Result<()> {
             break;
         }
     }
-    let mut sorted = samples.clone();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = tlskit_store::stats::median(&mut samples.clone()).unwrap_or(f64::NAN);
     println!(
         "{}",
         json!({
