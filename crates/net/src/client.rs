@@ -106,6 +106,8 @@ pub struct ConnectReport {
     pub verified: bool,
     /// Why verification failed.
     pub reason: Option<String>,
+    /// The stable code of `reason` (`aki-missing`, `unknown-issuer`, ...), as in `verify`.
+    pub rule: Option<&'static str>,
     /// Subjects from leaf to trust anchor when verified; otherwise the chain as sent.
     pub chain: Vec<String>,
     /// Number of certificates the server sent.
@@ -118,11 +120,16 @@ pub struct ConnectReport {
     pub handshake_ms: f64,
 }
 
+/// The `rule` when the server sent no certificate.
+pub(crate) const NO_CERTIFICATE: &str = "no-certificate";
+
 /// What the recording verifier saw: the verified chain or the reason, and what was sent.
 #[derive(Debug, Default)]
 pub(crate) struct Record {
     pub(crate) verified: Option<Vec<CertificateDer<'static>>>,
     pub(crate) error: Option<String>,
+    /// The stable code of `error` (`VerifyError::rule`).
+    pub(crate) rule: Option<&'static str>,
     pub(crate) presented: Vec<CertificateDer<'static>>,
 }
 
@@ -160,7 +167,10 @@ impl ServerCertVerifier for RecordingVerifier {
             .collect();
         match result {
             Ok(v) => r.verified = Some(v.chain.certs.clone()),
-            Err(e) => r.error = Some(e.to_string()),
+            Err(e) => {
+                r.error = Some(e.to_string());
+                r.rule = Some(e.rule());
+            }
         }
         Ok(ServerCertVerified::assertion())
     }
@@ -403,13 +413,15 @@ fn finish(
     };
     // On resumption the verifier does not run: the chain is the one rustls remembers, and
     // it was verified (against the same store generation) when the session was made.
-    let (verified, reason, chain_certs) = match (record.verified, record.error) {
-        (Some(chain), _) => (true, None, chain),
-        (None, Some(e)) => (false, Some(e), presented.clone()),
-        (None, None) if resumed => (true, None, presented.clone()),
+    let rule = record.rule;
+    let (verified, reason, rule, chain_certs) = match (record.verified, record.error) {
+        (Some(chain), _) => (true, None, None, chain),
+        (None, Some(e)) => (false, Some(e), rule, presented.clone()),
+        (None, None) if resumed => (true, None, None, presented.clone()),
         (None, None) => (
             false,
             Some("server sent no certificate".into()),
+            Some(NO_CERTIFICATE),
             presented.clone(),
         ),
     };
@@ -437,6 +449,7 @@ fn finish(
         resumed,
         verified,
         reason,
+        rule,
         chain: chain_certs.iter().map(|c| subject(c)).collect(),
         presented_certs: presented.len(),
         presented_bytes: presented.iter().map(|c| c.len()).sum(),

@@ -144,6 +144,8 @@ pub struct ProbeReport {
     pub verified: bool,
     /// Why verification failed.
     pub reason: Option<String>,
+    /// The stable code of `reason`, as in `connect`.
+    pub rule: Option<&'static str>,
     /// With --repeat: each full handshake.
     pub runs: Vec<Run>,
     /// With --repeat: the resumption attempt.
@@ -865,13 +867,15 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
     } else {
         shot.certs.presented.clone()
     };
-    let (verified, reason, chain_certs) = match (shot.certs.verified, shot.certs.error) {
-        (Some(chain), _) => (true, None, chain),
-        (None, Some(e)) => (false, Some(e), presented.clone()),
-        (None, None) if shot.resumed => (true, None, presented.clone()),
+    let rule = shot.certs.rule;
+    let (verified, reason, rule, chain_certs) = match (shot.certs.verified, shot.certs.error) {
+        (Some(chain), _) => (true, None, None, chain),
+        (None, Some(e)) => (false, Some(e), rule, presented.clone()),
+        (None, None) if shot.resumed => (true, None, None, presented.clone()),
         (None, None) => (
             false,
             Some("server sent no certificate".into()),
+            Some(crate::client::NO_CERTIFICATE),
             presented.clone(),
         ),
     };
@@ -934,6 +938,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         resumed: shot.resumed,
         verified,
         reason,
+        rule,
         runs: if repeat > 1 { runs } else { Vec::new() },
         resumption,
         kx: shot.kx,

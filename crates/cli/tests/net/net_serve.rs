@@ -102,6 +102,7 @@ fn net_serve_connect_verification_failure_is_exit_1_with_reason() {
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["verified"], false);
     assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+    assert_eq!(v["rule"], "unknown-issuer", "{v}");
     assert_eq!(
         v["chain"][0], "CN=test.example",
         "the presented chain is still reported"
@@ -115,6 +116,7 @@ fn net_serve_connect_verification_failure_is_exit_1_with_reason() {
         "other.example",
     ]);
     assert_eq!(code, 1, "{v}");
+    assert_eq!(v["rule"], "name-mismatch", "{v}");
     // Human mode: exit 1 and nothing relayed.
     let out = tlskit(&[
         "connect",
@@ -1751,7 +1753,8 @@ fn escape_codes_in_a_refused_client_certificate_are_escaped_in_the_log() {
         srv.stderr()
     );
     let log = srv.stderr();
-    assert!(log.contains("BadSignature"), "{log}");
+    assert!(log.contains("rule=bad-signature"), "{log}");
+    assert!(!log.contains("BadSignature"), "no Rust debug output: {log}");
     hostile::assert_no_raw_controls("server log", log.as_bytes());
 }
 
@@ -2119,6 +2122,24 @@ fn net_serve_client_ca_profile_and_allow() {
     };
     let strict = http_server(&pki, &["--client-ca", &s(&ca_pem)]);
     assert_eq!(try_connect(&strict), 2, "{}", strict.stderr());
+    // The refusal is logged as tlskit's sentence with its rule code, never as the Rust
+    // debug output rustls's Display gives it (`Other(OtherError(Rule(Violation {..`).
+    assert!(
+        strict.wait_log("event=handshake_failed", Duration::from_secs(10)),
+        "{}",
+        strict.stderr()
+    );
+    let log = strict.stderr();
+    let line = log
+        .lines()
+        .find(|l| l.contains("event=handshake_failed"))
+        .expect("logged");
+    assert!(line.contains("rule=aki-missing"), "{line}");
+    assert!(line.contains("RFC 5280 4.2.1.1"), "{line}");
+    assert!(line.contains("CN=no-aki client"), "{line}");
+    for debug in ["Violation {", "OtherError(", "Rule(", "Other("] {
+        assert!(!line.contains(debug), "{debug}: {line}");
+    }
     let allowed = http_server(
         &pki,
         &[
@@ -2137,6 +2158,81 @@ fn net_serve_client_ca_profile_and_allow() {
         let out = tlskit(&[&["serve", "--listen", "127.0.0.1:0"][..], bad].concat());
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
+}
+
+/// Issue 13: `connect --json` and `probe --json` carry the refusal's stable `rule` code
+/// next to its sentence: here a server certificate without an authority key identifier
+/// (RFC 5280 4.2.1.1), which the default profile refuses.
+#[test]
+fn net_connect_and_probe_json_carry_the_rule_code() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cap.distinguished_name.push(DnType::CommonName, "no-aki CA");
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut lp = CertificateParams::new(vec!["test.example".to_string()]).expect("test setup");
+    lp.distinguished_name
+        .push(DnType::CommonName, "test.example");
+    lp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    // rcgen leaves the authority key identifier out unless asked.
+    let leaf = lp
+        .signed_by(&key, &Issuer::from_params(&cap, &ca_key))
+        .expect("test setup");
+    let dir = tempfile::tempdir().expect("test setup");
+    let (ca_pem, c_pem, k_pem) = (
+        dir.path().join("ca.pem"),
+        dir.path().join("c.pem"),
+        dir.path().join("c.key"),
+    );
+    std::fs::write(&ca_pem, ca.pem()).expect("test setup");
+    std::fs::write(&c_pem, leaf.pem()).expect("test setup");
+    std::fs::write(&k_pem, key.serialize_pem()).expect("test setup");
+    let srv = Serve::start(&[
+        "--cert",
+        &s(&c_pem),
+        "--key",
+        &s(&k_pem),
+        "--respond",
+        "http",
+    ]);
+    let target = srv.addr().to_string();
+    let args = [
+        target.as_str(),
+        "--roots",
+        &s(&ca_pem),
+        "--servername",
+        "test.example",
+    ];
+    let (code, v) = connect_json(&args);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["verified"], false, "{v}");
+    assert_eq!(v["rule"], "aki-missing", "{v}");
+    let reason = v["reason"].as_str().expect("reason");
+    assert!(reason.contains("RFC 5280 4.2.1.1"), "{reason}");
+    let out = tlskit(&[&["probe"][..], &args[..], &["--json"][..]].concat());
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(p["verified"], false, "{p}");
+    assert_eq!(p["rule"], "aki-missing", "{p}");
+    // Verified: the rule is null.
+    let pki = Pki::new();
+    let ok = http_server(&pki, &[]);
+    let (code, v) = connect_json(&[
+        &ok.addr().to_string(),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["rule"].is_null(), "{v}");
 }
 
 /// `connect` and `probe` name the problem when the trust source yields nothing (it was
