@@ -157,6 +157,9 @@ pub struct ProbeReport {
     pub expires_in_days: Option<i64>,
     /// The reported handshake's flights against time (`probe --timeline` draws it).
     pub timeline: Vec<TimelineEntry>,
+    /// As [`crate::Connected::roots_warnings`] (printed on stderr, not in the JSON).
+    #[serde(skip)]
+    pub roots_warnings: Vec<String>,
     /// Plain-English findings.
     pub advice: Vec<String>,
 }
@@ -558,7 +561,7 @@ fn one(
                         break;
                     }
                 }
-                return Err(herr(e.to_string()));
+                return Err(herr(crate::error::tls_text(&e)));
             }
         }
     })();
@@ -568,7 +571,7 @@ fn one(
         let _ = io.sock.shutdown(Shutdown::Both);
         let _ = reader.join();
         return Err(match e {
-            NetError::Io(io) => herr(io.to_string()),
+            NetError::Io(io) => herr(crate::error::io_tls_text(&io)),
             other => other,
         });
     }
@@ -947,6 +950,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
             .and_then(|c| crate::kx::expires_in_days(c, std::time::SystemTime::now())),
         timeline: shot.timeline,
         advice: Vec::new(),
+        roots_warnings: verifier.roots_warnings.clone(),
     };
     let mut advice = advise(&report);
     if presented.len() > 1 && presented.last().is_some_and(|c| self_signed(c)) {

@@ -385,7 +385,7 @@ fn net_serve_client_certificates_required() {
         ]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "TLS {v}: {err}");
-        assert!(err.contains("Certificate"), "TLS {v}: {err}");
+        assert!(err.contains("certificate_required (116)"), "TLS {v}: {err}");
     }
     // Without a certificate the server refuses. In TLS 1.3 the client learns it after
     // its Finished, so read: the request must not be answered.
@@ -2140,6 +2140,26 @@ fn net_serve_client_ca_profile_and_allow() {
     for debug in ["Violation {", "OtherError(", "Rule(", "Other("] {
         assert!(!line.contains(debug), "{debug}: {line}");
     }
+    // The client side: the alert the server sent, by its RFC 8446 name, not rustls's
+    // debug name (`received fatal alert: BadCertificate`).
+    let out = tlskit(&[
+        "connect",
+        &strict.addr().to_string(),
+        "--roots",
+        &roots,
+        "--servername",
+        "test.example",
+        "--tls-version",
+        "1.2",
+        "--cert",
+        &s(&c_pem),
+        "--key",
+        &s(&k_pem),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the server sent the fatal alert"), "{err}");
+    assert!(!err.contains("fatal alert: "), "{err}");
     let allowed = http_server(
         &pki,
         &[
@@ -2256,6 +2276,84 @@ fn net_connect_roots_nothing_loadable_names_the_problem() {
         assert!(err.contains("not a CA certificate"), "{cmd}: {err}");
         assert!(err.contains("client.pem"), "{cmd}: {err}");
     }
+}
+
+/// Issue 13: with several `--roots` sources, one that yields nothing (here a file whose
+/// only certificate is neither a CA nor self-signed) is named on stderr as a warning,
+/// though the other source loads and the handshake verifies.
+#[test]
+fn net_connect_and_probe_warn_about_a_roots_source_that_yields_nothing() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    let target = srv.addr().to_string();
+    let (good, bad) = (s(&pki.path("ca.pem")), s(&pki.path("client.pem")));
+    for cmd in ["connect", "probe"] {
+        let out = tlskit(&[
+            cmd,
+            &target,
+            "--roots",
+            &good,
+            "--roots",
+            &bad,
+            "--servername",
+            "test.example",
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["verified"], true, "{cmd}: {v}");
+        assert!(err.contains("warning: roots:"), "{cmd}: {err}");
+        assert!(err.contains("client.pem"), "{cmd}: {err}");
+        assert!(err.contains("not a CA certificate"), "{cmd}: {err}");
+        // Both sources good: no warning.
+        let out = tlskit(&[
+            cmd,
+            &target,
+            "--roots",
+            &good,
+            "--servername",
+            "test.example",
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {err}");
+        assert!(!err.contains("warning"), "{cmd}: {err}");
+    }
+}
+
+/// Issue 13: a server using a self-signed end-entity certificate (a development
+/// certificate such as Debian's snakeoil: no CA bit, no key identifiers) is verified by
+/// `connect` when that certificate is given as `--roots`: it is pinned, trusted for
+/// exactly itself. Another self-signed certificate for the same name is not.
+#[test]
+fn net_connect_pinned_self_signed_server_certificate() {
+    let dir = tempfile::tempdir().expect("test setup");
+    let make = |stem: &str| {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
+        let mut p =
+            rcgen::CertificateParams::new(vec!["test.example".to_string()]).expect("params");
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "test.example");
+        let cert = p.self_signed(&key).expect("self-signed");
+        let (c, k) = (
+            dir.path().join(format!("{stem}.pem")),
+            dir.path().join(format!("{stem}.key")),
+        );
+        std::fs::write(&c, cert.pem()).expect("write");
+        std::fs::write(&k, key.serialize_pem()).expect("write");
+        (s(&c), s(&k))
+    };
+    let (snake, snake_key) = make("snakeoil");
+    let (other, _) = make("other");
+    let srv = Serve::start(&["--cert", &snake, "--key", &snake_key, "--respond", "http"]);
+    let target = srv.addr().to_string();
+    let (code, v) = connect_json(&[&target, "--roots", &snake, "--servername", "test.example"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    let (code, v) = connect_json(&[&target, "--roots", &other, "--servername", "test.example"]);
+    assert_eq!(code, 1, "another pinned certificate is no issuer: {v}");
+    assert_eq!(v["verified"], false, "{v}");
 }
 
 // ---- Issue 12, connection side: bounded memory and a deadline in every state. ----
