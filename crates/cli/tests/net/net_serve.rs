@@ -2180,6 +2180,148 @@ fn net_serve_client_ca_profile_and_allow() {
     }
 }
 
+/// Issue 13, the profile's wiring into `serve`: `--client-ca-profile rfc5280` lifts a
+/// CA/B-only rule (a client certificate without an extended key usage is refused under
+/// webpki, accepted under rfc5280), the config-file keys `client_ca_profile` and
+/// `client_ca_allow` do the same as the flags, and a pinned self-signed client
+/// certificate is accepted through `--client-ca`, as a file and from a directory.
+#[test]
+fn net_serve_client_ca_profile_wiring_config_and_pinned() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().expect("test setup");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("test setup");
+        s(&p)
+    };
+    let p256 = || KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let ca_key = p256();
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cap.distinguished_name.push(DnType::CommonName, "wiring CA");
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let ca_pem = write("ca.pem", &ca.pem());
+    let issuer = Issuer::from_params(&cap, &ca_key);
+    // (name, EKU clientAuth, AKI): a client certificate signed by the CA.
+    let client = |name: &str, eku: bool, aki: bool| {
+        let key = p256();
+        let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+        cp.distinguished_name.push(DnType::CommonName, name);
+        if eku {
+            cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        }
+        cp.use_authority_key_identifier_extension = aki;
+        let c = cp.signed_by(&key, &issuer).expect("test setup");
+        (
+            write(&format!("{name}.pem"), &c.pem()),
+            write(&format!("{name}.key"), &key.serialize_pem()),
+        )
+    };
+    let no_eku = client("no-eku", false, true);
+    let no_aki = client("no-aki", true, false);
+    // A self-signed client certificate (no CA bit), and another one for the same name.
+    let self_signed = |stem: &str| {
+        let key = p256();
+        let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+        cp.distinguished_name
+            .push(DnType::CommonName, "pinned client");
+        cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let c = cp.self_signed(&key).expect("test setup");
+        (
+            write(&format!("{stem}.pem"), &c.pem()),
+            write(&format!("{stem}.key"), &key.serialize_pem()),
+        )
+    };
+    let pinned = self_signed("pinned");
+    let stranger = self_signed("stranger");
+    let pin_dir = dir.path().join("pins");
+    std::fs::create_dir(&pin_dir).expect("test setup");
+    std::fs::copy(&pinned.0, pin_dir.join("pinned.pem")).expect("test setup");
+
+    let roots = s(&pki.path("ca.pem"));
+    // Exit code of a TLS 1.2 connect (the refusal comes in the handshake) with `who`.
+    let try_connect = |srv: &Serve, who: &(String, String)| {
+        connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &roots,
+            "--servername",
+            "test.example",
+            "--tls-version",
+            "1.2",
+            "--cert",
+            &who.0,
+            "--key",
+            &who.1,
+        ])
+        .0
+    };
+
+    // Flags: webpki (default) refuses the client certificate without EKU, rfc5280 takes it.
+    let webpki = http_server(&pki, &["--client-ca", &ca_pem]);
+    assert_eq!(try_connect(&webpki, &no_eku), 2, "{}", webpki.stderr());
+    assert!(
+        webpki.wait_log("rule=eku-client-auth-missing", Duration::from_secs(10)),
+        "{}",
+        webpki.stderr()
+    );
+    drop(webpki);
+    let rfc = http_server(
+        &pki,
+        &["--client-ca", &ca_pem, "--client-ca-profile", "rfc5280"],
+    );
+    assert_eq!(try_connect(&rfc, &no_eku), 0, "{}", rfc.stderr());
+    // A missing AKI is an RFC 5280 rule: still refused under rfc5280.
+    assert_eq!(try_connect(&rfc, &no_aki), 2, "{}", rfc.stderr());
+    drop(rfc);
+
+    // The same through the config file.
+    let (chain, key) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let conf = |extra: &str| {
+        write(
+            "serve.toml",
+            &format!(
+                "listen = [\"127.0.0.1:0\"]\ncert = {chain:?}\nkey = {key:?}\n\
+                 respond = \"http\"\nclient_ca = [{ca_pem:?}]\n{extra}"
+            ),
+        )
+    };
+    let f = Serve::start(&["--config", &conf("client_ca_profile = \"rfc5280\"\n")]);
+    assert_eq!(try_connect(&f, &no_eku), 0, "{}", f.stderr());
+    assert_eq!(try_connect(&f, &no_aki), 2, "{}", f.stderr());
+    drop(f);
+    let f = Serve::start(&["--config", &conf("client_ca_allow = [\"aki-missing\"]\n")]);
+    assert_eq!(try_connect(&f, &no_aki), 0, "{}", f.stderr());
+    assert_eq!(try_connect(&f, &no_eku), 2, "webpki still: {}", f.stderr());
+    drop(f);
+    // A rule name the file gets wrong is a configuration error (exit 2).
+    let out = tlskit(&[
+        "serve",
+        "--config",
+        &conf("client_ca_allow = [\"no-such-rule\"]\n"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rule"));
+
+    // Pinned: the self-signed client certificate itself as the client CA, as a file and
+    // in a directory; another self-signed certificate with the same name is refused.
+    for source in [pinned.0.clone(), s(&pin_dir)] {
+        let srv = http_server(&pki, &["--client-ca", &source]);
+        assert_eq!(try_connect(&srv, &pinned), 0, "{source}: {}", srv.stderr());
+        assert_eq!(
+            try_connect(&srv, &stranger),
+            2,
+            "{source}: {}",
+            srv.stderr()
+        );
+    }
+}
+
 /// Issue 13: `connect --json` and `probe --json` carry the refusal's stable `rule` code
 /// next to its sentence: here a server certificate without an authority key identifier
 /// (RFC 5280 4.2.1.1), which the default profile refuses.
