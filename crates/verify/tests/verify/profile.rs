@@ -95,6 +95,48 @@ fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
     v
 }
 
+/// (header length, content length) of the DER TLV at the start of `d`.
+fn tlv_at(d: &[u8]) -> (usize, usize) {
+    match d[1] {
+        n if n < 0x80 => (2, n as usize),
+        0x81 => (3, d[2] as usize),
+        0x82 => (4, (d[2] as usize) << 8 | d[3] as usize),
+        n => panic!("length form {n:#x}"),
+    }
+}
+
+/// DER TLV with any length up to 65,535.
+fn tlv_long(tag: u8, body: &[u8]) -> Vec<u8> {
+    if body.len() < 256 {
+        return tlv(tag, body);
+    }
+    let mut v = vec![tag, 0x82, (body.len() >> 8) as u8, body.len() as u8];
+    v.extend_from_slice(body);
+    v
+}
+
+/// `der` with its serial number's first octet set to 0x81 (a negative INTEGER, which
+/// rcgen cannot write), signed again by `issuer`.
+fn with_negative_serial(der: &[u8], issuer: &Ca) -> CertificateDer<'static> {
+    use rcgen::SigningKey;
+    let (h, _) = tlv_at(der);
+    let body = &der[h..];
+    let (th, tl) = tlv_at(body);
+    let mut tbs = body[..th + tl].to_vec();
+    let rest = &body[th + tl..];
+    let (ah, al) = tlv_at(rest);
+    let alg = rest[..ah + al].to_vec();
+    // TBSCertificate: header, version [0] (5 octets), then serialNumber.
+    let serial_at = th + 5;
+    assert_eq!(tbs[serial_at], 0x02, "serialNumber INTEGER");
+    let (sh, _) = tlv_at(&tbs[serial_at..]);
+    tbs[serial_at + sh] = 0x81;
+    let mut bits = vec![0];
+    bits.extend(issuer.key.sign(&tbs).unwrap());
+    let body = [tbs, alg, tlv_long(0x03, &bits)].concat();
+    CertificateDer::from(tlv_long(0x30, &body))
+}
+
 const BC: &[u64] = &[2, 5, 29, 19];
 const KU: &[u64] = &[2, 5, 29, 15];
 const SKI: &[u64] = &[2, 5, 29, 14];
@@ -176,6 +218,31 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), ca_params("I"), ok),
     );
 
+    // serial-invalid: negative (re-signed by hand: rcgen writes serials unsigned).
+    {
+        let r = root("R");
+        let i = intermediate("I", &r);
+        let mut l = good_leaf();
+        l.serial_number = Some(SerialNumber::from_slice(&[0x01, 0x02, 0x03]));
+        let bad = with_negative_serial(&leaf_with(l.clone(), &i).der, &i);
+        let good = leaf_with(l, &i).der;
+        let case = |ee| Case {
+            anchors: vec![r.der.clone()],
+            ee,
+            chain: vec![i.der.clone()],
+        };
+        let err = case(bad.clone())
+            .run(Profile::WebPki, Purpose::Server, None)
+            .unwrap_err();
+        assert!(err.to_string().contains("negative"), "{err}");
+        add(
+            Rule::SerialInvalid,
+            CertRole::EndEntity,
+            case(bad),
+            case(good),
+        );
+    }
+
     // aki-missing: leaf, and intermediate.
     let mut l = good_leaf();
     l.use_authority_key_identifier_extension = false;
@@ -191,6 +258,18 @@ fn rule_cases() -> Vec<RuleCase> {
         Rule::AkiMissing,
         CertRole::Intermediate,
         chain3(ca_params("R"), i, good_leaf()),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
+    // aki-missing: an AKI with authorityCertSerialNumber but no keyIdentifier.
+    let mut l = good_leaf();
+    l.use_authority_key_identifier_extension = false;
+    l.custom_extensions
+        .push(ext(AKI, false, tlv(0x30, &tlv(0x82, &[0x01]))));
+    add(
+        Rule::AkiMissing,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
         chain3(ca_params("R"), ca_params("I"), good_leaf()),
     );
 
@@ -235,6 +314,27 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(r, ca_params("I"), good_leaf()),
         chain3(ca_params("R"), ca_params("I"), good_leaf()),
     );
+
+    // aki-self-signed-mismatch: a root's AKI with its own keyIdentifier plus an
+    // authorityCertSerialNumber, or plus an authorityCertIssuer; the fix carries only the
+    // keyIdentifier.
+    let own = vec![0x42; 20];
+    let root_aki = |extra: &[u8]| {
+        let mut r = ca_params("R");
+        r.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(own.clone());
+        r.use_authority_key_identifier_extension = false;
+        let body = [tlv(0x80, &own), extra.to_vec()].concat();
+        r.custom_extensions.push(ext(AKI, false, tlv(0x30, &body)));
+        r
+    };
+    for extra in [tlv(0x82, &[0x01]), tlv(0xa1, &tlv(0x82, b"r.example"))] {
+        add(
+            Rule::AkiSelfSignedMismatch,
+            CertRole::Anchor,
+            chain3(root_aki(&extra), ca_params("I"), good_leaf()),
+            chain3(root_aki(&[]), ca_params("I"), good_leaf()),
+        );
+    }
 
     // ski-missing / ski-critical (intermediate).
     add(
@@ -403,26 +503,33 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), i_ok, good_leaf()),
     );
 
-    // policy-constraints-not-critical.
-    let pc = tlv(0x30, &[0x80, 0x01, 0x00]);
+    // policy-constraints-not-critical: inhibitPolicyMapping 0, not critical; the fix is
+    // the same extension marked critical (rustls-webpki refuses it as unknown; tlskit's
+    // RFC 5280 validator accepts it, since without requireExplicitPolicy it cannot
+    // change the answer).
+    let pc = tlv(0x30, &[0x81, 0x01, 0x00]);
     let mut i = ca_params("I");
     i.custom_extensions.push(ext(PC, false, pc.clone()));
-    // The fix is a CA without policyConstraints: a critical one is refused by
-    // rustls-webpki, which does not process certificate policies (README, "Limits of
-    // rustls-webpki").
-    let i_ok = ca_params("I");
-    let mut i_crit = ca_params("I");
-    i_crit.custom_extensions.push(ext(PC, true, pc));
-    let err = chain3(ca_params("R"), i_crit, good_leaf())
-        .run(Profile::Rfc5280, Purpose::Server, None)
-        .unwrap_err();
-    assert_eq!(err.rule(), "unknown-critical-extension", "{err}");
+    let mut i_ok = ca_params("I");
+    i_ok.custom_extensions.push(ext(PC, true, pc));
     add(
         Rule::PolicyConstraintsNotCritical,
         CertRole::Intermediate,
         chain3(ca_params("R"), i, good_leaf()),
         chain3(ca_params("R"), i_ok, good_leaf()),
     );
+    // requireExplicitPolicy needs certificate-policy processing, which tlskit does not
+    // do (crates/verify/README.md): refused, critical or not, under both profiles.
+    let mut i_req = ca_params("I");
+    i_req
+        .custom_extensions
+        .push(ext(PC, true, tlv(0x30, &[0x80, 0x01, 0x00])));
+    for p in [Profile::WebPki, Profile::Rfc5280] {
+        let err = chain3(ca_params("R"), i_req.clone(), good_leaf())
+            .run(p, Purpose::Server, None)
+            .unwrap_err();
+        assert_eq!(err.rule(), "unknown-critical-extension", "{p}: {err}");
+    }
 
     // aia-malformed: a location that is a dNSName, not a URI.
     let ca_issuers = [0x06, 0x08, 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x02];
@@ -436,6 +543,28 @@ fn rule_cases() -> Vec<RuleCase> {
     let mut ok = good_leaf();
     ok.custom_extensions
         .push(ext(AIA, false, tlv(0x30, &tlv(0x30, &good_ad))));
+    add(
+        Rule::AiaMalformed,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), ok),
+    );
+
+    // aia-malformed: critical, and empty (SIZE (1..MAX)).
+    let mut l = good_leaf();
+    l.custom_extensions
+        .push(ext(AIA, true, tlv(0x30, &tlv(0x30, &good_ad))));
+    let mut ok = good_leaf();
+    ok.custom_extensions
+        .push(ext(AIA, false, tlv(0x30, &tlv(0x30, &good_ad))));
+    add(
+        Rule::AiaMalformed,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), ok.clone()),
+    );
+    let mut l = good_leaf();
+    l.custom_extensions.push(ext(AIA, false, vec![0x30, 0x00]));
     add(
         Rule::AiaMalformed,
         CertRole::EndEntity,
@@ -517,6 +646,17 @@ fn rule_cases() -> Vec<RuleCase> {
     l.subject_alt_names
         .push(SanType::IpAddress("2001:db8::1".parse().unwrap()));
     l.distinguished_name = dn("2001:0db8:0:0::1");
+    add(
+        Rule::CnNotInSan,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
+    // cn-not-in-san: the same name in another case (BR 7.1.4.3: equal, not equal
+    // ignoring case).
+    let mut l = good_leaf();
+    l.distinguished_name = dn("A.Example");
     add(
         Rule::CnNotInSan,
         CertRole::EndEntity,
@@ -986,6 +1126,13 @@ fn hand_crl(issuer: &Ca, number: Option<bool>) -> tlskit_verify::Crl {
 /// CRLNumber, with a critical one, and by a root whose keyUsage lacks cRLSign.
 #[test]
 fn crl_rules() {
+    // RFC 5280 rules: the same answers under both profiles.
+    for profile in [Profile::WebPki, Profile::Rfc5280] {
+        crl_rules_under(profile);
+    }
+}
+
+fn crl_rules_under(profile: Profile) {
     let run = |root_p: CertificateParams, number: Option<bool>| {
         let r = root_with(root_p);
         let i = intermediate("I", &r);
@@ -995,6 +1142,7 @@ fn crl_rules() {
         ChainVerifier::new(VerifierConfig {
             cache: None,
             crls: vec![crl],
+            profile,
             ..VerifierConfig::default()
         })
         .verify(
@@ -1161,4 +1309,31 @@ fn rfc822_and_directory_name_constraints_both_ways() {
             assert_eq!(e.rule(), "name-constraint-violated", "row {n}: {e}");
         }
     }
+}
+
+/// RFC 5280 6.1.4 (l): a self-issued intermediate (a key rollover: same name, new key,
+/// signed by the old one) does not count toward a pathLenConstraint above it; another
+/// CA there does. Under the default (webpki) profile, both ways.
+#[test]
+fn self_issued_intermediate_does_not_count_toward_path_len() {
+    let r = root("R");
+    let mut ip = ca_params("I");
+    ip.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    let i = intermediate_with(ip, KeyPair::generate().unwrap(), &r);
+    let run = |next: &Ca| {
+        let l = leaf("a.example", next);
+        Case {
+            anchors: vec![r.der.clone()],
+            ee: l.der,
+            chain: vec![next.der.clone(), i.der.clone()],
+        }
+        .run(Profile::WebPki, Purpose::Server, Some("a.example"))
+    };
+    // Same name as I, new key, signed by I's old key: self-issued.
+    let rollover = intermediate_with(ca_params("I"), KeyPair::generate().unwrap(), &i);
+    run(&rollover).unwrap_or_else(|e| panic!("self-issued counted: {e}"));
+    // Another name: a second CA below I's pathLenConstraint 0.
+    let other = intermediate_with(ca_params("J"), KeyPair::generate().unwrap(), &i);
+    let err = run(&other).unwrap_err();
+    assert_eq!(err.rule(), "path-len-exceeded", "{err}");
 }
