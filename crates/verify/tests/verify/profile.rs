@@ -1022,12 +1022,33 @@ fn interop_cases_from_the_issue() {
     assert_eq!(err.rule(), "ca-as-end-entity", "{err}");
 
     // 7. Trailing-dot host name: `a.example.` is the same host as `a.example` (an
-    //    absolute name); rustls-webpki refuses to match it (DNS-ID matching has no
-    //    trailing dot), tlskit's reference-name parser strips it first (names.rs), so
-    //    `tlskit verify --host a.example.` succeeds: see crates/cli/tests.
+    //    absolute name), so it is accepted, as curl and OpenSSL do. tlskit's
+    //    reference-name parser strips the dot first (names.rs), so the name that is
+    //    matched and reported is `a.example`; `tlskit verify --host a.example.` succeeds
+    //    too (crates/cli/tests). Here through the library, as an embedder would parse it.
     let c = chain3(ca_params("R"), ca_params("I"), good_leaf());
-    c.run(Profile::WebPki, Purpose::Server, Some("a.example"))
+    let reference = tlskit_verify::names::ReferenceName::parse("a.example.").unwrap();
+    let name = reference.to_server_name().unwrap();
+    assert_eq!(name.to_str(), "a.example");
+    let refs: Vec<&CertificateDer<'_>> = c.anchors.iter().collect();
+    let st = store(&refs);
+    let v = verifier(Profile::WebPki, &[]);
+    v.verify(&st, &c.ee, &c.chain, Some(&name), Purpose::Server, now())
         .unwrap();
+    // The raw name, dot kept, handed straight to the verifier: rustls-webpki (0.103)
+    // ignores the root dot as well.
+    let raw = ServerName::try_from("a.example.".to_string()).unwrap();
+    v.verify(&st, &c.ee, &c.chain, Some(&raw), Purpose::Server, now())
+        .unwrap();
+    // Another host, dot or not: refused.
+    let other = tlskit_verify::names::ReferenceName::parse("b.example.")
+        .unwrap()
+        .to_server_name()
+        .unwrap();
+    let err = v
+        .verify(&st, &c.ee, &c.chain, Some(&other), Purpose::Server, now())
+        .unwrap_err();
+    assert_eq!(err.rule(), "name-mismatch", "{err}");
 }
 
 #[test]
