@@ -35,17 +35,6 @@ fn uncached() -> ChainVerifier {
     })
 }
 
-struct Pki {
-    root: Ca,
-    int: Ca,
-}
-
-fn pki() -> Pki {
-    let root = root("Test Root");
-    let int = intermediate("Test Intermediate", &root);
-    Pki { root, int }
-}
-
 #[test]
 fn leaf_intermediate_root_is_valid_and_chain_is_reported() {
     let p = pki();

@@ -8,9 +8,8 @@ use crate::common;
 
 use common::*;
 use rcgen::{
-    BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints,
-    SanType, SerialNumber,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+    GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints, SanType, SerialNumber,
 };
 use tlskit_verify::{
     CertRole, CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, VerifierConfig,
@@ -74,103 +73,6 @@ fn chain3(root_p: CertificateParams, int_p: CertificateParams, leaf_p: Certifica
 
 fn good_leaf() -> CertificateParams {
     leaf_params(&["a.example"])
-}
-
-fn ext(oid: &[u64], critical: bool, content: Vec<u8>) -> CustomExtension {
-    let mut e = CustomExtension::from_oid_content(oid, content);
-    e.set_criticality(critical);
-    e
-}
-
-/// DER TLV with a short or long length.
-fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![tag];
-    if body.len() < 128 {
-        v.push(body.len() as u8);
-    } else {
-        v.push(0x81);
-        v.push(body.len() as u8);
-    }
-    v.extend_from_slice(body);
-    v
-}
-
-/// (header length, content length) of the DER TLV at the start of `d`.
-fn tlv_at(d: &[u8]) -> (usize, usize) {
-    match d[1] {
-        n if n < 0x80 => (2, n as usize),
-        0x81 => (3, d[2] as usize),
-        0x82 => (4, (d[2] as usize) << 8 | d[3] as usize),
-        n => panic!("length form {n:#x}"),
-    }
-}
-
-/// DER TLV with any length up to 65,535.
-fn tlv_long(tag: u8, body: &[u8]) -> Vec<u8> {
-    if body.len() < 256 {
-        return tlv(tag, body);
-    }
-    let mut v = vec![tag, 0x82, (body.len() >> 8) as u8, body.len() as u8];
-    v.extend_from_slice(body);
-    v
-}
-
-/// `der` with its serial number's first octet set to 0x81 (a negative INTEGER, which
-/// rcgen cannot write), signed again by `issuer`.
-fn with_negative_serial(der: &[u8], issuer: &Ca) -> CertificateDer<'static> {
-    use rcgen::SigningKey;
-    let (h, _) = tlv_at(der);
-    let body = &der[h..];
-    let (th, tl) = tlv_at(body);
-    let mut tbs = body[..th + tl].to_vec();
-    let rest = &body[th + tl..];
-    let (ah, al) = tlv_at(rest);
-    let alg = rest[..ah + al].to_vec();
-    // TBSCertificate: header, version [0] (5 octets), then serialNumber.
-    let serial_at = th + 5;
-    assert_eq!(tbs[serial_at], 0x02, "serialNumber INTEGER");
-    let (sh, _) = tlv_at(&tbs[serial_at..]);
-    tbs[serial_at + sh] = 0x81;
-    let mut bits = vec![0];
-    bits.extend(issuer.key.sign(&tbs).unwrap());
-    let body = [tbs, alg, tlv_long(0x03, &bits)].concat();
-    CertificateDer::from(tlv_long(0x30, &body))
-}
-
-const BC: &[u64] = &[2, 5, 29, 19];
-const KU: &[u64] = &[2, 5, 29, 15];
-const SKI: &[u64] = &[2, 5, 29, 14];
-const AKI: &[u64] = &[2, 5, 29, 35];
-const EKU: &[u64] = &[2, 5, 29, 37];
-const SAN: &[u64] = &[2, 5, 29, 17];
-const NC: &[u64] = &[2, 5, 29, 30];
-const PC: &[u64] = &[2, 5, 29, 36];
-const AIA: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 1];
-
-/// basicConstraints cA = TRUE.
-fn bc_ca() -> Vec<u8> {
-    vec![0x30, 0x03, 0x01, 0x01, 0xff]
-}
-/// keyUsage digitalSignature, keyCertSign, cRLSign.
-fn ku_ca() -> Vec<u8> {
-    vec![0x03, 0x02, 0x01, 0x86]
-}
-
-/// A CA whose basicConstraints / SKI / KU are written by hand (rcgen's is_ca = NoCa), so
-/// criticality and presence can be chosen.
-fn hand_ca(cn: &str, bc_critical: bool, ski: Option<bool>, ku: bool) -> CertificateParams {
-    let mut p = ca_params(cn);
-    p.is_ca = IsCa::NoCa;
-    p.key_usages.clear();
-    p.custom_extensions.push(ext(BC, bc_critical, bc_ca()));
-    if ku {
-        p.custom_extensions.push(ext(KU, true, ku_ca()));
-    }
-    if let Some(critical) = ski {
-        p.custom_extensions
-            .push(ext(SKI, critical, tlv(0x04, &[0x11; 20])));
-    }
-    p
 }
 
 fn dn(cn: &str) -> DistinguishedName {
@@ -697,7 +599,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root_with(r);
         let i1 = intermediate_with(ca_params("I1"), KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(i.clone(), KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -708,7 +610,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root_with(r_ok);
         let i1 = intermediate_with(ca_params("I1"), KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(i, KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -724,7 +626,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root("R");
         let i1 = intermediate_with(i1, KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(ca_params("I2"), KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -755,10 +657,6 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), i, lok),
     );
     v
-}
-
-fn leaf(name: &str, issuer: &Ca) -> Ca {
-    common::leaf(&[name], issuer)
 }
 
 fn ski_of(der: &[u8]) -> Vec<u8> {
@@ -1157,7 +1055,7 @@ fn crl_rules_under(profile: Profile) {
     let run = |root_p: CertificateParams, number: Option<bool>| {
         let r = root_with(root_p);
         let i = intermediate("I", &r);
-        let l = leaf("a.example", &i);
+        let l = common::leaf(&["a.example"], &i);
         let crl = hand_crl(&r, number);
         let s = store(&[&r.der]);
         ChainVerifier::new(VerifierConfig {
@@ -1342,7 +1240,7 @@ fn self_issued_intermediate_does_not_count_toward_path_len() {
     ip.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     let i = intermediate_with(ip, KeyPair::generate().unwrap(), &r);
     let run = |next: &Ca| {
-        let l = leaf("a.example", next);
+        let l = common::leaf(&["a.example"], next);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
