@@ -15,6 +15,8 @@ mod run;
 mod show;
 #[path = "../common/store_pki.rs"]
 mod store_pki;
+#[path = "../common/verify_pki.rs"]
+mod verify_pki;
 
 mod bounds_cli;
 mod contract;

@@ -40,3 +40,14 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
     assert_eq!(o.status.code(), Some(0), "tlskit {args:?}\n{}", text(&o));
     String::from_utf8(o.stdout).expect("UTF-8 stdout")
 }
+
+/// Run `tlskit ARGS` in the current directory: the exit code (-1 for a signal), stdout and
+/// stderr as text.
+pub fn tlskit_streams(args: &[&str]) -> (i32, String, String) {
+    let o = tlskit(args);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
