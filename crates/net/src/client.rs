@@ -106,6 +106,8 @@ pub struct ConnectReport {
     pub verified: bool,
     /// Why verification failed.
     pub reason: Option<String>,
+    /// The stable code of `reason` (`aki-missing`, `unknown-issuer`, ...), as in `verify`.
+    pub rule: Option<&'static str>,
     /// Subjects from leaf to trust anchor when verified; otherwise the chain as sent.
     pub chain: Vec<String>,
     /// Number of certificates the server sent.
@@ -118,11 +120,19 @@ pub struct ConnectReport {
     pub handshake_ms: f64,
 }
 
+/// Most trust-source problems named one by one (the rest are counted).
+const MAX_ROOTS_WARNINGS: usize = 5;
+
+/// The `rule` when the server sent no certificate.
+pub(crate) const NO_CERTIFICATE: &str = "no-certificate";
+
 /// What the recording verifier saw: the verified chain or the reason, and what was sent.
 #[derive(Debug, Default)]
 pub(crate) struct Record {
     pub(crate) verified: Option<Vec<CertificateDer<'static>>>,
     pub(crate) error: Option<String>,
+    /// The stable code of `error` (`VerifyError::rule`).
+    pub(crate) rule: Option<&'static str>,
     pub(crate) presented: Vec<CertificateDer<'static>>,
 }
 
@@ -133,6 +143,8 @@ pub(crate) struct Record {
 pub(crate) struct RecordingVerifier {
     pub(crate) inner: StoreServerVerifier,
     pub(crate) record: Mutex<Record>,
+    /// Problems of the trust sources given (see [`Connected::roots_warnings`]).
+    pub(crate) roots_warnings: Vec<String>,
 }
 
 impl RecordingVerifier {
@@ -160,7 +172,10 @@ impl ServerCertVerifier for RecordingVerifier {
             .collect();
         match result {
             Ok(v) => r.verified = Some(v.chain.certs.clone()),
-            Err(e) => r.error = Some(e.to_string()),
+            Err(e) => {
+                r.error = Some(e.to_string());
+                r.rule = Some(e.rule());
+            }
         }
         Ok(ServerCertVerified::assertion())
     }
@@ -189,6 +204,10 @@ impl ServerCertVerifier for RecordingVerifier {
 pub struct Connected {
     /// What was negotiated.
     pub report: ConnectReport,
+    /// What the trust sources given (`--roots`) could not load, one sentence each, when
+    /// the store as a whole still loaded: a source that yields nothing must not pass
+    /// unnoticed. Empty with the default (system) store.
+    pub roots_warnings: Vec<String>,
     rt: tokio::runtime::Runtime,
     stream: tokio_rustls::client::TlsStream<TcpStream>,
 }
@@ -281,6 +300,26 @@ impl ClientSetup {
                 .unwrap_or_else(|| "no certificates".into());
             return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
         }
+        // The store loaded, but a source given may still have yielded nothing (a file of
+        // one unusable certificate next to a good one): name each problem.
+        let roots_warnings = if peer.roots.is_empty() {
+            Vec::new()
+        } else {
+            let mut w: Vec<String> = report
+                .errors
+                .iter()
+                .take(MAX_ROOTS_WARNINGS)
+                .map(|e| format!("roots: {e}"))
+                .collect();
+            let total = report.errors_total();
+            if total > w.len() {
+                w.push(format!(
+                    "roots: {} more problem(s) not shown",
+                    total - w.len()
+                ));
+            }
+            w
+        };
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         // The crypto library initialises itself (DRBG seeding, CPU feature probing) on
         // first use; do that now so it is not counted in the handshake time.
@@ -299,6 +338,7 @@ impl ClientSetup {
                 },
             ),
             record: Mutex::new(Record::default()),
+            roots_warnings,
         });
         Ok(Self {
             host,
@@ -403,13 +443,15 @@ fn finish(
     };
     // On resumption the verifier does not run: the chain is the one rustls remembers, and
     // it was verified (against the same store generation) when the session was made.
-    let (verified, reason, chain_certs) = match (record.verified, record.error) {
-        (Some(chain), _) => (true, None, chain),
-        (None, Some(e)) => (false, Some(e), presented.clone()),
-        (None, None) if resumed => (true, None, presented.clone()),
+    let rule = record.rule;
+    let (verified, reason, rule, chain_certs) = match (record.verified, record.error) {
+        (Some(chain), _) => (true, None, None, chain),
+        (None, Some(e)) => (false, Some(e), rule, presented.clone()),
+        (None, None) if resumed => (true, None, None, presented.clone()),
         (None, None) => (
             false,
             Some("server sent no certificate".into()),
+            Some(NO_CERTIFICATE),
             presented.clone(),
         ),
     };
@@ -437,13 +479,19 @@ fn finish(
         resumed,
         verified,
         reason,
+        rule,
         chain: chain_certs.iter().map(|c| subject(c)).collect(),
         presented_certs: presented.len(),
         presented_bytes: presented.iter().map(|c| c.len()).sum(),
         tcp_connect_ms: tcp_ms,
         handshake_ms: hs_ms,
     };
-    Connected { report, rt, stream }
+    Connected {
+        report,
+        rt,
+        stream,
+        roots_warnings: verifier.roots_warnings.clone(),
+    }
 }
 
 async fn handshake(
@@ -522,7 +570,7 @@ async fn handshake(
             Ok(Err(e)) => {
                 return Err(NetError::Handshake {
                     target: target.to_string(),
-                    reason: e.to_string(),
+                    reason: crate::error::io_tls_text(&e),
                 })
             }
             Err(_) => {
@@ -574,7 +622,10 @@ impl Connected {
                 Ok(Err(e)) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
                     Err(NetError::Handshake {
                         target,
-                        reason: format!("server refused the connection after the handshake: {e}"),
+                        reason: format!(
+                            "server refused the connection after the handshake: {}",
+                            crate::error::io_tls_text(&e)
+                        ),
                     })
                 }
                 _ => Ok(()),

@@ -85,3 +85,89 @@ impl NetError {
         }
     }
 }
+
+/// A TLS error for people. rustls's Display shows a received alert and its certificate
+/// errors with Rust debug names (`received fatal alert: BadCertificate`,
+/// `invalid peer certificate: UnknownIssuer`); these read as sentences with the alert's
+/// RFC 8446 name and number, and tlskit's own refusal sentence.
+pub(crate) fn tls_text(e: &rustls::Error) -> String {
+    match e {
+        rustls::Error::AlertReceived(a) => {
+            let code = u8::from(*a);
+            format!(
+                "the server sent the fatal alert {} ({code}){}",
+                alert_name(code),
+                match code {
+                    42 | 46 | 48 | 116 => ": it refused the client certificate (or its absence)",
+                    40 => ": no parameters in common, or the server refused the client",
+                    70 => ": no TLS version in common",
+                    112 => ": the server has no certificate for this name",
+                    _ => "",
+                }
+            )
+        }
+        other => match tlskit_verify::CertificateRefusal::of(other) {
+            Some(r) => format!("invalid peer certificate: {r}"),
+            None => other.to_string(),
+        },
+    }
+}
+
+/// [`tls_text`] for the I/O error of a handshake that may wrap a rustls error.
+pub(crate) fn io_tls_text(e: &std::io::Error) -> String {
+    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        Some(t) => tls_text(t),
+        None => e.to_string(),
+    }
+}
+
+/// The TLS alert's name in RFC 8446 6 (and RFC 5246 7.2 for the older ones).
+fn alert_name(code: u8) -> &'static str {
+    match code {
+        0 => "close_notify",
+        10 => "unexpected_message",
+        20 => "bad_record_mac",
+        22 => "record_overflow",
+        40 => "handshake_failure",
+        42 => "bad_certificate",
+        43 => "unsupported_certificate",
+        44 => "certificate_revoked",
+        45 => "certificate_expired",
+        46 => "certificate_unknown",
+        47 => "illegal_parameter",
+        48 => "unknown_ca",
+        49 => "access_denied",
+        50 => "decode_error",
+        51 => "decrypt_error",
+        70 => "protocol_version",
+        71 => "insufficient_security",
+        80 => "internal_error",
+        86 => "inappropriate_fallback",
+        90 => "user_canceled",
+        109 => "missing_extension",
+        110 => "unsupported_extension",
+        112 => "unrecognized_name",
+        113 => "bad_certificate_status_response",
+        115 => "unknown_psk_identity",
+        116 => "certificate_required",
+        120 => "no_application_protocol",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alerts_read_as_names_not_debug() {
+        let t = tls_text(&rustls::Error::AlertReceived(
+            rustls::AlertDescription::BadCertificate,
+        ));
+        assert!(t.contains("bad_certificate (42)"), "{t}");
+        assert!(!t.contains("BadCertificate"), "{t}");
+        let t = tls_text(&rustls::CertificateError::UnknownIssuer.into());
+        assert!(t.contains("unknown issuer"), "{t}");
+        assert!(!t.contains("UnknownIssuer"), "{t}");
+    }
+}

@@ -144,6 +144,8 @@ pub struct ProbeReport {
     pub verified: bool,
     /// Why verification failed.
     pub reason: Option<String>,
+    /// The stable code of `reason`, as in `connect`.
+    pub rule: Option<&'static str>,
     /// With --repeat: each full handshake.
     pub runs: Vec<Run>,
     /// With --repeat: the resumption attempt.
@@ -155,6 +157,9 @@ pub struct ProbeReport {
     pub expires_in_days: Option<i64>,
     /// The reported handshake's flights against time (`probe --timeline` draws it).
     pub timeline: Vec<TimelineEntry>,
+    /// As [`crate::Connected::roots_warnings`] (printed on stderr, not in the JSON).
+    #[serde(skip)]
+    pub roots_warnings: Vec<String>,
     /// Plain-English findings.
     pub advice: Vec<String>,
 }
@@ -556,7 +561,7 @@ fn one(
                         break;
                     }
                 }
-                return Err(herr(e.to_string()));
+                return Err(herr(crate::error::tls_text(&e)));
             }
         }
     })();
@@ -566,7 +571,7 @@ fn one(
         let _ = io.sock.shutdown(Shutdown::Both);
         let _ = reader.join();
         return Err(match e {
-            NetError::Io(io) => herr(io.to_string()),
+            NetError::Io(io) => herr(crate::error::io_tls_text(&io)),
             other => other,
         });
     }
@@ -865,13 +870,15 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
     } else {
         shot.certs.presented.clone()
     };
-    let (verified, reason, chain_certs) = match (shot.certs.verified, shot.certs.error) {
-        (Some(chain), _) => (true, None, chain),
-        (None, Some(e)) => (false, Some(e), presented.clone()),
-        (None, None) if shot.resumed => (true, None, presented.clone()),
+    let rule = shot.certs.rule;
+    let (verified, reason, rule, chain_certs) = match (shot.certs.verified, shot.certs.error) {
+        (Some(chain), _) => (true, None, None, chain),
+        (None, Some(e)) => (false, Some(e), rule, presented.clone()),
+        (None, None) if shot.resumed => (true, None, None, presented.clone()),
         (None, None) => (
             false,
             Some("server sent no certificate".into()),
+            Some(crate::client::NO_CERTIFICATE),
             presented.clone(),
         ),
     };
@@ -934,6 +941,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         resumed: shot.resumed,
         verified,
         reason,
+        rule,
         runs: if repeat > 1 { runs } else { Vec::new() },
         resumption,
         kx: shot.kx,
@@ -942,6 +950,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
             .and_then(|c| crate::kx::expires_in_days(c, std::time::SystemTime::now())),
         timeline: shot.timeline,
         advice: Vec::new(),
+        roots_warnings: verifier.roots_warnings.clone(),
     };
     let mut advice = advise(&report);
     if presented.len() > 1 && presented.last().is_some_and(|c| self_signed(c)) {

@@ -1172,6 +1172,18 @@ fn handshake_failed(
     reason: FailReason,
     detail: &dyn std::fmt::Display,
 ) {
+    handshake_failed_rule(s, peer, reason, detail, None);
+}
+
+/// [`handshake_failed`] with the rule code of a refused client certificate, logged as
+/// `rule=...` after the reason.
+fn handshake_failed_rule(
+    s: &Shared,
+    peer: SocketAddr,
+    reason: FailReason,
+    detail: &dyn std::fmt::Display,
+    rule: Option<&'static str>,
+) {
     s.metrics.handshake(
         if reason == FailReason::Timeout {
             Outcome::Timeout
@@ -1193,24 +1205,15 @@ fn handshake_failed(
                 "handshake_failed"
             };
             let class = reason.label();
-            if suppressed > 0 {
-                log::event(
-                    Level::Warn,
-                    event,
-                    &[
-                        ("peer", &peer),
-                        ("class", &class),
-                        ("reason", detail),
-                        ("suppressed", &suppressed),
-                    ],
-                );
-            } else {
-                log::event(
-                    Level::Warn,
-                    event,
-                    &[("peer", &peer), ("class", &class), ("reason", detail)],
-                );
+            let mut fields: Vec<(&str, &dyn std::fmt::Display)> =
+                vec![("peer", &peer), ("class", &class), ("reason", detail)];
+            if let Some(rule) = &rule {
+                fields.push(("rule", rule));
             }
+            if suppressed > 0 {
+                fields.push(("suppressed", &suppressed));
+            }
+            log::event(Level::Warn, event, &fields);
         }
     }
 }
@@ -1283,7 +1286,22 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             return;
         }
         Ok(Err(e)) => {
-            handshake_failed(s, peer, FailReason::of(&e), &e);
+            // A refused client certificate: tlskit's sentence and rule code, never the
+            // Rust debug output rustls's Display gives its certificate errors.
+            let refusal = e
+                .get_ref()
+                .and_then(|i| i.downcast_ref::<rustls::Error>())
+                .and_then(tlskit_verify::CertificateRefusal::of);
+            match refusal {
+                Some(r) => handshake_failed_rule(
+                    s,
+                    peer,
+                    FailReason::of(&e),
+                    &format_args!("invalid peer certificate: {r}"),
+                    Some(r.rule),
+                ),
+                None => handshake_failed(s, peer, FailReason::of(&e), &e),
+            }
             return;
         }
         Err(_) => {

@@ -271,7 +271,11 @@ pub enum VerifyError {
         purpose: Purpose,
     },
     /// A certificate on the path is revoked by a CRL.
-    Revoked,
+    Revoked {
+        /// Which certificate, as for `Expired`: the first presented one a configured CRL
+        /// lists (`None` when it could not be told).
+        which: Option<(usize, String)>,
+    },
     /// A certificate's signature did not verify with its issuer's key.
     BadSignature,
     /// The end-entity position holds a CA certificate (a chain given in the wrong order).
@@ -305,7 +309,7 @@ impl VerifyError {
             Self::NotYetValid { .. } => "not-yet-valid",
             Self::NameMismatch { .. } => "name-mismatch",
             Self::WrongPurpose { .. } => "wrong-purpose",
-            Self::Revoked => "revoked",
+            Self::Revoked { .. } => "revoked",
             Self::BadSignature => "bad-signature",
             Self::CaAsEndEntity => "ca-as-end-entity",
             Self::PathBuildingBudget { .. } => "path-building-budget",
@@ -339,7 +343,11 @@ impl fmt::Display for VerifyError {
             ),
             Self::UnknownIssuer { issuer } => write!(
                 f,
-                "no trust anchor in the store issued this chain (unknown issuer {issuer})"
+                "no trust anchor in the store issued this chain (unknown issuer {issuer}): \
+                 the topmost certificate sent names {issuer} as its issuer, and no trust \
+                 anchor or certificate sent has that name and a key that signed it \
+                 (RFC 5280 6.1); trust that CA's certificate, or have the peer send the \
+                 missing intermediate"
             ),
             Self::AnchorNotValid { subject, time } => write!(
                 f,
@@ -380,11 +388,22 @@ impl fmt::Display for VerifyError {
             }
             Self::WrongPurpose { purpose } => write!(
                 f,
-                "the certificate's extended key usage does not allow {} authentication",
-                purpose.as_str()
+                "certificate 0 (the end entity): its extended key usage does not allow TLS \
+                 {p} authentication (id-kp-{p}Auth, RFC 5280 4.2.1.12); issue it with that \
+                 purpose",
+                p = purpose.as_str()
             ),
-            Self::Revoked => f.write_str("a certificate on the path is revoked (CRL)"),
-            Self::BadSignature => f.write_str("a signature on the chain does not verify"),
+            Self::Revoked { which } => write!(
+                f,
+                "{} is revoked by a CRL given (RFC 5280 6.3); it must be replaced, and \
+                 its key no longer trusted",
+                WhichCert(which)
+            ),
+            Self::BadSignature => f.write_str(
+                "a signature on the chain does not verify with its issuer's public key \
+                 (RFC 5280 6.1.3 (a)(1)): a certificate was altered, or its issuer is \
+                 another key with the same name; send the chain its issuer really signed",
+            ),
             Self::CaAsEndEntity => f.write_str(
                 "the end-entity certificate is a CA certificate; the end-entity certificate \
                  must come first (is the chain in the wrong order?); to verify a CA \
@@ -396,7 +415,7 @@ impl fmt::Display for VerifyError {
                  chain offers too many candidate paths (many certificates with one name?)"
             ),
             Self::Rule(v) => write!(f, "{v}"),
-            Self::Other(w) => write!(f, "rejected by path validation: {w}"),
+            Self::Other(w) => write!(f, "rejected by path validation (RFC 5280 6.1): {w}"),
         }
     }
 }
@@ -760,6 +779,9 @@ impl ChainVerifier {
                 VerifyError::NotYetValid {
                     not_before, which, ..
                 } => *which = locate(&leaf, &presented, |f| f.not_before == *not_before),
+                VerifyError::Revoked { which } => {
+                    *which = revoked_one(&self.config.crls, leaf_der, intermediates)
+                }
                 _ => {}
             }
             e
@@ -953,6 +975,30 @@ fn profile_check(
     profile::check_path(&path, set, purpose, crls)
 }
 
+/// The first presented certificate (end entity = 0) that one of `crls` lists, with its
+/// subject: which one a revocation refusal is about. Only read on that refusal.
+fn revoked_one(
+    crls: &[Crl],
+    leaf: &[u8],
+    intermediates: &[CertificateDer<'_>],
+) -> Option<(usize, String)> {
+    use x509_parser::prelude::FromDer;
+    std::iter::once(leaf)
+        .chain(intermediates.iter().map(|c| c.as_ref()))
+        .enumerate()
+        .find_map(|(i, d)| {
+            let (_, c) = x509_parser::certificate::X509Certificate::from_der(d).ok()?;
+            let listed = crls.iter().any(|crl| {
+                crl.issuer() == c.issuer().as_raw()
+                    && crl
+                        .inner
+                        .as_ref()
+                        .is_some_and(|l| matches!(l.find_serial(c.raw_serial()), Ok(Some(_))))
+            });
+            listed.then(|| (i, format_name(c.subject().as_raw())))
+        })
+}
+
 /// The RFC 5280 validator's refusal as a [`VerifyError`].
 fn refusal_error(
     r: rfc5280::Refusal,
@@ -1000,7 +1046,7 @@ fn refusal_error(
         },
         Why::CaAsEndEntity => VerifyError::CaAsEndEntity,
         Why::Purpose => VerifyError::WrongPurpose { purpose },
-        Why::Revoked => VerifyError::Revoked,
+        Why::Revoked => VerifyError::Revoked { which },
         Why::UnknownCriticalExtension(oid) => rule(
             Rule::UnknownCriticalExtension,
             &format!("it has a critical extension {oid} that is not processed"),
@@ -1143,7 +1189,7 @@ fn map_webpki(e: webpki::Error, purpose: Purpose) -> VerifyError {
             not_before: unix_secs(not_before),
             which: None,
         },
-        E::CertRevoked => VerifyError::Revoked,
+        E::CertRevoked => VerifyError::Revoked { which: None },
         E::InvalidSignatureForPublicKey => VerifyError::BadSignature,
         E::CaUsedAsEndEntity => VerifyError::CaAsEndEntity,
         E::RequiredEkuNotFoundContext(_) => VerifyError::WrongPurpose { purpose },
@@ -1271,7 +1317,7 @@ impl From<VerifyError> for rustls::Error {
             .into(),
             VerifyError::NameMismatch { .. } => CertificateError::NotValidForName.into(),
             VerifyError::WrongPurpose { .. } => CertificateError::InvalidPurpose.into(),
-            VerifyError::Revoked => CertificateError::Revoked.into(),
+            VerifyError::Revoked { .. } => CertificateError::Revoked.into(),
             VerifyError::BadSignature => CertificateError::BadSignature.into(),
             other => CertificateError::Other(OtherError(Arc::new(other))).into(),
         }

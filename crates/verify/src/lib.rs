@@ -28,8 +28,8 @@ pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
 pub use tls::{
-    hint_names, HintOverflow, RootHints, StoreClientVerifier, StoreServerVerifier, MAX_HINT_BYTES,
-    MAX_HINT_SETS,
+    hint_names, CertificateRefusal, HintOverflow, RootHints, StoreClientVerifier,
+    StoreServerVerifier, MAX_HINT_BYTES, MAX_HINT_SETS,
 };
 
 /// Re-exported so embedders use the same rustls version.

@@ -114,9 +114,10 @@ rules! {
     /// authorityKeyIdentifier marked critical.
     AkiCritical = ("aki-critical", "RFC 5280 4.2.1.1", false,
         "reissue it with a non-critical authorityKeyIdentifier"),
-    /// A self-signed certificate whose authorityKeyIdentifier is not its own keyIdentifier.
+    /// A self-signed root whose authorityKeyIdentifier is not only its own keyIdentifier
+    /// (another key, none, or an authorityCertIssuer / authorityCertSerialNumber).
     AkiSelfSignedMismatch = ("aki-self-signed-mismatch", "RFC 5280 4.2.1.1", false,
-        "a self-signed certificate may only carry an authorityKeyIdentifier whose keyIdentifier equals its own subjectKeyIdentifier; reissue it"),
+        "a self-signed root may only carry an authorityKeyIdentifier with just a keyIdentifier equal to its own subjectKeyIdentifier; reissue it"),
     /// subjectKeyIdentifier missing in a CA certificate.
     SkiMissing = ("ski-missing", "RFC 5280 4.2.1.2", false,
         "reissue the CA certificate with a subjectKeyIdentifier"),
@@ -589,6 +590,8 @@ fn check_cert(
     }
 
     let mut aki: Option<(bool, Option<&[u8]>)> = None;
+    // authorityCertIssuer or authorityCertSerialNumber present in the AKI.
+    let mut aki_issuer_serial = false;
     let mut ski: Option<(bool, &[u8])> = None;
     let mut bc_critical = None;
     let mut ku = None;
@@ -598,6 +601,8 @@ fn check_cert(
         match ext.parsed_extension() {
             ParsedExtension::AuthorityKeyIdentifier(a) => {
                 aki = Some((ext.critical, a.key_identifier.as_ref().map(|k| k.0)));
+                aki_issuer_serial =
+                    a.authority_cert_issuer.is_some() || a.authority_cert_serial.is_some();
             }
             ParsedExtension::SubjectKeyIdentifier(k) => ski = Some((ext.critical, k.0)),
             ParsedExtension::BasicConstraints(_) => bc_critical = Some(ext.critical),
@@ -716,6 +721,16 @@ fn check_cert(
                 return v(
                     Rule::AkiSelfSignedMismatch,
                     "this self-signed root's authorityKeyIdentifier has no keyIdentifier".into(),
+                );
+            }
+            // A root's AKI, when present, is only its own key identifier: naming an
+            // issuer and serial number would name another certificate.
+            if aki_issuer_serial {
+                return v(
+                    Rule::AkiSelfSignedMismatch,
+                    "this self-signed root's authorityKeyIdentifier carries authorityCertIssuer \
+                     or authorityCertSerialNumber; only a keyIdentifier is allowed"
+                        .into(),
                 );
             }
         }

@@ -29,11 +29,12 @@ use rustls_pki_types::SignatureVerificationAlgorithm;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::oid_registry::{
-    OID_PKCS9_EMAIL_ADDRESS, OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER, OID_X509_EXT_BASIC_CONSTRAINTS,
-    OID_X509_EXT_CRL_DISTRIBUTION_POINTS, OID_X509_EXT_DELTA_CRL_INDICATOR,
-    OID_X509_EXT_EXTENDED_KEY_USAGE, OID_X509_EXT_INHIBIT_ANY_POLICY, OID_X509_EXT_ISSUER,
-    OID_X509_EXT_ISSUER_DISTRIBUTION_POINT, OID_X509_EXT_KEY_USAGE, OID_X509_EXT_NAME_CONSTRAINTS,
-    OID_X509_EXT_POLICY_CONSTRAINTS, OID_X509_EXT_POLICY_MAPPINGS, OID_X509_EXT_SUBJECT_ALT_NAME,
+    OID_PKCS9_EMAIL_ADDRESS, OID_PKIX_AUTHORITY_INFO_ACCESS, OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER,
+    OID_X509_EXT_BASIC_CONSTRAINTS, OID_X509_EXT_CRL_DISTRIBUTION_POINTS,
+    OID_X509_EXT_DELTA_CRL_INDICATOR, OID_X509_EXT_EXTENDED_KEY_USAGE,
+    OID_X509_EXT_INHIBIT_ANY_POLICY, OID_X509_EXT_ISSUER, OID_X509_EXT_ISSUER_DISTRIBUTION_POINT,
+    OID_X509_EXT_KEY_USAGE, OID_X509_EXT_NAME_CONSTRAINTS, OID_X509_EXT_POLICY_CONSTRAINTS,
+    OID_X509_EXT_POLICY_MAPPINGS, OID_X509_EXT_SUBJECT_ALT_NAME,
     OID_X509_EXT_SUBJECT_KEY_IDENTIFIER,
 };
 use x509_parser::prelude::FromDer;
@@ -819,10 +820,21 @@ impl<'a> Validator<'_, 'a> {
         }
         for e in c.x.extensions() {
             let oid = &e.oid;
-            if *oid == OID_X509_EXT_POLICY_CONSTRAINTS
-                || *oid == OID_X509_EXT_POLICY_MAPPINGS
-                || *oid == OID_X509_EXT_INHIBIT_ANY_POLICY
-            {
+            if *oid == OID_X509_EXT_POLICY_CONSTRAINTS {
+                // Without requireExplicitPolicy, explicit_policy never reaches 0 (RFC
+                // 5280 6.1.4 (h), 6.1.5 (a)), so the policy tree cannot decide the
+                // answer; inhibitPolicyMapping only matters with policyMappings, which
+                // are refused below. Such a policyConstraints changes nothing: accepted
+                // (the profile still asks that it be critical). With
+                // requireExplicitPolicy the policy tree decides: fail closed.
+                match e.parsed_extension() {
+                    ParsedExtension::PolicyConstraints(pc)
+                        if pc.require_explicit_policy.is_none() => {}
+                    _ => return Err(Why::Policy),
+                }
+                continue;
+            }
+            if *oid == OID_X509_EXT_POLICY_MAPPINGS || *oid == OID_X509_EXT_INHIBIT_ANY_POLICY {
                 return Err(Why::Policy); // policy processing is not implemented: fail closed
             }
             let known = [
@@ -834,6 +846,10 @@ impl<'a> Validator<'_, 'a> {
                 &OID_X509_EXT_AUTHORITY_KEY_IDENTIFIER,
                 &OID_X509_EXT_SUBJECT_KEY_IDENTIFIER,
                 &OID_X509_EXT_CRL_DISTRIBUTION_POINTS,
+                // Informational for path validation; a critical one breaks RFC 5280
+                // 4.2.2.1, which the profile reports as aia-malformed (and --allow
+                // aia-malformed can lift).
+                &OID_PKIX_AUTHORITY_INFO_ACCESS,
             ]
             .contains(&oid);
             if e.critical && !known {

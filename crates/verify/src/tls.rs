@@ -359,3 +359,91 @@ impl ClientCertVerifier for StoreClientVerifier {
         self.algs.supported_schemes()
     }
 }
+
+/// Why a certificate was refused, read back from the [`rustls::Error`] one of tlskit's
+/// verifiers returned: the sentence for people and the stable rule code. rustls shows
+/// its own certificate errors with Rust debug output (`Other(OtherError(..))`,
+/// `UnknownIssuer`); a server logs this instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertificateRefusal {
+    /// The reason in words ([`VerifyError`]'s sentence when rustls kept it).
+    pub sentence: String,
+    /// The stable code, as [`VerifyError::rule`].
+    pub rule: &'static str,
+}
+
+impl fmt::Display for CertificateRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.sentence)
+    }
+}
+
+impl CertificateRefusal {
+    /// The refusal behind `e`, or `None` when `e` is no certificate error. Errors that
+    /// tlskit maps onto rustls's own variants (so that the right TLS alert is sent) keep
+    /// only their kind; the others carry the whole [`VerifyError`].
+    pub fn of(e: &rustls::Error) -> Option<Self> {
+        use rustls::CertificateError as C;
+        let rustls::Error::InvalidCertificate(c) = e else {
+            return None;
+        };
+        let (sentence, rule): (&str, &'static str) = match c {
+            C::Other(o) => {
+                let inner: &(dyn std::error::Error + 'static) = &*o.0;
+                return Some(match inner.downcast_ref::<VerifyError>() {
+                    Some(v) => Self {
+                        sentence: v.to_string(),
+                        rule: v.rule(),
+                    },
+                    // Not one of tlskit's errors: its Display, never its Debug.
+                    None => Self {
+                        sentence: format!("certificate refused: {inner}"),
+                        rule: "rejected",
+                    },
+                });
+            }
+            C::UnknownIssuer => (
+                "no trust anchor in the store issued the certificate's chain (unknown issuer, \
+                 RFC 5280 6.1); trust its root, or have the peer send its intermediates",
+                "unknown-issuer",
+            ),
+            C::BadSignature => (
+                "a signature on the certificate's chain does not verify with its issuer's key \
+                 (RFC 5280 6.1.3 (a)(1)): the chain was altered, or its issuer is another \
+                 key with the same name",
+                "bad-signature",
+            ),
+            C::Revoked => (
+                "a certificate on the chain is revoked by a CRL (RFC 5280 6.3); it must be \
+                 replaced",
+                "revoked",
+            ),
+            C::InvalidPurpose | C::InvalidPurposeContext { .. } => (
+                "the end-entity certificate's extended key usage does not allow this use \
+                 (RFC 5280 4.2.1.12); issue one with the right purpose",
+                "wrong-purpose",
+            ),
+            C::BadEncoding => (
+                "the certificate is not a valid DER X.509 certificate",
+                "bad-encoding",
+            ),
+            C::NotValidForName | C::NotValidForNameContext { .. } => (
+                "the certificate is not valid for the name asked for (RFC 6125)",
+                "name-mismatch",
+            ),
+            C::Expired | C::ExpiredContext { .. } => (
+                "a certificate on the chain has expired; renew it",
+                "expired",
+            ),
+            C::NotValidYet | C::NotValidYetContext { .. } => (
+                "a certificate on the chain is not valid yet; check the clock, or wait",
+                "not-yet-valid",
+            ),
+            _ => return None,
+        };
+        Some(Self {
+            sentence: sentence.to_string(),
+            rule,
+        })
+    }
+}

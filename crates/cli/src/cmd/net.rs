@@ -555,6 +555,9 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
         reconnect: a.reconnect,
     };
     let mut conn = tlskit_net::connect(&opts)?;
+    for w in &conn.roots_warnings {
+        eprintln!("tlskit: warning: {w}");
+    }
     if a.json && conn.report.verified {
         // Catch a TLS 1.3 server's post-handshake refusal (client certificate missing or
         // not accepted): two TCP round trips, at least 100 ms, at most 1 s.

@@ -58,6 +58,9 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
         repeat: a.repeat,
     };
     let r = probe(&opts)?;
+    for w in &r.roots_warnings {
+        eprintln!("tlskit: warning: {w}");
+    }
     if a.json {
         print_json(&r)?;
     } else {

@@ -14,6 +14,8 @@ use net_support::run;
 mod show;
 #[path = "../common/store_pki.rs"]
 mod store_pki;
+#[path = "../common/verify_pki.rs"]
+mod verify_pki;
 
 mod bounds_cli;
 mod contract;

@@ -51,3 +51,14 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
 pub fn assert_code(o: &Output, code: i32) {
     assert_eq!(o.status.code(), Some(code), "{}", text(o));
 }
+
+/// Run `tlskit ARGS` in the current directory: the exit code (-1 for a signal), stdout and
+/// stderr as text.
+pub fn tlskit_streams(args: &[&str]) -> (i32, String, String) {
+    let o = tlskit(args);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}

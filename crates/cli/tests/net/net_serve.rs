@@ -102,6 +102,7 @@ fn net_serve_connect_verification_failure_is_exit_1_with_reason() {
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["verified"], false);
     assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+    assert_eq!(v["rule"], "unknown-issuer", "{v}");
     assert_eq!(
         v["chain"][0], "CN=test.example",
         "the presented chain is still reported"
@@ -115,6 +116,7 @@ fn net_serve_connect_verification_failure_is_exit_1_with_reason() {
         "other.example",
     ]);
     assert_eq!(code, 1, "{v}");
+    assert_eq!(v["rule"], "name-mismatch", "{v}");
     // Human mode: exit 1 and nothing relayed.
     let out = tlskit(&[
         "connect",
@@ -383,7 +385,7 @@ fn net_serve_client_certificates_required() {
         ]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "TLS {v}: {err}");
-        assert!(err.contains("Certificate"), "TLS {v}: {err}");
+        assert!(err.contains("certificate_required (116)"), "TLS {v}: {err}");
     }
     // Without a certificate the server refuses. In TLS 1.3 the client learns it after
     // its Finished, so read: the request must not be answered.
@@ -1751,7 +1753,8 @@ fn escape_codes_in_a_refused_client_certificate_are_escaped_in_the_log() {
         srv.stderr()
     );
     let log = srv.stderr();
-    assert!(log.contains("BadSignature"), "{log}");
+    assert!(log.contains("rule=bad-signature"), "{log}");
+    assert!(!log.contains("BadSignature"), "no Rust debug output: {log}");
     hostile::assert_no_raw_controls("server log", log.as_bytes());
 }
 
@@ -2119,6 +2122,44 @@ fn net_serve_client_ca_profile_and_allow() {
     };
     let strict = http_server(&pki, &["--client-ca", &s(&ca_pem)]);
     assert_eq!(try_connect(&strict), 2, "{}", strict.stderr());
+    // The refusal is logged as tlskit's sentence with its rule code, never as the Rust
+    // debug output rustls's Display gives it (`Other(OtherError(Rule(Violation {..`).
+    assert!(
+        strict.wait_log("event=handshake_failed", Duration::from_secs(10)),
+        "{}",
+        strict.stderr()
+    );
+    let log = strict.stderr();
+    let line = log
+        .lines()
+        .find(|l| l.contains("event=handshake_failed"))
+        .expect("logged");
+    assert!(line.contains("rule=aki-missing"), "{line}");
+    assert!(line.contains("RFC 5280 4.2.1.1"), "{line}");
+    assert!(line.contains("CN=no-aki client"), "{line}");
+    for debug in ["Violation {", "OtherError(", "Rule(", "Other("] {
+        assert!(!line.contains(debug), "{debug}: {line}");
+    }
+    // The client side: the alert the server sent, by its RFC 8446 name, not rustls's
+    // debug name (`received fatal alert: BadCertificate`).
+    let out = tlskit(&[
+        "connect",
+        &strict.addr().to_string(),
+        "--roots",
+        &roots,
+        "--servername",
+        "test.example",
+        "--tls-version",
+        "1.2",
+        "--cert",
+        &s(&c_pem),
+        "--key",
+        &s(&k_pem),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the server sent the fatal alert"), "{err}");
+    assert!(!err.contains("fatal alert: "), "{err}");
     let allowed = http_server(
         &pki,
         &[
@@ -2137,6 +2178,223 @@ fn net_serve_client_ca_profile_and_allow() {
         let out = tlskit(&[&["serve", "--listen", "127.0.0.1:0"][..], bad].concat());
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
+}
+
+/// Issue 13, the profile's wiring into `serve`: `--client-ca-profile rfc5280` lifts a
+/// CA/B-only rule (a client certificate without an extended key usage is refused under
+/// webpki, accepted under rfc5280), the config-file keys `client_ca_profile` and
+/// `client_ca_allow` do the same as the flags, and a pinned self-signed client
+/// certificate is accepted through `--client-ca`, as a file and from a directory.
+#[test]
+fn net_serve_client_ca_profile_wiring_config_and_pinned() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().expect("test setup");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("test setup");
+        s(&p)
+    };
+    let p256 = || KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let ca_key = p256();
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cap.distinguished_name.push(DnType::CommonName, "wiring CA");
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let ca_pem = write("ca.pem", &ca.pem());
+    let issuer = Issuer::from_params(&cap, &ca_key);
+    // (name, EKU clientAuth, AKI): a client certificate signed by the CA.
+    let client = |name: &str, eku: bool, aki: bool| {
+        let key = p256();
+        let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+        cp.distinguished_name.push(DnType::CommonName, name);
+        if eku {
+            cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        }
+        cp.use_authority_key_identifier_extension = aki;
+        let c = cp.signed_by(&key, &issuer).expect("test setup");
+        (
+            write(&format!("{name}.pem"), &c.pem()),
+            write(&format!("{name}.key"), &key.serialize_pem()),
+        )
+    };
+    let no_eku = client("no-eku", false, true);
+    let no_aki = client("no-aki", true, false);
+    // A self-signed client certificate (no CA bit), and another one for the same name.
+    let self_signed = |stem: &str| {
+        let key = p256();
+        let mut cp = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+        cp.distinguished_name
+            .push(DnType::CommonName, "pinned client");
+        cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let c = cp.self_signed(&key).expect("test setup");
+        (
+            write(&format!("{stem}.pem"), &c.pem()),
+            write(&format!("{stem}.key"), &key.serialize_pem()),
+        )
+    };
+    let pinned = self_signed("pinned");
+    let stranger = self_signed("stranger");
+    let pin_dir = dir.path().join("pins");
+    std::fs::create_dir(&pin_dir).expect("test setup");
+    std::fs::copy(&pinned.0, pin_dir.join("pinned.pem")).expect("test setup");
+
+    let roots = s(&pki.path("ca.pem"));
+    // Exit code of a TLS 1.2 connect (the refusal comes in the handshake) with `who`.
+    let try_connect = |srv: &Serve, who: &(String, String)| {
+        connect_json(&[
+            &srv.addr().to_string(),
+            "--roots",
+            &roots,
+            "--servername",
+            "test.example",
+            "--tls-version",
+            "1.2",
+            "--cert",
+            &who.0,
+            "--key",
+            &who.1,
+        ])
+        .0
+    };
+
+    // Flags: webpki (default) refuses the client certificate without EKU, rfc5280 takes it.
+    let webpki = http_server(&pki, &["--client-ca", &ca_pem]);
+    assert_eq!(try_connect(&webpki, &no_eku), 2, "{}", webpki.stderr());
+    assert!(
+        webpki.wait_log("rule=eku-client-auth-missing", Duration::from_secs(10)),
+        "{}",
+        webpki.stderr()
+    );
+    drop(webpki);
+    let rfc = http_server(
+        &pki,
+        &["--client-ca", &ca_pem, "--client-ca-profile", "rfc5280"],
+    );
+    assert_eq!(try_connect(&rfc, &no_eku), 0, "{}", rfc.stderr());
+    // A missing AKI is an RFC 5280 rule: still refused under rfc5280.
+    assert_eq!(try_connect(&rfc, &no_aki), 2, "{}", rfc.stderr());
+    drop(rfc);
+
+    // The same through the config file.
+    let (chain, key) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let conf = |extra: &str| {
+        write(
+            "serve.toml",
+            &format!(
+                "listen = [\"127.0.0.1:0\"]\ncert = {chain:?}\nkey = {key:?}\n\
+                 respond = \"http\"\nclient_ca = [{ca_pem:?}]\n{extra}"
+            ),
+        )
+    };
+    let f = Serve::start(&["--config", &conf("client_ca_profile = \"rfc5280\"\n")]);
+    assert_eq!(try_connect(&f, &no_eku), 0, "{}", f.stderr());
+    assert_eq!(try_connect(&f, &no_aki), 2, "{}", f.stderr());
+    drop(f);
+    let f = Serve::start(&["--config", &conf("client_ca_allow = [\"aki-missing\"]\n")]);
+    assert_eq!(try_connect(&f, &no_aki), 0, "{}", f.stderr());
+    assert_eq!(try_connect(&f, &no_eku), 2, "webpki still: {}", f.stderr());
+    drop(f);
+    // A rule name the file gets wrong is a configuration error (exit 2).
+    let out = tlskit(&[
+        "serve",
+        "--config",
+        &conf("client_ca_allow = [\"no-such-rule\"]\n"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-rule"));
+
+    // Pinned: the self-signed client certificate itself as the client CA, as a file and
+    // in a directory; another self-signed certificate with the same name is refused.
+    for source in [pinned.0.clone(), s(&pin_dir)] {
+        let srv = http_server(&pki, &["--client-ca", &source]);
+        assert_eq!(try_connect(&srv, &pinned), 0, "{source}: {}", srv.stderr());
+        assert_eq!(
+            try_connect(&srv, &stranger),
+            2,
+            "{source}: {}",
+            srv.stderr()
+        );
+    }
+}
+
+/// Issue 13: `connect --json` and `probe --json` carry the refusal's stable `rule` code
+/// next to its sentence: here a server certificate without an authority key identifier
+/// (RFC 5280 4.2.1.1), which the default profile refuses.
+#[test]
+fn net_connect_and_probe_json_carry_the_rule_code() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut cap = CertificateParams::new(Vec::<String>::new()).expect("test setup");
+    cap.distinguished_name.push(DnType::CommonName, "no-aki CA");
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    cap.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = cap.self_signed(&ca_key).expect("test setup");
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("test setup");
+    let mut lp = CertificateParams::new(vec!["test.example".to_string()]).expect("test setup");
+    lp.distinguished_name
+        .push(DnType::CommonName, "test.example");
+    lp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    // rcgen leaves the authority key identifier out unless asked.
+    let leaf = lp
+        .signed_by(&key, &Issuer::from_params(&cap, &ca_key))
+        .expect("test setup");
+    let dir = tempfile::tempdir().expect("test setup");
+    let (ca_pem, c_pem, k_pem) = (
+        dir.path().join("ca.pem"),
+        dir.path().join("c.pem"),
+        dir.path().join("c.key"),
+    );
+    std::fs::write(&ca_pem, ca.pem()).expect("test setup");
+    std::fs::write(&c_pem, leaf.pem()).expect("test setup");
+    std::fs::write(&k_pem, key.serialize_pem()).expect("test setup");
+    let srv = Serve::start(&[
+        "--cert",
+        &s(&c_pem),
+        "--key",
+        &s(&k_pem),
+        "--respond",
+        "http",
+    ]);
+    let target = srv.addr().to_string();
+    let args = [
+        target.as_str(),
+        "--roots",
+        &s(&ca_pem),
+        "--servername",
+        "test.example",
+    ];
+    let (code, v) = connect_json(&args);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["verified"], false, "{v}");
+    assert_eq!(v["rule"], "aki-missing", "{v}");
+    let reason = v["reason"].as_str().expect("reason");
+    assert!(reason.contains("RFC 5280 4.2.1.1"), "{reason}");
+    let out = tlskit(&[&["probe"][..], &args[..], &["--json"][..]].concat());
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(p["verified"], false, "{p}");
+    assert_eq!(p["rule"], "aki-missing", "{p}");
+    // Verified: the rule is null.
+    let pki = Pki::new();
+    let ok = http_server(&pki, &[]);
+    let (code, v) = connect_json(&[
+        &ok.addr().to_string(),
+        "--roots",
+        &s(&pki.path("ca.pem")),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["rule"].is_null(), "{v}");
 }
 
 /// `connect` and `probe` name the problem when the trust source yields nothing (it was
@@ -2160,6 +2418,84 @@ fn net_connect_roots_nothing_loadable_names_the_problem() {
         assert!(err.contains("not a CA certificate"), "{cmd}: {err}");
         assert!(err.contains("client.pem"), "{cmd}: {err}");
     }
+}
+
+/// Issue 13: with several `--roots` sources, one that yields nothing (here a file whose
+/// only certificate is neither a CA nor self-signed) is named on stderr as a warning,
+/// though the other source loads and the handshake verifies.
+#[test]
+fn net_connect_and_probe_warn_about_a_roots_source_that_yields_nothing() {
+    let pki = Pki::new();
+    let srv = http_server(&pki, &[]);
+    let target = srv.addr().to_string();
+    let (good, bad) = (s(&pki.path("ca.pem")), s(&pki.path("client.pem")));
+    for cmd in ["connect", "probe"] {
+        let out = tlskit(&[
+            cmd,
+            &target,
+            "--roots",
+            &good,
+            "--roots",
+            &bad,
+            "--servername",
+            "test.example",
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(v["verified"], true, "{cmd}: {v}");
+        assert!(err.contains("warning: roots:"), "{cmd}: {err}");
+        assert!(err.contains("client.pem"), "{cmd}: {err}");
+        assert!(err.contains("not a CA certificate"), "{cmd}: {err}");
+        // Both sources good: no warning.
+        let out = tlskit(&[
+            cmd,
+            &target,
+            "--roots",
+            &good,
+            "--servername",
+            "test.example",
+            "--json",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {err}");
+        assert!(!err.contains("warning"), "{cmd}: {err}");
+    }
+}
+
+/// Issue 13: a server using a self-signed end-entity certificate (a development
+/// certificate such as Debian's snakeoil: no CA bit, no key identifiers) is verified by
+/// `connect` when that certificate is given as `--roots`: it is pinned, trusted for
+/// exactly itself. Another self-signed certificate for the same name is not.
+#[test]
+fn net_connect_pinned_self_signed_server_certificate() {
+    let dir = tempfile::tempdir().expect("test setup");
+    let make = |stem: &str| {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");
+        let mut p =
+            rcgen::CertificateParams::new(vec!["test.example".to_string()]).expect("params");
+        p.distinguished_name
+            .push(rcgen::DnType::CommonName, "test.example");
+        let cert = p.self_signed(&key).expect("self-signed");
+        let (c, k) = (
+            dir.path().join(format!("{stem}.pem")),
+            dir.path().join(format!("{stem}.key")),
+        );
+        std::fs::write(&c, cert.pem()).expect("write");
+        std::fs::write(&k, key.serialize_pem()).expect("write");
+        (s(&c), s(&k))
+    };
+    let (snake, snake_key) = make("snakeoil");
+    let (other, _) = make("other");
+    let srv = Serve::start(&["--cert", &snake, "--key", &snake_key, "--respond", "http"]);
+    let target = srv.addr().to_string();
+    let (code, v) = connect_json(&[&target, "--roots", &snake, "--servername", "test.example"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    let (code, v) = connect_json(&[&target, "--roots", &other, "--servername", "test.example"]);
+    assert_eq!(code, 1, "another pinned certificate is no issuer: {v}");
+    assert_eq!(v["verified"], false, "{v}");
 }
 
 // ---- Issue 12, connection side: bounded memory and a deadline in every state. ----

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
+    BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use time::OffsetDateTime;
 use tlskit_store::{StoreBuilder, StoreHandle, TrustStore};
@@ -153,4 +153,115 @@ pub fn filler_roots(n: usize) -> Vec<CertificateDer<'static>> {
             p.self_signed(&key).unwrap().der().clone()
         })
         .collect()
+}
+
+/// A root and an intermediate under it ("Test Root", "Test Intermediate").
+pub struct Pki {
+    pub root: Ca,
+    pub int: Ca,
+}
+
+pub fn pki() -> Pki {
+    let root = root("Test Root");
+    let int = intermediate("Test Intermediate", &root);
+    Pki { root, int }
+}
+
+// ---- hand-written extensions (criticality and presence chosen freely) ----
+
+pub fn ext(oid: &[u64], critical: bool, content: Vec<u8>) -> CustomExtension {
+    let mut e = CustomExtension::from_oid_content(oid, content);
+    e.set_criticality(critical);
+    e
+}
+
+/// DER TLV with a short or long length.
+pub fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut v = vec![tag];
+    if body.len() < 128 {
+        v.push(body.len() as u8);
+    } else {
+        v.push(0x81);
+        v.push(body.len() as u8);
+    }
+    v.extend_from_slice(body);
+    v
+}
+
+/// (header length, content length) of the DER TLV at the start of `d`.
+pub fn tlv_at(d: &[u8]) -> (usize, usize) {
+    match d[1] {
+        n if n < 0x80 => (2, n as usize),
+        0x81 => (3, d[2] as usize),
+        0x82 => (4, (d[2] as usize) << 8 | d[3] as usize),
+        n => panic!("length form {n:#x}"),
+    }
+}
+
+/// DER TLV with any length up to 65,535.
+pub fn tlv_long(tag: u8, body: &[u8]) -> Vec<u8> {
+    if body.len() < 256 {
+        return tlv(tag, body);
+    }
+    let mut v = vec![tag, 0x82, (body.len() >> 8) as u8, body.len() as u8];
+    v.extend_from_slice(body);
+    v
+}
+
+/// `der` with its serial number's first octet set to 0x81 (a negative INTEGER, which
+/// rcgen cannot write), signed again by `issuer`.
+pub fn with_negative_serial(der: &[u8], issuer: &Ca) -> CertificateDer<'static> {
+    use rcgen::SigningKey;
+    let (h, _) = tlv_at(der);
+    let body = &der[h..];
+    let (th, tl) = tlv_at(body);
+    let mut tbs = body[..th + tl].to_vec();
+    let rest = &body[th + tl..];
+    let (ah, al) = tlv_at(rest);
+    let alg = rest[..ah + al].to_vec();
+    // TBSCertificate: header, version [0] (5 octets), then serialNumber.
+    let serial_at = th + 5;
+    assert_eq!(tbs[serial_at], 0x02, "serialNumber INTEGER");
+    let (sh, _) = tlv_at(&tbs[serial_at..]);
+    tbs[serial_at + sh] = 0x81;
+    let mut bits = vec![0];
+    bits.extend(issuer.key.sign(&tbs).unwrap());
+    let body = [tbs, alg, tlv_long(0x03, &bits)].concat();
+    CertificateDer::from(tlv_long(0x30, &body))
+}
+
+pub const BC: &[u64] = &[2, 5, 29, 19];
+pub const KU: &[u64] = &[2, 5, 29, 15];
+pub const SKI: &[u64] = &[2, 5, 29, 14];
+pub const AKI: &[u64] = &[2, 5, 29, 35];
+pub const EKU: &[u64] = &[2, 5, 29, 37];
+pub const SAN: &[u64] = &[2, 5, 29, 17];
+pub const NC: &[u64] = &[2, 5, 29, 30];
+pub const PC: &[u64] = &[2, 5, 29, 36];
+pub const AIA: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 1];
+
+/// basicConstraints cA = TRUE.
+pub fn bc_ca() -> Vec<u8> {
+    vec![0x30, 0x03, 0x01, 0x01, 0xff]
+}
+/// keyUsage digitalSignature, keyCertSign, cRLSign.
+pub fn ku_ca() -> Vec<u8> {
+    vec![0x03, 0x02, 0x01, 0x86]
+}
+
+/// A CA whose basicConstraints / SKI / KU are written by hand (rcgen's is_ca = NoCa), so
+/// criticality and presence can be chosen.
+pub fn hand_ca(cn: &str, bc_critical: bool, ski: Option<bool>, ku: bool) -> CertificateParams {
+    let mut p = ca_params(cn);
+    p.is_ca = IsCa::NoCa;
+    p.key_usages.clear();
+    p.custom_extensions.push(ext(BC, bc_critical, bc_ca()));
+    if ku {
+        p.custom_extensions.push(ext(KU, true, ku_ca()));
+    }
+    if let Some(critical) = ski {
+        p.custom_extensions
+            .push(ext(SKI, critical, tlv(0x04, &[0x11; 20])));
+    }
+    p
 }

@@ -35,17 +35,6 @@ fn uncached() -> ChainVerifier {
     })
 }
 
-struct Pki {
-    root: Ca,
-    int: Ca,
-}
-
-fn pki() -> Pki {
-    let root = root("Test Root");
-    let int = intermediate("Test Intermediate", &root);
-    Pki { root, int }
-}
-
 #[test]
 fn leaf_intermediate_root_is_valid_and_chain_is_reported() {
     let p = pki();
@@ -567,7 +556,20 @@ fn crl_revocation() {
             now(),
         )
     };
-    assert_eq!(run(&revoked).unwrap_err(), VerifyError::Revoked);
+    // The refusal names the certificate (position 0, its subject) and the section.
+    let e = run(&revoked).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            VerifyError::Revoked {
+                which: Some((0, _))
+            }
+        ),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(text.starts_with("the end-entity certificate ("), "{text}");
+    assert!(text.contains("RFC 5280 6.3"), "{text}");
     assert!(run(&good).is_ok());
     // A revoked intermediate (CRL from the root).
     let v2 = ChainVerifier::new(VerifierConfig {
@@ -953,5 +955,55 @@ fn cache_is_bounded() {
             )
             .unwrap();
         assert!(small.cache_bytes() <= 4096, "{} bytes", small.cache_bytes());
+    }
+}
+
+/// Issue 13: every refusal reads as a sentence with the certificate (where known), the
+/// RFC section and what to do; no Rust debug output.
+#[test]
+fn refusal_sentences_name_the_certificate_section_and_remedy() {
+    let cases: [(VerifyError, &[&str]); 5] = [
+        (
+            VerifyError::Revoked {
+                which: Some((1, "CN=Int".into())),
+            },
+            &[
+                "certificate 1 of the chain (CN=Int)",
+                "RFC 5280 6.3",
+                "replaced",
+            ],
+        ),
+        (
+            VerifyError::BadSignature,
+            &["RFC 5280 6.1.3 (a)(1)", "issuer", "send the chain"],
+        ),
+        (
+            VerifyError::WrongPurpose {
+                purpose: Purpose::Client,
+            },
+            &[
+                "certificate 0",
+                "id-kp-clientAuth",
+                "RFC 5280 4.2.1.12",
+                "issue it",
+            ],
+        ),
+        (
+            VerifyError::UnknownIssuer {
+                issuer: "CN=Gone".into(),
+            },
+            &["CN=Gone", "RFC 5280 6.1", "trust that CA", "intermediate"],
+        ),
+        (
+            VerifyError::Other("no valid path".into()),
+            &["RFC 5280 6.1", "no valid path"],
+        ),
+    ];
+    for (e, wants) in cases {
+        let text = e.to_string();
+        for w in wants {
+            assert!(text.contains(w), "{w}: {text}");
+        }
+        assert!(!text.contains(" {") && !text.contains("Some("), "{text}");
     }
 }

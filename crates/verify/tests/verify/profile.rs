@@ -8,9 +8,8 @@ use crate::common;
 
 use common::*;
 use rcgen::{
-    BasicConstraints, CertificateParams, CustomExtension, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints,
-    SanType, SerialNumber,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+    GeneralSubtree, IsCa, KeyPair, KeyUsagePurpose, NameConstraints, SanType, SerialNumber,
 };
 use tlskit_verify::{
     CertRole, CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, VerifierConfig,
@@ -76,61 +75,6 @@ fn good_leaf() -> CertificateParams {
     leaf_params(&["a.example"])
 }
 
-fn ext(oid: &[u64], critical: bool, content: Vec<u8>) -> CustomExtension {
-    let mut e = CustomExtension::from_oid_content(oid, content);
-    e.set_criticality(critical);
-    e
-}
-
-/// DER TLV with a short or long length.
-fn tlv(tag: u8, body: &[u8]) -> Vec<u8> {
-    let mut v = vec![tag];
-    if body.len() < 128 {
-        v.push(body.len() as u8);
-    } else {
-        v.push(0x81);
-        v.push(body.len() as u8);
-    }
-    v.extend_from_slice(body);
-    v
-}
-
-const BC: &[u64] = &[2, 5, 29, 19];
-const KU: &[u64] = &[2, 5, 29, 15];
-const SKI: &[u64] = &[2, 5, 29, 14];
-const AKI: &[u64] = &[2, 5, 29, 35];
-const EKU: &[u64] = &[2, 5, 29, 37];
-const SAN: &[u64] = &[2, 5, 29, 17];
-const NC: &[u64] = &[2, 5, 29, 30];
-const PC: &[u64] = &[2, 5, 29, 36];
-const AIA: &[u64] = &[1, 3, 6, 1, 5, 5, 7, 1, 1];
-
-/// basicConstraints cA = TRUE.
-fn bc_ca() -> Vec<u8> {
-    vec![0x30, 0x03, 0x01, 0x01, 0xff]
-}
-/// keyUsage digitalSignature, keyCertSign, cRLSign.
-fn ku_ca() -> Vec<u8> {
-    vec![0x03, 0x02, 0x01, 0x86]
-}
-
-/// A CA whose basicConstraints / SKI / KU are written by hand (rcgen's is_ca = NoCa), so
-/// criticality and presence can be chosen.
-fn hand_ca(cn: &str, bc_critical: bool, ski: Option<bool>, ku: bool) -> CertificateParams {
-    let mut p = ca_params(cn);
-    p.is_ca = IsCa::NoCa;
-    p.key_usages.clear();
-    p.custom_extensions.push(ext(BC, bc_critical, bc_ca()));
-    if ku {
-        p.custom_extensions.push(ext(KU, true, ku_ca()));
-    }
-    if let Some(critical) = ski {
-        p.custom_extensions
-            .push(ext(SKI, critical, tlv(0x04, &[0x11; 20])));
-    }
-    p
-}
-
 fn dn(cn: &str) -> DistinguishedName {
     let mut d = DistinguishedName::new();
     d.push(DnType::CommonName, cn);
@@ -176,6 +120,31 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), ca_params("I"), ok),
     );
 
+    // serial-invalid: negative (re-signed by hand: rcgen writes serials unsigned).
+    {
+        let r = root("R");
+        let i = intermediate("I", &r);
+        let mut l = good_leaf();
+        l.serial_number = Some(SerialNumber::from_slice(&[0x01, 0x02, 0x03]));
+        let bad = with_negative_serial(&leaf_with(l.clone(), &i).der, &i);
+        let good = leaf_with(l, &i).der;
+        let case = |ee| Case {
+            anchors: vec![r.der.clone()],
+            ee,
+            chain: vec![i.der.clone()],
+        };
+        let err = case(bad.clone())
+            .run(Profile::WebPki, Purpose::Server, None)
+            .unwrap_err();
+        assert!(err.to_string().contains("negative"), "{err}");
+        add(
+            Rule::SerialInvalid,
+            CertRole::EndEntity,
+            case(bad),
+            case(good),
+        );
+    }
+
     // aki-missing: leaf, and intermediate.
     let mut l = good_leaf();
     l.use_authority_key_identifier_extension = false;
@@ -191,6 +160,18 @@ fn rule_cases() -> Vec<RuleCase> {
         Rule::AkiMissing,
         CertRole::Intermediate,
         chain3(ca_params("R"), i, good_leaf()),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
+    // aki-missing: an AKI with authorityCertSerialNumber but no keyIdentifier.
+    let mut l = good_leaf();
+    l.use_authority_key_identifier_extension = false;
+    l.custom_extensions
+        .push(ext(AKI, false, tlv(0x30, &tlv(0x82, &[0x01]))));
+    add(
+        Rule::AkiMissing,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
         chain3(ca_params("R"), ca_params("I"), good_leaf()),
     );
 
@@ -235,6 +216,27 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(r, ca_params("I"), good_leaf()),
         chain3(ca_params("R"), ca_params("I"), good_leaf()),
     );
+
+    // aki-self-signed-mismatch: a root's AKI with its own keyIdentifier plus an
+    // authorityCertSerialNumber, or plus an authorityCertIssuer; the fix carries only the
+    // keyIdentifier.
+    let own = vec![0x42; 20];
+    let root_aki = |extra: &[u8]| {
+        let mut r = ca_params("R");
+        r.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(own.clone());
+        r.use_authority_key_identifier_extension = false;
+        let body = [tlv(0x80, &own), extra.to_vec()].concat();
+        r.custom_extensions.push(ext(AKI, false, tlv(0x30, &body)));
+        r
+    };
+    for extra in [tlv(0x82, &[0x01]), tlv(0xa1, &tlv(0x82, b"r.example"))] {
+        add(
+            Rule::AkiSelfSignedMismatch,
+            CertRole::Anchor,
+            chain3(root_aki(&extra), ca_params("I"), good_leaf()),
+            chain3(root_aki(&[]), ca_params("I"), good_leaf()),
+        );
+    }
 
     // ski-missing / ski-critical (intermediate).
     add(
@@ -403,26 +405,33 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), i_ok, good_leaf()),
     );
 
-    // policy-constraints-not-critical.
-    let pc = tlv(0x30, &[0x80, 0x01, 0x00]);
+    // policy-constraints-not-critical: inhibitPolicyMapping 0, not critical; the fix is
+    // the same extension marked critical (rustls-webpki refuses it as unknown; tlskit's
+    // RFC 5280 validator accepts it, since without requireExplicitPolicy it cannot
+    // change the answer).
+    let pc = tlv(0x30, &[0x81, 0x01, 0x00]);
     let mut i = ca_params("I");
     i.custom_extensions.push(ext(PC, false, pc.clone()));
-    // The fix is a CA without policyConstraints: a critical one is refused by
-    // rustls-webpki, which does not process certificate policies (README, "Limits of
-    // rustls-webpki").
-    let i_ok = ca_params("I");
-    let mut i_crit = ca_params("I");
-    i_crit.custom_extensions.push(ext(PC, true, pc));
-    let err = chain3(ca_params("R"), i_crit, good_leaf())
-        .run(Profile::Rfc5280, Purpose::Server, None)
-        .unwrap_err();
-    assert_eq!(err.rule(), "unknown-critical-extension", "{err}");
+    let mut i_ok = ca_params("I");
+    i_ok.custom_extensions.push(ext(PC, true, pc));
     add(
         Rule::PolicyConstraintsNotCritical,
         CertRole::Intermediate,
         chain3(ca_params("R"), i, good_leaf()),
         chain3(ca_params("R"), i_ok, good_leaf()),
     );
+    // requireExplicitPolicy needs certificate-policy processing, which tlskit does not
+    // do (crates/verify/README.md): refused, critical or not, under both profiles.
+    let mut i_req = ca_params("I");
+    i_req
+        .custom_extensions
+        .push(ext(PC, true, tlv(0x30, &[0x80, 0x01, 0x00])));
+    for p in [Profile::WebPki, Profile::Rfc5280] {
+        let err = chain3(ca_params("R"), i_req.clone(), good_leaf())
+            .run(p, Purpose::Server, None)
+            .unwrap_err();
+        assert_eq!(err.rule(), "unknown-critical-extension", "{p}: {err}");
+    }
 
     // aia-malformed: a location that is a dNSName, not a URI.
     let ca_issuers = [0x06, 0x08, 0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x30, 0x02];
@@ -436,6 +445,28 @@ fn rule_cases() -> Vec<RuleCase> {
     let mut ok = good_leaf();
     ok.custom_extensions
         .push(ext(AIA, false, tlv(0x30, &tlv(0x30, &good_ad))));
+    add(
+        Rule::AiaMalformed,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), ok),
+    );
+
+    // aia-malformed: critical, and empty (SIZE (1..MAX)).
+    let mut l = good_leaf();
+    l.custom_extensions
+        .push(ext(AIA, true, tlv(0x30, &tlv(0x30, &good_ad))));
+    let mut ok = good_leaf();
+    ok.custom_extensions
+        .push(ext(AIA, false, tlv(0x30, &tlv(0x30, &good_ad))));
+    add(
+        Rule::AiaMalformed,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), ok.clone()),
+    );
+    let mut l = good_leaf();
+    l.custom_extensions.push(ext(AIA, false, vec![0x30, 0x00]));
     add(
         Rule::AiaMalformed,
         CertRole::EndEntity,
@@ -524,6 +555,17 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), ca_params("I"), good_leaf()),
     );
 
+    // cn-not-in-san: the same name in another case (BR 7.1.4.3: equal, not equal
+    // ignoring case).
+    let mut l = good_leaf();
+    l.distinguished_name = dn("A.Example");
+    add(
+        Rule::CnNotInSan,
+        CertRole::EndEntity,
+        chain3(ca_params("R"), ca_params("I"), l),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
     // san-missing: CN only.
     let mut l = good_leaf();
     l.subject_alt_names.clear();
@@ -557,7 +599,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root_with(r);
         let i1 = intermediate_with(ca_params("I1"), KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(i.clone(), KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -568,7 +610,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root_with(r_ok);
         let i1 = intermediate_with(ca_params("I1"), KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(i, KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -584,7 +626,7 @@ fn rule_cases() -> Vec<RuleCase> {
         let r = root("R");
         let i1 = intermediate_with(i1, KeyPair::generate().unwrap(), &r);
         let i2 = intermediate_with(ca_params("I2"), KeyPair::generate().unwrap(), &i1);
-        let l = leaf("a.example", &i2);
+        let l = common::leaf(&["a.example"], &i2);
         Case {
             anchors: vec![r.der.clone()],
             ee: l.der,
@@ -615,10 +657,6 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), i, lok),
     );
     v
-}
-
-fn leaf(name: &str, issuer: &Ca) -> Ca {
-    common::leaf(&[name], issuer)
 }
 
 fn ski_of(der: &[u8]) -> Vec<u8> {
@@ -882,12 +920,33 @@ fn interop_cases_from_the_issue() {
     assert_eq!(err.rule(), "ca-as-end-entity", "{err}");
 
     // 7. Trailing-dot host name: `a.example.` is the same host as `a.example` (an
-    //    absolute name); rustls-webpki refuses to match it (DNS-ID matching has no
-    //    trailing dot), tlskit's reference-name parser strips it first (names.rs), so
-    //    `tlskit verify --host a.example.` succeeds: see crates/cli/tests.
+    //    absolute name), so it is accepted, as curl and OpenSSL do. tlskit's
+    //    reference-name parser strips the dot first (names.rs), so the name that is
+    //    matched and reported is `a.example`; `tlskit verify --host a.example.` succeeds
+    //    too (crates/cli/tests). Here through the library, as an embedder would parse it.
     let c = chain3(ca_params("R"), ca_params("I"), good_leaf());
-    c.run(Profile::WebPki, Purpose::Server, Some("a.example"))
+    let reference = tlskit_verify::names::ReferenceName::parse("a.example.").unwrap();
+    let name = reference.to_server_name().unwrap();
+    assert_eq!(name.to_str(), "a.example");
+    let refs: Vec<&CertificateDer<'_>> = c.anchors.iter().collect();
+    let st = store(&refs);
+    let v = verifier(Profile::WebPki, &[]);
+    v.verify(&st, &c.ee, &c.chain, Some(&name), Purpose::Server, now())
         .unwrap();
+    // The raw name, dot kept, handed straight to the verifier: rustls-webpki (0.103)
+    // ignores the root dot as well.
+    let raw = ServerName::try_from("a.example.".to_string()).unwrap();
+    v.verify(&st, &c.ee, &c.chain, Some(&raw), Purpose::Server, now())
+        .unwrap();
+    // Another host, dot or not: refused.
+    let other = tlskit_verify::names::ReferenceName::parse("b.example.")
+        .unwrap()
+        .to_server_name()
+        .unwrap();
+    let err = v
+        .verify(&st, &c.ee, &c.chain, Some(&other), Purpose::Server, now())
+        .unwrap_err();
+    assert_eq!(err.rule(), "name-mismatch", "{err}");
 }
 
 #[test]
@@ -986,15 +1045,23 @@ fn hand_crl(issuer: &Ca, number: Option<bool>) -> tlskit_verify::Crl {
 /// CRLNumber, with a critical one, and by a root whose keyUsage lacks cRLSign.
 #[test]
 fn crl_rules() {
+    // RFC 5280 rules: the same answers under both profiles.
+    for profile in [Profile::WebPki, Profile::Rfc5280] {
+        crl_rules_under(profile);
+    }
+}
+
+fn crl_rules_under(profile: Profile) {
     let run = |root_p: CertificateParams, number: Option<bool>| {
         let r = root_with(root_p);
         let i = intermediate("I", &r);
-        let l = leaf("a.example", &i);
+        let l = common::leaf(&["a.example"], &i);
         let crl = hand_crl(&r, number);
         let s = store(&[&r.der]);
         ChainVerifier::new(VerifierConfig {
             cache: None,
             crls: vec![crl],
+            profile,
             ..VerifierConfig::default()
         })
         .verify(
@@ -1161,4 +1228,31 @@ fn rfc822_and_directory_name_constraints_both_ways() {
             assert_eq!(e.rule(), "name-constraint-violated", "row {n}: {e}");
         }
     }
+}
+
+/// RFC 5280 6.1.4 (l): a self-issued intermediate (a key rollover: same name, new key,
+/// signed by the old one) does not count toward a pathLenConstraint above it; another
+/// CA there does. Under the default (webpki) profile, both ways.
+#[test]
+fn self_issued_intermediate_does_not_count_toward_path_len() {
+    let r = root("R");
+    let mut ip = ca_params("I");
+    ip.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    let i = intermediate_with(ip, KeyPair::generate().unwrap(), &r);
+    let run = |next: &Ca| {
+        let l = common::leaf(&["a.example"], next);
+        Case {
+            anchors: vec![r.der.clone()],
+            ee: l.der,
+            chain: vec![next.der.clone(), i.der.clone()],
+        }
+        .run(Profile::WebPki, Purpose::Server, Some("a.example"))
+    };
+    // Same name as I, new key, signed by I's old key: self-issued.
+    let rollover = intermediate_with(ca_params("I"), KeyPair::generate().unwrap(), &i);
+    run(&rollover).unwrap_or_else(|e| panic!("self-issued counted: {e}"));
+    // Another name: a second CA below I's pathLenConstraint 0.
+    let other = intermediate_with(ca_params("J"), KeyPair::generate().unwrap(), &i);
+    let err = run(&other).unwrap_err();
+    assert_eq!(err.rule(), "path-len-exceeded", "{err}");
 }

@@ -361,3 +361,29 @@ fn client_auth_hints_are_capped_follow_reloads_and_can_be_off() {
     h.replace(store(&[&w.root.der]));
     assert_eq!(trunc.root_hint_subjects().len(), 1);
 }
+
+/// Issue 13: the refusal behind a rustls error from tlskit's verifiers reads back as the
+/// sentence and rule code, never rustls's debug output (`Other(OtherError(..))`).
+#[test]
+fn certificate_refusal_reads_back_sentence_and_rule() {
+    use tlskit_verify::{CertificateRefusal, VerifyError};
+    let e: rustls::Error = VerifyError::ChainTooDeep { limit: 4 }.into();
+    assert!(
+        e.to_string().contains("OtherError("),
+        "rustls shows debug: {e}"
+    );
+    let r = CertificateRefusal::of(&e).expect("a certificate error");
+    assert_eq!(r.rule, "chain-too-deep");
+    assert_eq!(
+        r.sentence,
+        VerifyError::ChainTooDeep { limit: 4 }.to_string()
+    );
+    let e: rustls::Error = VerifyError::UnknownIssuer {
+        issuer: "CN=x".into(),
+    }
+    .into();
+    let r = CertificateRefusal::of(&e).expect("a certificate error");
+    assert_eq!(r.rule, "unknown-issuer");
+    assert!(!r.sentence.contains("UnknownIssuer"), "{r}");
+    assert!(CertificateRefusal::of(&rustls::Error::DecryptError).is_none());
+}
