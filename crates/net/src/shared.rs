@@ -60,7 +60,9 @@ const SEAL_VERSION: u8 = 1;
 const MAX_SEALED: usize = 4096;
 
 /// `serve --shared-state URL --shared-state-key FILE [--shared-state-required]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Debug` shows the URL with the password masked (a `ServeConfig` printed with
+/// `{:?}` holds it).
+#[derive(Clone, PartialEq, Eq)]
 pub struct SharedSettings {
     /// `redis://[user:pass@]HOST:PORT[/db]` or `rediss://...` (TLS).
     pub url: String,
@@ -74,6 +76,18 @@ pub struct SharedSettings {
     /// `--shared-state-ca FILE`: the PEM certificates a `rediss://` server's certificate
     /// must chain to (a private CA), instead of the system's roots.
     pub ca: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SharedSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedSettings")
+            .field("url", &redact(&self.url))
+            .field("key_file", &self.key_file)
+            .field("required", &self.required)
+            .field("reread", &self.reread)
+            .field("ca", &self.ca)
+            .finish()
+    }
 }
 
 /// Largest `--shared-state-ca` file read.
@@ -954,6 +968,11 @@ mod tests {
         let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
         none.ca = None;
         assert!(redis_client(&none).is_ok());
+        let shown = format!("{none:?}");
+        assert!(
+            shown.contains("u:***@") && !shown.contains("s3cret"),
+            "{shown}"
+        );
     }
 
     #[test]

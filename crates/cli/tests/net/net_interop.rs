@@ -1531,8 +1531,10 @@ fn net_interop_fleet_redis_black_hole_stalls_nothing() {
         managed.iter().max()
     );
     assert!(ok > 0, "no ordinary handshake completed: {}", node.stderr());
+    // Before the fix each of them waited for a Redis lookup (at least 2 s) behind one
+    // shared connection: 16 in a row. 5 s leaves room for a loaded machine.
     assert!(
-        flood.iter().all(|d| *d < Duration::from_secs(3)),
+        flood.iter().all(|d| *d < Duration::from_secs(5)),
         "acme-tls/1 handshakes stalled: {flood:?}"
     );
     assert!(

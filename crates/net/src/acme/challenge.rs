@@ -180,7 +180,9 @@ impl Challenges {
     /// validation certificate for it. One fetch at a time: a lookup that waited for
     /// another's takes its result.
     async fn fetch(&self, key: &str, domain: Option<&str>) -> Option<String> {
-        let Ok(_one) = tokio::time::timeout(FETCH_WAIT, self.fetching.lock()).await else {
+        // One deadline for waiting on another fetch and for this one.
+        let deadline = tokio::time::Instant::now() + FETCH_WAIT;
+        let Ok(_one) = tokio::time::timeout_at(deadline, self.fetching.lock()).await else {
             return self.usable(key).and_then(|(a, _)| a);
         };
         if let Some((answer, _)) = self.usable(key) {
@@ -188,8 +190,8 @@ impl Challenges {
         }
         let s = self.storage.clone();
         let k = key.to_string();
-        let got = tokio::time::timeout(
-            FETCH_WAIT,
+        let got = tokio::time::timeout_at(
+            deadline,
             tokio::task::spawn_blocking(move || s.challenge(&k)),
         )
         .await
