@@ -188,6 +188,16 @@ mod tests {
         assert_eq!(c.domain, Some(vec!["a.test".to_string()]));
         assert_eq!(c.acme_storage, Some(dir.path().join("st")));
         assert_eq!(c.http_listen.as_deref(), Some("127.0.0.1:80"));
+        std::fs::write(
+            &p,
+            "shared_state = \"rediss://u:p@r:6380/2\"\nshared_state_key = \"fleet.kek\"\n\
+             shared_state_ca = \"redis-ca.pem\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let c = FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.shared_state.as_deref(), Some("rediss://u:p@r:6380/2"));
+        assert_eq!(c.shared_state_key, Some(dir.path().join("fleet.kek")));
+        assert_eq!(c.shared_state_ca, Some(dir.path().join("redis-ca.pem")));
         std::fs::write(&p, "lisen = 1\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(FileConfig::load(&p).is_err());
     }
