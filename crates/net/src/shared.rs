@@ -27,7 +27,11 @@
 //! when Redis is back. Sealed keys that do not open with this node's KEK are refused
 //! (`shared_state_key_refused`): the node keeps its own keys and never overwrites the
 //! fleet's. Every Redis call has a deadline ([`OP_TIMEOUT`]); nothing waits on Redis in a
-//! handshake.
+//! handshake, and no runtime worker thread waits on the ACME storage's blocking calls.
+//!
+//! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
+//! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
+//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -994,9 +998,10 @@ mod tests {
 /// answers a validation, and an issuance lock (`SET NX PX`, 10 minutes, released only by
 /// its holder) so that the fleet orders each name once.
 ///
-/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`]); the manager
-/// calls them from the blocking pool, as it does the filesystem storage. A lost connection
-/// is reopened at the next call.
+/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`], the connect
+/// included: it runs on a helper thread waited for at most that long); the manager calls
+/// them from the blocking pool, as it does the filesystem storage, and the issuance lock
+/// is released there too. A lost connection is reopened at the next call.
 pub struct RedisAcmeStorage {
     inner: Arc<AcmeInner>,
 }
