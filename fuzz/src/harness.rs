@@ -679,7 +679,16 @@ pub fn config(data: &[u8]) -> bool {
     };
     // The scratch file's path is absolute, so every path must come back absolute
     // (relative ones joined to its directory).
-    for p in [&c.cert, &c.key, &c.sni_dir].into_iter().flatten() {
+    for p in [
+        &c.cert,
+        &c.key,
+        &c.sni_dir,
+        &c.shared_state_key,
+        &c.shared_state_ca,
+    ]
+    .into_iter()
+    .flatten()
+    {
         assert!(
             p.is_absolute(),
             "path {p:?} not resolved against the file's directory"

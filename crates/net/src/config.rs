@@ -23,6 +23,10 @@
 //! # domain = ["www.example.com"]
 //! # acme_storage = "/var/lib/tlskit/acme"
 //! # http_listen = "[::]:80"
+//! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
+//! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
+//! # shared_state_key = "/etc/tlskit/fleet.kek"
+//! # shared_state_ca = "/etc/tlskit/redis-ca.pem"
 //! log_format = "json"
 //! expiry_warning_days = 21
 //! ```
@@ -93,6 +97,8 @@ pub struct FileConfig {
     pub shared_state_required: Option<bool>,
     /// Seconds between re-reads of the shared keys (besides change notifications).
     pub shared_state_reread: Option<f64>,
+    /// PEM CA file for a `rediss://` Redis (a private CA).
+    pub shared_state_ca: Option<std::path::PathBuf>,
     /// Do not watch files for changes.
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.
@@ -132,9 +138,16 @@ impl FileConfig {
         let mut c: Self =
             toml::from_str(&text).map_err(|e| NetError::file(path, e.message().to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
-        for p in [&mut c.cert, &mut c.key, &mut c.sni_dir, &mut c.acme_storage]
-            .into_iter()
-            .flatten()
+        for p in [
+            &mut c.cert,
+            &mut c.key,
+            &mut c.sni_dir,
+            &mut c.acme_storage,
+            &mut c.shared_state_key,
+            &mut c.shared_state_ca,
+        ]
+        .into_iter()
+        .flatten()
         {
             if p.is_relative() {
                 *p = base.join(&*p);
@@ -175,6 +188,16 @@ mod tests {
         assert_eq!(c.domain, Some(vec!["a.test".to_string()]));
         assert_eq!(c.acme_storage, Some(dir.path().join("st")));
         assert_eq!(c.http_listen.as_deref(), Some("127.0.0.1:80"));
+        std::fs::write(
+            &p,
+            "shared_state = \"rediss://u:p@r:6380/2\"\nshared_state_key = \"fleet.kek\"\n\
+             shared_state_ca = \"redis-ca.pem\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let c = FileConfig::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.shared_state.as_deref(), Some("rediss://u:p@r:6380/2"));
+        assert_eq!(c.shared_state_key, Some(dir.path().join("fleet.kek")));
+        assert_eq!(c.shared_state_ca, Some(dir.path().join("redis-ca.pem")));
         std::fs::write(&p, "lisen = 1\n").unwrap_or_else(|e| panic!("{e}"));
         assert!(FileConfig::load(&p).is_err());
     }

@@ -379,7 +379,7 @@ impl Metrics {
         if let Some(t) = self.shared.0.get() {
             let _ = writeln!(
                 s,
-                "# HELP tlskit_shared_state_up 1 when the session-ticket keys are the fleet's (the last Redis sync worked), 0 when running on the keys it has."
+                "# HELP tlskit_shared_state_up 1 when the session-ticket keys are the fleet's (the last Redis sync worked), 0 when running on the keys it has. Ticket keys only: ACME storage failures count in tlskit_acme_errors_total."
             );
             let _ = writeln!(s, "# TYPE tlskit_shared_state_up gauge");
             let _ = writeln!(s, "tlskit_shared_state_up {}", u8::from(t.up()));

@@ -1270,7 +1270,10 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     let io = crate::hello::Prefixed::new(prefix, tcp, rest);
     // With ACME TLS-ALPN-01, validation handshakes (ALPN acme-tls/1 only) are answered
     // with the validation certificate and closed here.
-    let alpn_cfg = s.acme.as_ref().and_then(|a| a.alpn_config.as_ref());
+    let alpn_cfg = s
+        .acme
+        .as_ref()
+        .and_then(|a| Some((a.alpn_config.as_ref()?, &a.challenges)));
     // Each phase boxed: the task of a connection holds only the state of the phase it is
     // in, not the largest state of any phase.
     let accepted = tokio::time::timeout_at(

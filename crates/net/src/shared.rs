@@ -27,7 +27,11 @@
 //! when Redis is back. Sealed keys that do not open with this node's KEK are refused
 //! (`shared_state_key_refused`): the node keeps its own keys and never overwrites the
 //! fleet's. Every Redis call has a deadline ([`OP_TIMEOUT`]); nothing waits on Redis in a
-//! handshake.
+//! handshake, and no runtime worker thread waits on the ACME storage's blocking calls.
+//!
+//! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
+//! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
+//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,7 +64,9 @@ const SEAL_VERSION: u8 = 1;
 const MAX_SEALED: usize = 4096;
 
 /// `serve --shared-state URL --shared-state-key FILE [--shared-state-required]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Debug` shows the URL with the password masked (a `ServeConfig` printed with
+/// `{:?}` holds it).
+#[derive(Clone, PartialEq, Eq)]
 pub struct SharedSettings {
     /// `redis://[user:pass@]HOST:PORT[/db]` or `rediss://...` (TLS).
     pub url: String,
@@ -71,6 +77,63 @@ pub struct SharedSettings {
     /// How often the keys are re-read besides the change notifications
     /// (`--shared-state-reread`, default [`REREAD`]).
     pub reread: Duration,
+    /// `--shared-state-ca FILE`: the PEM certificates a `rediss://` server's certificate
+    /// must chain to (a private CA), instead of the system's roots.
+    pub ca: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for SharedSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedSettings")
+            .field("url", &redact(&self.url))
+            .field("key_file", &self.key_file)
+            .field("required", &self.required)
+            .field("reread", &self.reread)
+            .field("ca", &self.ca)
+            .finish()
+    }
+}
+
+/// Largest `--shared-state-ca` file read.
+const MAX_CA_FILE: u64 = 1 << 20;
+
+/// The Redis client for these settings: the URL checked, a `rediss://` server verified
+/// against `--shared-state-ca` when given (else the system's roots). Errors name the URL
+/// with its password masked.
+pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
+    let shown = redact(&s.url);
+    let bad = |e: redis::RedisError| {
+        NetError::Config(format!(
+            "--shared-state {shown}: {}",
+            redact(&e.to_string())
+        ))
+    };
+    let Some(ca) = &s.ca else {
+        return redis::Client::open(s.url.as_str()).map_err(bad);
+    };
+    if !s.url.starts_with("rediss://") {
+        return Err(NetError::Config(format!(
+            "--shared-state-ca needs a rediss:// URL (TLS), not {shown}"
+        )));
+    }
+    let pem = tlskit_io::read(ca, MAX_CA_FILE).map_err(|e| NetError::File {
+        path: ca.clone(),
+        reason: e.to_string(),
+    })?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(NetError::File {
+            path: ca.clone(),
+            reason: "no PEM certificate in it".into(),
+        });
+    }
+    redis::Client::build_with_tls(
+        s.url.as_str(),
+        redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        },
+    )
+    .map_err(bad)
 }
 
 /// The URL with any password replaced by `***` (for logs and errors).
@@ -252,7 +315,7 @@ impl Kek {
 pub(crate) struct SharedTickets {
     keys: ArcSwap<KeySet>,
     kek: Kek,
-    client: redis::Client,
+    store: Arc<dyn TicketStore>,
     url: String,
     period: Duration,
     reread: Duration,
@@ -276,8 +339,7 @@ impl SharedTickets {
     pub(crate) fn start(s: &SharedSettings, period: Duration) -> Result<Arc<Self>, NetError> {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
-        let client = redis::Client::open(s.url.as_str())
-            .map_err(|e| NetError::Config(format!("--shared-state {url}: {e}")))?;
+        let client = redis_client(s)?;
         let rand_err = || NetError::Config("no randomness from the OS".into());
         let kek = Kek::new(&kek_raw).ok_or_else(rand_err)?;
         let first = TicketKey::fresh(u32::from_be_bytes(random().ok_or_else(rand_err)?))
@@ -290,7 +352,7 @@ impl SharedTickets {
         let me = Arc::new(Self {
             keys: ArcSwap::from_pointee(KeySet(vec![first])),
             kek,
-            client,
+            store: Arc::new(RedisStore::new(client, url.clone())),
             url: url.clone(),
             period,
             reread: s.reread,
@@ -301,10 +363,10 @@ impl SharedTickets {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let state = rt.block_on(async {
-            let mut con = None;
-            me.tick(&mut con).await
-        });
+        let state = rt.block_on(me.tick());
+        // That connection's driver lives on this short-lived runtime: the serving runtime
+        // opens its own.
+        me.store.reset();
         if let Err(why) = state {
             if s.required {
                 return Err(NetError::Config(format!(
@@ -334,11 +396,10 @@ impl SharedTickets {
     pub(crate) async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let changed = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
-            self.client.clone(),
+            self.store.clone(),
             changed.clone(),
             self.node.clone(),
         ));
-        let mut con = None;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(self.reread) => {}
@@ -348,13 +409,13 @@ impl SharedTickets {
                     return;
                 }
             }
-            let _ = self.tick(&mut con).await;
+            let _ = self.tick().await;
         }
     }
 
     /// Tell the other nodes that the key set changed (best effort: they re-read anyway).
-    async fn announce(&self, c: &mut redis::aio::MultiplexedConnection) {
-        let _ = op::<i64>(redis::cmd("PUBLISH").arg(CHANGED).arg(&self.node), c).await;
+    async fn announce(&self) {
+        let _ = self.store.publish(CHANGED, &self.node).await;
     }
 
     fn report(&self, up: bool, event: &str, reason: &str) {
@@ -377,11 +438,8 @@ impl SharedTickets {
     }
 
     /// One sync: read the fleet's keys, adopt them, seed or rotate under the lease.
-    async fn tick(
-        &self,
-        con: &mut Option<redis::aio::MultiplexedConnection>,
-    ) -> Result<(), String> {
-        let result = self.sync(con).await;
+    async fn tick(&self) -> Result<(), String> {
+        let result = self.sync().await;
         match &result {
             Ok(()) => self.report(
                 true,
@@ -392,37 +450,23 @@ impl SharedTickets {
                 self.report(false, "shared_state_key_refused", why)
             }
             Err(why) => {
-                *con = None;
+                self.store.reset();
                 self.report(false, "shared_state_down", why)
             }
         }
         result
     }
 
-    async fn sync(
-        &self,
-        con: &mut Option<redis::aio::MultiplexedConnection>,
-    ) -> Result<(), String> {
-        if con.is_none() {
-            let c =
-                tokio::time::timeout(OP_TIMEOUT, self.client.get_multiplexed_async_connection())
-                    .await
-                    .map_err(|_| "connect timed out".to_string())?
-                    .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
-            *con = Some(c);
-        }
-        let Some(c) = con.as_mut() else {
-            return Err("not connected".into());
-        };
-        let sealed: Option<Vec<u8>> = op(redis::cmd("GET").arg(KEYS), c).await?;
+    async fn sync(&self) -> Result<(), String> {
+        let sealed = self.store.get(KEYS).await?;
         let Some(sealed) = sealed else {
             // Empty (first node of a fleet, or Redis restarted without its data): seed it
             // with the keys this node has, under the lease.
-            if self.lease(c).await? {
+            if self.lease().await? {
                 let set = self.keys.load();
                 let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
-                let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
-                self.announce(c).await;
+                self.store.set(KEYS, &sealed).await?;
+                self.announce().await;
                 log::event(
                     Level::Info,
                     "shared_ticket_keys_seeded",
@@ -445,27 +489,19 @@ impl SharedTickets {
             self.keys.store(Arc::new(set));
         }
         let newest = self.keys.load().0[0].created;
-        if now_secs().saturating_sub(newest) >= self.period.as_secs() && self.lease(c).await? {
-            self.rotate(c).await?;
+        if now_secs().saturating_sub(newest) >= self.period.as_secs() && self.lease().await? {
+            self.rotate().await?;
         }
         Ok(())
     }
 
-    async fn lease(&self, c: &mut redis::aio::MultiplexedConnection) -> Result<bool, String> {
-        let got: Option<String> = op(
-            redis::cmd("SET")
-                .arg(LEASE)
-                .arg(&self.node)
-                .arg("NX")
-                .arg("PX")
-                .arg(LEASE_MS),
-            c,
-        )
-        .await?;
-        Ok(got.is_some())
+    async fn lease(&self) -> Result<bool, String> {
+        self.store
+            .set_if_absent(LEASE, self.node.as_bytes(), Duration::from_millis(LEASE_MS))
+            .await
     }
 
-    async fn rotate(&self, c: &mut redis::aio::MultiplexedConnection) -> Result<(), String> {
+    async fn rotate(&self) -> Result<(), String> {
         let old = self.keys.load();
         let id = old.0[0].id.wrapping_add(1);
         let new = TicketKey::fresh(id).ok_or("no randomness from the OS")?;
@@ -473,8 +509,8 @@ impl SharedTickets {
         let keep = TicketKey::new(prev.id, prev.created, prev.raw).ok_or("bad key")?;
         let set = KeySet(vec![new, keep]);
         let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
-        let _: () = op(redis::cmd("SET").arg(KEYS).arg(sealed), c).await?;
-        self.announce(c).await;
+        self.store.set(KEYS, &sealed).await?;
+        self.announce().await;
         log::event(
             Level::Info,
             "ticket_key_rotated",
@@ -486,25 +522,166 @@ impl SharedTickets {
 }
 
 /// Subscribe to [`CHANGED`] and wake the sync loop on each announcement by another node.
-/// On any error (Redis away, the subscription dropped), wait [`REREAD`] and subscribe
-/// again; the periodic re-read covers the gap. Connecting and subscribing have deadlines;
-/// waiting for a message has none (it is what a subscription is for) and blocks nothing.
-async fn listen(client: redis::Client, changed: Arc<tokio::sync::Notify>, me: String) {
-    use futures_util::StreamExt;
+/// On any error (the store away, the subscription dropped), wait [`REREAD`] and subscribe
+/// again; the periodic re-read covers the gap.
+async fn listen(store: Arc<dyn TicketStore>, changed: Arc<tokio::sync::Notify>, me: String) {
     loop {
-        if let Ok(Ok(mut ps)) = tokio::time::timeout(OP_TIMEOUT, client.get_async_pubsub()).await {
-            let subscribed = tokio::time::timeout(OP_TIMEOUT, ps.subscribe(CHANGED)).await;
-            if matches!(subscribed, Ok(Ok(()))) {
-                let mut messages = ps.on_message();
-                while let Some(m) = messages.next().await {
-                    let from: String = m.get_payload().unwrap_or_default();
+        let wake = changed.clone();
+        let me = me.clone();
+        let _ = store
+            .subscribe(
+                CHANGED,
+                Box::new(move |from: String| {
                     if from != me {
-                        changed.notify_one();
+                        wake.notify_one();
                     }
-                }
-            }
-        }
+                }),
+            )
+            .await;
         tokio::time::sleep(REREAD).await;
+    }
+}
+
+/// A boxed future of a [`TicketStore`] call.
+pub type StoreFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+
+/// What the ticket-key sync needs of a shared store: a value read and written whole, a
+/// set-if-absent with an expiry (the rotation lease), and a change channel. Redis
+/// ([`RedisStore`]) is the one implementation; etcd (a transaction on a lease, watch) or
+/// Consul (a session lock, blocking queries) would plug in here, and the sealing, the
+/// rotation and the failure handling above it stay the same. Every call has its own
+/// deadline; errors are text with any password masked.
+pub trait TicketStore: Send + Sync {
+    /// The value of `key`, None when absent.
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
+    /// Set `key` to `value`, no expiry.
+    fn set<'a>(&'a self, key: &'a str, value: &'a [u8]) -> StoreFuture<'a, ()>;
+    /// Set `key` to `value` for `ttl` only when it is absent: true when set.
+    fn set_if_absent<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool>;
+    /// Announce `message` on `channel` (best effort).
+    fn publish<'a>(&'a self, channel: &'a str, message: &'a str) -> StoreFuture<'a, ()>;
+    /// Hand each message on `channel` to `on_message` until the subscription breaks (its
+    /// setup has a deadline; waiting for messages has none and blocks nothing).
+    fn subscribe<'a>(
+        &'a self,
+        channel: &'a str,
+        on_message: Box<dyn Fn(String) + Send + Sync + 'a>,
+    ) -> StoreFuture<'a, ()>;
+    /// Forget the connection after an error: the next call connects again.
+    fn reset(&self);
+}
+
+/// [`TicketStore`] on Redis: one multiplexed connection for commands (opened lazily,
+/// reopened after an error), one more for the subscription.
+pub struct RedisStore {
+    client: redis::Client,
+    url: String,
+    con: Mutex<Option<redis::aio::MultiplexedConnection>>,
+}
+
+impl RedisStore {
+    /// `url`: the URL with its password masked, for errors.
+    pub fn new(client: redis::Client, url: String) -> Self {
+        Self {
+            client,
+            url,
+            con: Mutex::new(None),
+        }
+    }
+
+    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, String> {
+        let cached = self.con.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        let c = tokio::time::timeout(OP_TIMEOUT, self.client.get_multiplexed_async_connection())
+            .await
+            .map_err(|_| "connect timed out".to_string())?
+            .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
+        *self.con.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, String> {
+        let mut c = self.connection().await?;
+        op(&cmd, &mut c).await
+    }
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TicketStore for RedisStore {
+    fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("GET");
+            cmd.arg(key);
+            self.run(cmd).await
+        })
+    }
+    fn set<'a>(&'a self, key: &'a str, value: &'a [u8]) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key).arg(value);
+            self.run(cmd).await
+        })
+    }
+    fn set_if_absent<'a>(
+        &'a self,
+        key: &'a str,
+        value: &'a [u8],
+        ttl: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ms);
+            let got: Option<String> = self.run(cmd).await?;
+            Ok(got.is_some())
+        })
+    }
+    fn publish<'a>(&'a self, channel: &'a str, message: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("PUBLISH");
+            cmd.arg(channel).arg(message);
+            self.run::<i64>(cmd).await.map(drop)
+        })
+    }
+    fn subscribe<'a>(
+        &'a self,
+        channel: &'a str,
+        on_message: Box<dyn Fn(String) + Send + Sync + 'a>,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            use futures_util::StreamExt;
+            let mut ps = tokio::time::timeout(OP_TIMEOUT, self.client.get_async_pubsub())
+                .await
+                .map_err(|_| "connect timed out".to_string())?
+                .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
+            tokio::time::timeout(OP_TIMEOUT, ps.subscribe(channel))
+                .await
+                .map_err(|_| "subscribe timed out".to_string())?
+                .map_err(|e| format!("Redis: {}", redact(&e.to_string())))?;
+            let mut messages = ps.on_message();
+            while let Some(m) = messages.next().await {
+                on_message(m.get_payload().unwrap_or_default());
+            }
+            Ok(())
+        })
+    }
+    fn reset(&self) {
+        *self.con.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
@@ -566,6 +743,144 @@ impl ProducesTickets for SharedTickets {
 mod tests {
     use super::*;
 
+    /// A value and when it expires.
+    type Stored = (Vec<u8>, Option<std::time::Instant>);
+
+    /// A [`TicketStore`] in memory (what a second backend implements), recording what
+    /// was published.
+    #[derive(Default)]
+    struct MemoryStore {
+        values: Mutex<std::collections::HashMap<String, Stored>>,
+        published: Mutex<Vec<String>>,
+    }
+
+    impl MemoryStore {
+        fn remove(&self, key: &str) {
+            self.values
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(key);
+        }
+    }
+
+    impl TicketStore for MemoryStore {
+        fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
+            let m = self.values.lock().unwrap_or_else(|p| p.into_inner());
+            let v = m
+                .get(key)
+                .filter(|(_, until)| until.is_none_or(|u| u > std::time::Instant::now()))
+                .map(|(v, _)| v.clone());
+            Box::pin(async move { Ok(v) })
+        }
+        fn set<'a>(&'a self, key: &'a str, value: &'a [u8]) -> StoreFuture<'a, ()> {
+            self.values
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key.to_string(), (value.to_vec(), None));
+            Box::pin(async { Ok(()) })
+        }
+        fn set_if_absent<'a>(
+            &'a self,
+            key: &'a str,
+            value: &'a [u8],
+            ttl: Duration,
+        ) -> StoreFuture<'a, bool> {
+            let now = std::time::Instant::now();
+            let mut m = self.values.lock().unwrap_or_else(|p| p.into_inner());
+            let live = m
+                .get(key)
+                .is_some_and(|(_, until)| until.is_none_or(|u| u > now));
+            if !live {
+                m.insert(key.to_string(), (value.to_vec(), Some(now + ttl)));
+            }
+            Box::pin(async move { Ok(!live) })
+        }
+        fn publish<'a>(&'a self, _: &'a str, message: &'a str) -> StoreFuture<'a, ()> {
+            self.published
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(message.to_string());
+            Box::pin(async { Ok(()) })
+        }
+        fn subscribe<'a>(
+            &'a self,
+            _: &'a str,
+            _: Box<dyn Fn(String) + Send + Sync + 'a>,
+        ) -> StoreFuture<'a, ()> {
+            Box::pin(async { Ok(()) })
+        }
+        fn reset(&self) {}
+    }
+
+    fn node(store: &Arc<MemoryStore>, name: &str, period: Duration) -> SharedTickets {
+        SharedTickets {
+            keys: ArcSwap::from_pointee(set(&[u32::from(name.as_bytes()[0])])),
+            kek: Kek::new(&[3; 32]).unwrap_or_else(|| unreachable!("key")),
+            store: store.clone(),
+            url: String::new(),
+            period,
+            reread: REREAD,
+            node: name.into(),
+            up: AtomicBool::new(false),
+            said: Mutex::new(String::new()),
+        }
+    }
+
+    /// The sync runs on any [`TicketStore`]: the first node seeds, the second adopts,
+    /// a rotation happens under the lease (one node at a time), is announced, and the
+    /// other node keeps opening tickets from the previous key.
+    #[tokio::test]
+    async fn sync_seeds_adopts_and_rotates_on_any_store() {
+        let store = Arc::new(MemoryStore::default());
+        let a = node(&store, "a", Duration::from_secs(3600));
+        let b = node(&store, "b", Duration::from_secs(3600));
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.up());
+        let ticket = a.encrypt(b"s").unwrap_or_else(|| unreachable!("encrypt"));
+        assert_eq!(b.decrypt(&ticket), None, "b not yet in step");
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(b.keys.load().ids(), a.keys.load().ids());
+        assert_eq!(b.decrypt(&ticket).as_deref(), Some(&b"s"[..]));
+        // Due for rotation on both (period 0): only the lease holder rotates.
+        let a0 = node(&store, "a", Duration::ZERO);
+        a0.keys.store(Arc::new(
+            KeySet::from_plain(&a.keys.load().plain()).unwrap_or_else(|| unreachable!()),
+        ));
+        let b0 = node(&store, "b", Duration::ZERO);
+        store.remove(LEASE);
+        a0.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        b0.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(a0.keys.load().0[0].id, a.keys.load().0[0].id, "a rotated");
+        assert_eq!(
+            b0.keys.load().ids(),
+            a0.keys.load().ids(),
+            "b adopted, did not rotate"
+        );
+        assert_eq!(
+            b0.decrypt(&ticket).as_deref(),
+            Some(&b"s"[..]),
+            "previous key"
+        );
+        let published = store
+            .published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        assert_eq!(published, ["a", "a"], "seed and rotation announced");
+        // A node with another KEK refuses the set and writes nothing.
+        let mut odd = node(&store, "o", Duration::ZERO);
+        odd.kek = Kek::new(&[4; 32]).unwrap_or_else(|| unreachable!("key"));
+        store.remove(LEASE);
+        assert!(odd.tick().await.is_err());
+        assert!(!odd.up());
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            b.keys.load().ids(),
+            a0.keys.load().ids(),
+            "fleet's keys kept"
+        );
+    }
+
     fn set(ids: &[u32]) -> KeySet {
         KeySet(
             ids.iter()
@@ -596,8 +911,7 @@ mod tests {
             SharedTickets {
                 keys: ArcSwap::from_pointee(set(ids)),
                 kek,
-                client: redis::Client::open("redis://127.0.0.1:1")
-                    .unwrap_or_else(|_| unreachable!("literal URL")),
+                store: Arc::new(MemoryStore::default()),
                 url: String::new(),
                 period: Duration::from_secs(60),
                 reread: REREAD,
@@ -634,6 +948,38 @@ mod tests {
     }
 
     #[test]
+    fn private_ca_needs_rediss_and_a_certificate_and_masks_the_password() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ca = t.path().join("ca.pem");
+        std::fs::write(&ca, "not a certificate").unwrap_or_else(|e| panic!("{e}"));
+        let settings = |url: &str| SharedSettings {
+            url: url.into(),
+            key_file: PathBuf::new(),
+            required: false,
+            reread: REREAD,
+            ca: Some(ca.clone()),
+        };
+        let e = redis_client(&settings("redis://u:s3cret@127.0.0.1:1/2"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("rediss://") && !e.contains("s3cret"), "{e}");
+        let e = redis_client(&settings("rediss://u:s3cret@127.0.0.1:1/2"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("no PEM certificate"), "{e}");
+        let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
+        none.ca = None;
+        assert!(redis_client(&none).is_ok());
+        let shown = format!("{none:?}");
+        assert!(
+            shown.contains("u:***@") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn passwords_are_redacted() {
         assert_eq!(
             redact("redis://:s3cret@127.0.0.1:6379/0"),
@@ -652,9 +998,10 @@ mod tests {
 /// answers a validation, and an issuance lock (`SET NX PX`, 10 minutes, released only by
 /// its holder) so that the fleet orders each name once.
 ///
-/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`]); the manager
-/// calls them from the blocking pool, as it does the filesystem storage. A lost connection
-/// is reopened at the next call.
+/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`], the connect
+/// included: it runs on a helper thread waited for at most that long); the manager calls
+/// them from the blocking pool, as it does the filesystem storage, and the issuance lock
+/// is released there too. A lost connection is reopened at the next call.
 pub struct RedisAcmeStorage {
     inner: Arc<AcmeInner>,
 }
@@ -697,10 +1044,22 @@ impl AcmeInner {
     ) -> Result<T, AcmeError> {
         let mut guard = self.con.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            let c = self
-                .client
-                .get_connection_with_timeout(OP_TIMEOUT)
+            // The redis crate's connect applies its timeout to the TCP connect and then
+            // to each reply of its setup (AUTH, CLIENT SETINFO, SELECT): against a server
+            // that never answers that is several deadlines. Connect on a helper thread and
+            // wait for it at most OP_TIMEOUT (the thread ends within its own timeouts).
+            let (tx, rx) = std::sync::mpsc::channel();
+            let client = self.client.clone();
+            std::thread::Builder::new()
+                .name("tlskit-redis-connect".into())
+                .spawn(move || {
+                    let _ = tx.send(client.get_connection_with_timeout(OP_TIMEOUT));
+                })
                 .map_err(|e| self.err(format!("cannot connect: {e}")))?;
+            let c = match rx.recv_timeout(OP_TIMEOUT) {
+                Ok(r) => r.map_err(|e| self.err(format!("cannot connect: {e}")))?,
+                Err(_) => return Err(self.err("cannot connect: timed out")),
+            };
             c.set_read_timeout(Some(OP_TIMEOUT))
                 .and_then(|()| c.set_write_timeout(Some(OP_TIMEOUT)))
                 .map_err(|e| self.err(e))?;
@@ -745,8 +1104,7 @@ impl RedisAcmeStorage {
     pub fn open(s: &SharedSettings) -> Result<Self, NetError> {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
-        let client = redis::Client::open(s.url.as_str())
-            .map_err(|e| NetError::Config(format!("--shared-state {url}: {e}")))?;
+        let client = redis_client(s)?;
         let kek = Kek::new(&kek_raw).ok_or_else(|| NetError::Config("bad key".into()))?;
         let node = format!(
             "{}-{:08x}",
@@ -785,14 +1143,26 @@ impl Drop for RedisLock {
         // Delete only our own lock (it may have expired and been taken by another node).
         const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                                return redis.call('DEL', KEYS[1]) else return 0 end";
-        let _ = self.inner.with(|c| {
-            redis::cmd("EVAL")
-                .arg(RELEASE)
-                .arg(1)
-                .arg(&self.key)
-                .arg(&self.token)
-                .query::<i64>(c)
-        });
+        let inner = self.inner.clone();
+        let key = std::mem::take(&mut self.key);
+        let token = std::mem::take(&mut self.token);
+        let release = move || {
+            let _ = inner.with(|c| {
+                redis::cmd("EVAL")
+                    .arg(RELEASE)
+                    .arg(1)
+                    .arg(&key)
+                    .arg(&token)
+                    .query::<i64>(c)
+            });
+        };
+        // Dropped on a runtime worker thread (the manager's task): released on the
+        // blocking pool, never waiting on Redis there. Elsewhere: here, with the deadline
+        // of every call.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(release)),
+            Err(_) => release(),
+        }
     }
 }
 

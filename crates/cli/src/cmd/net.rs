@@ -194,6 +194,10 @@ struct ServeFlags {
     /// another node announces new keys (Redis pub/sub). Default 2.
     #[arg(long, value_name = "SECS")]
     shared_state_reread: Option<f64>,
+    /// PEM file of the CA that a rediss:// Redis server's certificate must chain to (a
+    /// private CA; default: the system's roots).
+    #[arg(long, value_name = "FILE")]
+    shared_state_ca: Option<PathBuf>,
     /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
     #[arg(long)]
     no_watch: bool,
@@ -206,7 +210,8 @@ struct ServeFlags {
     /// DNS name of the ACME certificate (repeatable).
     #[arg(long, value_name = "NAME")]
     domain: Vec<String>,
-    /// ACME storage directory: account, certificates (created 0700).
+    /// ACME storage directory: account, certificates (created 0700). Not used, and not
+    /// needed, with --shared-state: the fleet's ACME state is in Redis.
     #[arg(long, value_name = "DIR")]
     acme_storage: Option<PathBuf>,
     /// Contact address for the ACME account.
@@ -335,11 +340,13 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         if domains.is_empty() {
             bail!("--acme needs at least one --domain NAME");
         }
-        let storage = a
-            .acme_storage
-            .clone()
-            .or(f.acme_storage.clone())
-            .context("--acme needs --acme-storage DIR")?;
+        // With --shared-state the ACME state lives in Redis: no directory is used.
+        let shared = a.shared_state.is_some() || f.shared_state.is_some();
+        let storage = match a.acme_storage.clone().or(f.acme_storage.clone()) {
+            Some(d) => d,
+            None if shared => PathBuf::new(),
+            None => bail!("--acme needs --acme-storage DIR (or --shared-state URL)"),
+        };
         let mut s = AcmeSettings::new(
             url,
             domains
@@ -498,13 +505,18 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                     Some(v) => bail!("--shared-state-reread {v}: at least 0.1 seconds"),
                     None => tlskit_net::shared::REREAD,
                 },
+                ca: a.shared_state_ca.or(f.shared_state_ca),
             })
         }
         (Some(_), None) => {
             bail!("--shared-state needs --shared-state-key FILE (32 bytes, mode 0600)")
         }
         (None, Some(_)) => bail!("--shared-state-key needs --shared-state URL"),
-        (None, None) => {}
+        (None, None) => {
+            if a.shared_state_ca.is_some() || f.shared_state_ca.is_some() {
+                bail!("--shared-state-ca needs --shared-state rediss://URL");
+            }
+        }
     }
     cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
     if let Some(v) = a.expiry_warning_days.or(f.expiry_warning_days) {

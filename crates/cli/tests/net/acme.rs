@@ -177,6 +177,9 @@ impl Pebble {
             .arg(self.dir.path().join("pebble.json"))
             .args(["-dnsserver", &format!("127.0.0.1:{}", self.dns_port)])
             .env("PEBBLE_VA_NOSLEEP", "1")
+            // Every order is validated (Pebble reuses half of the valid authorizations
+            // by default): a node answering with a stale validation certificate fails.
+            .env("PEBBLE_AUTHZREUSE", "0")
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
@@ -868,8 +871,9 @@ fn acme_fleet_of_three_orders_once_through_redis() {
         "--acme-recheck",
         "1",
     ];
-    // Node A on the port Pebble validates; B and C anywhere. Each its own (unused)
-    // --acme-storage directory: the state is in Redis.
+    // Node A on the port Pebble validates; B and C anywhere. A has its own (unused)
+    // --acme-storage directory, B and C none (optional with --shared-state): the state
+    // is in Redis.
     let storage = |n: &str| t.path().join(n);
     let a_http = free_port();
     let a_http_listen = format!("127.0.0.1:{a_http}");
@@ -880,8 +884,8 @@ fn acme_fleet_of_three_orders_once_through_redis() {
         .iter()
         .map(|n| {
             let dir = p.directory();
-            let st = s(&storage(n));
             let roots = s(&p.roots);
+            let _ = n;
             let mut args = vec![
                 "--respond",
                 "echo",
@@ -889,8 +893,6 @@ fn acme_fleet_of_three_orders_once_through_redis() {
                 &dir,
                 "--domain",
                 "srv.test",
-                "--acme-storage",
-                &st,
                 "--acme-roots",
                 &roots,
             ];
@@ -1062,4 +1064,99 @@ fn acme_fleet_renewal_ordered_once_reaches_every_node() {
         .count();
     assert_eq!((orderers, takers), (1, 2), "serial {s2}: {}", a.stderr());
     eprintln!("renewed {s1} -> {s2}: one order, two nodes took it from Redis");
+}
+
+/// Review of issue 17: the node the CA validates against answers each authorization with
+/// the key authorization of that order, fetched from Redis, never with the validation
+/// certificate of an earlier order. Node A (on Pebble's TLS-ALPN-01 port) manages
+/// srv.test but cannot order (its CA URL is dead), so every order is node B's, and
+/// Pebble (PEBBLE_AUTHZREUSE=0) validates each one against A: before the fix A served
+/// the first answer it fetched forever and the second order failed.
+#[test]
+fn acme_fleet_validating_node_fetches_each_new_answer() {
+    net_support::require("redis-server");
+    let Some(p) = Pebble::start_with(serde_json::json!({
+        "tiny": {"description": "12 seconds", "validityPeriod": 12}
+    })) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let rport = free_port();
+    let _redis = net_support::redis_server(t.path(), rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let kek = t.path().join("fleet.kek");
+    std::fs::write(&kek, [0x6bu8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let k = s(&kek);
+    let shared = [
+        "--shared-state",
+        url.as_str(),
+        "--shared-state-key",
+        &k,
+        "--acme-recheck",
+        "1",
+        "--acme-profile",
+        "tiny",
+    ];
+    let listen = format!("127.0.0.1:{}", p.tls_port);
+    let dead = format!("https://127.0.0.1:{}/dir", free_port());
+    let roots = s(&p.roots);
+    let mut a_args = vec![
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dead,
+        "--domain",
+        "srv.test",
+        "--acme-roots",
+        &roots,
+        "--acme-retry",
+        "30",
+    ];
+    a_args.extend_from_slice(&shared);
+    let a = Serve::start(&a_args);
+    let dir = p.directory();
+    let mut b_args = vec![
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-roots",
+        &roots,
+    ];
+    b_args.extend_from_slice(&shared);
+    let b = Serve::start(&b_args);
+    // Three certificates in a row on B: three orders, each validated against A.
+    let mut serials: Vec<String> = Vec::new();
+    let ok = until(Duration::from_secs(90), || {
+        if let Some(x) = served_serial(b.port(), "srv.test") {
+            if serials.last() != Some(&x) {
+                serials.push(x);
+            }
+        }
+        (serials.len() >= 3).then_some(())
+    });
+    assert!(
+        ok.is_some(),
+        "B got {serials:?}; A: {}\nB: {}",
+        a.stderr(),
+        b.stderr()
+    );
+    let answered = a
+        .stderr()
+        .matches("event=acme_tlsalpn01_answered sni=srv.test")
+        .count();
+    assert!(answered >= 3, "A answered {answered} validations");
+    // What a stale answer looks like to the CA (other failures of a loaded machine are
+    // retried and are not what this test is about).
+    assert!(
+        !b.stderr().contains("Incorrect validation certificate"),
+        "{}",
+        b.stderr()
+    );
+    eprintln!("B ordered {serials:?}, each validated against A ({answered} answers)");
 }

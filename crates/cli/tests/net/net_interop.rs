@@ -1223,34 +1223,48 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
         eprintln!("{label}: {resumed}/{tried} resumed across the fleet");
         (resumed, tried)
     };
-    // Under load: a rustls client makes connections round-robin over the nodes (resuming
-    // whatever ticket it holds) from before Redis is killed until after it is back.
+    // Under load: four client threads (each a rustls client with its own ticket store)
+    // make connections round-robin over the nodes (resuming whatever ticket they hold)
+    // from before Redis is killed until after it is back.
+    const CLIENTS: usize = 4;
     let phase = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let load = {
-        let cfg = fleet_client(&pki);
-        let addrs: Vec<std::net::SocketAddr> = nodes.iter().map(|n| n.addr()).collect();
-        let phase = phase.clone();
-        std::thread::spawn(move || {
-            use std::sync::atomic::Ordering::Relaxed;
-            // [phase] = (connections, failed, resumed)
-            let mut counts = [(0usize, 0usize, 0usize); 3];
-            let mut i = 0;
-            loop {
-                let ph = phase.load(Relaxed);
-                if ph >= 3 {
-                    return counts;
+    let load: Vec<_> = (0..CLIENTS)
+        .map(|t| {
+            let cfg = fleet_client(&pki);
+            let addrs: Vec<std::net::SocketAddr> = nodes.iter().map(|n| n.addr()).collect();
+            let phase = phase.clone();
+            std::thread::spawn(move || {
+                use std::sync::atomic::Ordering::Relaxed;
+                // [phase] = (connections, failed, resumed)
+                let mut counts = [(0usize, 0usize, 0usize); 3];
+                let mut i = t;
+                loop {
+                    let ph = phase.load(Relaxed);
+                    if ph >= 3 {
+                        return counts;
+                    }
+                    let kind = fleet_exchange(&cfg, addrs[i % addrs.len()]);
+                    i += 1;
+                    let c = &mut counts[ph];
+                    c.0 += 1;
+                    match kind {
+                        None => c.1 += 1,
+                        Some(tlskit_verify::rustls::HandshakeKind::Resumed) => c.2 += 1,
+                        Some(_) => {}
+                    }
                 }
-                let kind = fleet_exchange(&cfg, addrs[i % addrs.len()]);
-                i += 1;
-                let c = &mut counts[ph];
-                c.0 += 1;
-                match kind {
-                    None => c.1 += 1,
-                    Some(tlskit_verify::rustls::HandshakeKind::Resumed) => c.2 += 1,
-                    Some(_) => {}
-                }
-            }
+            })
         })
+        .collect();
+    let seeds = || -> usize {
+        nodes
+            .iter()
+            .map(|n| {
+                n.stderr()
+                    .matches("event=shared_ticket_keys_seeded")
+                    .count()
+            })
+            .sum()
     };
     std::thread::sleep(Duration::from_secs(2));
     let before = rate("before the Redis restart");
@@ -1265,6 +1279,7 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
         assert!(n.stderr().contains("event=shared_state_down"));
     }
     let during = rate("Redis down");
+    let seeds_before = seeds();
     // Restarted empty: one node re-seeds with the keys it has; all are up again.
     redis = redis_server(dir, rport);
     for n in &nodes {
@@ -1274,25 +1289,39 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
             n.stderr()
         );
     }
-    let seeds: usize = nodes
-        .iter()
-        .map(|n| {
-            n.stderr()
-                .matches("event=shared_ticket_keys_seeded")
-                .count()
-        })
-        .sum();
-    assert!(seeds >= 2, "no node re-seeded the empty Redis");
+    // Exactly one node re-seeded the empty Redis (the lease); give a slow node's
+    // periodic re-read time to (wrongly) seed too before counting.
+    std::thread::sleep(Duration::from_secs(3));
+    let reseeds = seeds() - seeds_before;
+    assert_eq!(reseeds, 1, "re-seeds after the empty restart");
     phase.store(2, std::sync::atomic::Ordering::Relaxed);
     let after = rate("after the Redis restart");
     std::thread::sleep(Duration::from_secs(2));
     phase.store(3, std::sync::atomic::Ordering::Relaxed);
-    let counts = load.join().expect("load thread");
-    for (label, (n, failed, resumed)) in ["before", "Redis down", "after"].iter().zip(counts) {
-        eprintln!(
-            "under load, {label}: {n} connections, {failed} failed, {resumed} resumed ({:.1} %)",
-            100.0 * resumed as f64 / n.max(1) as f64
-        );
+    let mut counts = [(0usize, 0usize, 0usize); 3];
+    for h in load {
+        for (sum, c) in counts.iter_mut().zip(h.join().expect("load thread")) {
+            sum.0 += c.0;
+            sum.1 += c.1;
+            sum.2 += c.2;
+        }
+    }
+    // One line to quote: per phase, handshakes, failed, resumption rate.
+    let figures: Vec<String> = ["before", "during", "after"]
+        .iter()
+        .zip(counts)
+        .map(|(label, (n, failed, resumed))| {
+            format!(
+                "{label} n={n} failed={failed} resumed={:.1}%",
+                100.0 * resumed as f64 / n.max(1) as f64
+            )
+        })
+        .collect();
+    eprintln!(
+        "fleet-restart: {} (clients={CLIENTS}, nodes=3, re-seeds={reseeds})",
+        figures.join(" ")
+    );
+    for (label, (n, failed, _)) in ["before", "during", "after"].iter().zip(counts) {
         assert!(n > 0, "{label}: no connection made");
         assert_eq!(failed, 0, "{label}: failed handshakes under load");
     }
@@ -1364,4 +1393,358 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
+}
+
+/// The key-encryption key file of these tests (mode 0600).
+fn fleet_kek(pki: &Pki, byte: u8) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let kek = pki.path("fleet.kek");
+    std::fs::write(&kek, [byte; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    p(&kek)
+}
+
+/// Redis that accepts connections and never answers (packets dropped): a node starts on
+/// local keys within a bounded time and says so, `--shared-state-required` refuses within
+/// a bounded time, and `acme-tls/1` handshakes (which answer from the shared ACME state)
+/// do not stall: a name the node does not manage costs no Redis lookup, and other
+/// handshakes go on meanwhile.
+#[test]
+fn net_interop_fleet_redis_black_hole_stalls_nothing() {
+    require("openssl");
+    let pki = Pki::new();
+    let key = fleet_kek(&pki, 0x31);
+    let hole = black_hole();
+    let url = format!("redis://:hole-pw@127.0.0.1:{hole}/0");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    let base = [
+        "--cert",
+        c.as_str(),
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &url,
+        "--shared-state-key",
+        &key,
+    ];
+    // (a) Starts on local keys, says so, serves and resumes its own tickets.
+    let node = Serve::start(&base);
+    eprintln!("ready after {:?} with Redis silent", node.ready_after);
+    assert!(
+        node.ready_after < Duration::from_secs(5),
+        "{:?}",
+        node.ready_after
+    );
+    assert!(
+        node.stderr().contains("event=shared_state_unavailable"),
+        "{}",
+        node.stderr()
+    );
+    assert!(!node.stderr().contains("hole-pw"), "{}", node.stderr());
+    {
+        use tlskit_verify::rustls::HandshakeKind::{Full, Resumed};
+        let cfg = fleet_client(&pki);
+        assert_eq!(fleet_exchange(&cfg, node.addr()), Some(Full));
+        assert_eq!(fleet_exchange(&cfg, node.addr()), Some(Resumed));
+    }
+    drop(node);
+    // (b) Refuses within a bounded time.
+    let t0 = std::time::Instant::now();
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(&base);
+    args.push("--shared-state-required");
+    let out = tlskit(&args);
+    let took = t0.elapsed();
+    eprintln!("--shared-state-required refused after {took:?}");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--shared-state-required") && !err.contains("hole-pw"),
+        "{err}"
+    );
+    // (c) ACME over TLS-ALPN-01 with its state in the silent Redis (the CA is down too).
+    let dead_ca = format!("https://127.0.0.1:{}/dir", free_port());
+    let mut args = base.to_vec();
+    args.extend_from_slice(&[
+        "--acme",
+        &dead_ca,
+        "--domain",
+        "test.example",
+        "--acme-challenge",
+        "tls-alpn-01",
+    ]);
+    let node = Serve::start(&args);
+    eprintln!(
+        "ACME node ready after {:?} with Redis silent",
+        node.ready_after
+    );
+    assert!(
+        node.ready_after < Duration::from_secs(5),
+        "{:?}",
+        node.ready_after
+    );
+    let port = node.port();
+    let alpn = move |name: String| {
+        let t0 = std::time::Instant::now();
+        let _ = Command::new("timeout")
+            .args(["20", "openssl", "s_client", "-alpn", "acme-tls/1"])
+            .args(["-servername", &name, "-connect"])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        t0.elapsed()
+    };
+    // Warm up openssl (its first start may be slow on a busy machine).
+    let _ = alpn("warm.other.test".into());
+    let t0 = std::time::Instant::now();
+    let floods: Vec<_> = (0..16)
+        .map(|i| std::thread::spawn(move || alpn(format!("n{i}.other.test"))))
+        .collect();
+    // A managed name: one bounded lookup (the silent Redis), not one per handshake.
+    let managed: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(move || alpn("test.example".into())))
+        .collect();
+    // Meanwhile ordinary handshakes go on.
+    let cfg = fleet_client(&pki);
+    let mut ok = 0;
+    while t0.elapsed() < Duration::from_secs(2) {
+        ok += usize::from(fleet_exchange(&cfg, node.addr()).is_some());
+    }
+    let flood: Vec<Duration> = floods
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .collect();
+    let managed: Vec<Duration> = managed
+        .into_iter()
+        .map(|h| h.join().expect("thread"))
+        .collect();
+    let all = t0.elapsed();
+    eprintln!(
+        "acme-tls/1 with Redis silent: 16 unmanaged names, slowest {:?}; managed name, slowest {:?}; \
+         {ok} ordinary handshakes meanwhile; all done in {all:?}",
+        flood.iter().max(),
+        managed.iter().max()
+    );
+    assert!(ok > 0, "no ordinary handshake completed: {}", node.stderr());
+    // Before the fix each of them waited for a Redis lookup (at least 2 s) behind one
+    // shared connection: 16 in a row. 5 s leaves room for a loaded machine.
+    assert!(
+        flood.iter().all(|d| *d < Duration::from_secs(5)),
+        "acme-tls/1 handshakes stalled: {flood:?}"
+    );
+    assert!(
+        managed.iter().all(|d| *d < Duration::from_secs(6)),
+        "a managed name waited more than one bounded lookup: {managed:?}"
+    );
+    assert!(!node.stderr().contains("hole-pw"), "{}", node.stderr());
+}
+
+/// `rediss://` with a private CA (`--shared-state-ca`), an ACL user (`user:pass@`) and a
+/// non-zero database: a TLS-only redis-server (`--port 0`); two nodes share keys through
+/// it; the keys are in database 3, not 0; a node without the private CA (system roots) or
+/// with another CA cannot sync, and no log shows the password.
+#[test]
+fn net_interop_fleet_over_rediss_with_private_ca_acl_user_and_db() {
+    require("redis-server");
+    require("redis-cli");
+    require("openssl");
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    let key = fleet_kek(&pki, 0x77);
+    let rport = free_port();
+    let _redis = redis_server_tls(
+        dir,
+        rport,
+        &pki.path("chain.pem"),
+        &pki.path("leaf.key"),
+        &pki.path("ca.pem"),
+    );
+    let url = format!("rediss://fleet:fleet-user-pw@127.0.0.1:{rport}/3");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    let (ca, other_ca) = (p(&pki.path("ca.pem")), p(&pki.path("other-ca.pem")));
+    let node = |extra: &[&str]| {
+        let mut args = vec![
+            "--cert",
+            c.as_str(),
+            "--key",
+            &k,
+            "--respond",
+            "http",
+            "--metrics",
+            "127.0.0.1:0",
+            "--shared-state",
+            &url,
+            "--shared-state-key",
+            &key,
+        ];
+        args.extend_from_slice(extra);
+        Serve::start(&args)
+    };
+    let a = node(&["--shared-state-ca", &ca]);
+    let b = node(&["--shared-state-ca", &ca]);
+    for n in [&a, &b] {
+        assert!(
+            wait_metric(n, "tlskit_shared_state_up", 1.0, Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+    }
+    {
+        use tlskit_verify::rustls::HandshakeKind::{Full, Resumed};
+        let cfg = fleet_client(&pki);
+        assert_eq!(fleet_exchange(&cfg, a.addr()), Some(Full));
+        assert_eq!(
+            fleet_exchange(&cfg, b.addr()),
+            Some(Resumed),
+            "{}",
+            b.stderr()
+        );
+    }
+    // The keys are in database 3 (sealed), not in 0.
+    let exists = |db: &str| {
+        let out = Command::new("redis-cli")
+            .args(["--tls", "--cacert", &ca, "-h", "127.0.0.1", "-p"])
+            .arg(rport.to_string())
+            .args([
+                "--user",
+                "fleet",
+                "--pass",
+                "fleet-user-pw",
+                "--no-auth-warning",
+            ])
+            .args(["-n", db, "EXISTS", "tlskit:ticket-keys"])
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(exists("3"), "1");
+    assert_eq!(exists("0"), "0");
+    // Without the private CA (the system's roots) or with another CA: no sync.
+    let lone = node(&[]);
+    let odd = node(&["--shared-state-ca", &other_ca]);
+    for n in [&lone, &odd] {
+        assert!(
+            n.wait_log("event=shared_state_unavailable", Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+        assert_eq!(
+            metric(&scrape(&n.metrics_addr()), "tlskit_shared_state_up"),
+            Some(0.0)
+        );
+    }
+    // A CA file on a redis:// URL is a configuration error.
+    let out = tlskit(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--shared-state",
+        &format!("redis://fleet:fleet-user-pw@127.0.0.1:{rport}/3"),
+        "--shared-state-key",
+        &key,
+        "--shared-state-ca",
+        &ca,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("rediss://") && !err.contains("fleet-user-pw"),
+        "{err}"
+    );
+    for n in [&a, &b, &lone, &odd] {
+        assert!(!n.stderr().contains("fleet-user-pw"), "{}", n.stderr());
+    }
+}
+
+/// After a fleet rotation a ticket made with the previous shared key still resumes on
+/// another node; one made two rotations ago does not (`--ticket-rotation 5`).
+#[test]
+fn net_interop_fleet_previous_key_resumes_older_does_not() {
+    require("redis-server");
+    require("openssl");
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    let key = fleet_kek(&pki, 0x5c);
+    let rport = free_port();
+    let _redis = redis_server(dir, rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    let node = || {
+        Serve::start(&[
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--respond",
+            "http",
+            "--shared-state",
+            &url,
+            "--shared-state-key",
+            &key,
+            "--ticket-rotation",
+            "5",
+            "--shared-state-reread",
+            "0.5",
+        ])
+    };
+    let nodes = [node(), node()];
+    // The key a node uses now, as its log says (a rotation it made or a set it adopted).
+    let current = |n: &Serve| {
+        n.stderr().lines().rev().find_map(|l| {
+            (l.contains("event=ticket_key_rotated")
+                || l.contains("event=shared_ticket_keys_adopted"))
+            .then(|| {
+                l.split("current_key=")
+                    .nth(1)
+                    .map(|v| v.split(' ').next().unwrap_or("").to_string())
+            })
+            .flatten()
+        })
+    };
+    // Wait until both nodes use one key other than `not`.
+    let common = |not: Option<&str>| {
+        let t0 = std::time::Instant::now();
+        loop {
+            let keys: Vec<Option<String>> = nodes.iter().map(current).collect();
+            if let Some(k0) = &keys[0] {
+                if Some(k0.as_str()) != not && keys.iter().all(|k| k == &keys[0]) {
+                    return k0.clone();
+                }
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no common key: {keys:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let k1 = common(None);
+    // A ticket made by node A with k1.
+    let (ok, _) = s_client_session(&pki, nodes[0].port(), "k1.sess", "out");
+    assert!(ok);
+    let k2 = common(Some(&k1));
+    let (ok, reused) = s_client_session(&pki, nodes[1].port(), "k1.sess", "in");
+    assert!(
+        ok && reused,
+        "a ticket from the previous key ({k1}, now {k2}) must resume on node B: {}",
+        nodes[1].stderr()
+    );
+    let k3 = common(Some(&k2));
+    let (ok, reused) = s_client_session(&pki, nodes[1].port(), "k1.sess", "in");
+    assert!(
+        ok && !reused,
+        "a ticket two rotations old ({k1}, now {k3}) must not resume"
+    );
+    eprintln!("keys {k1} -> {k2} -> {k3}: previous key resumed on B, older refused");
 }

@@ -590,3 +590,72 @@ pub fn redis_server(dir: &std::path::Path, port: u16) -> Guard {
     );
     g
 }
+
+/// A redis-server of the test's own speaking TLS only (`--port 0`, `--tls-port PORT`),
+/// its certificate `chain`/`key` (test PKI), clients not asked for certificates, an ACL
+/// user `fleet` with password `fleet-user-pw`, no persistence.
+pub fn redis_server_tls(
+    dir: &std::path::Path,
+    port: u16,
+    chain: &Path,
+    key: &Path,
+    ca: &Path,
+) -> Guard {
+    let g = Guard(
+        Command::new("redis-server")
+            .args(["--port", "0", "--tls-port", &port.to_string()])
+            .arg("--tls-cert-file")
+            .arg(chain)
+            .arg("--tls-key-file")
+            .arg(key)
+            .arg("--tls-ca-cert-file")
+            .arg(ca)
+            .args([
+                "--tls-auth-clients",
+                "no",
+                "--bind",
+                "127.0.0.1",
+                // One word per argument: redis-server quotes an argument with spaces.
+                "--user",
+                "fleet",
+                "on",
+                ">fleet-user-pw",
+                "~*",
+                "&*",
+                "+@all",
+                "--user",
+                "default",
+                "off",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                &dir.display().to_string(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server"),
+    );
+    assert!(
+        wait_port(port, Duration::from_secs(10)),
+        "redis-server (TLS) not up"
+    );
+    g
+}
+
+/// A "Redis" that accepts connections and never answers (packets dropped): returns its
+/// port. The listener thread lives until the test process ends.
+pub fn black_hole() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming().map_while(Result::ok) {
+            held.push(c);
+        }
+    });
+    port
+}

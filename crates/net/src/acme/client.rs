@@ -300,11 +300,11 @@ pub(crate) async fn obtain(
             let ka = ch.key_authorization();
             match req.kind {
                 ChallengeKind::Http01 => {
-                    challenges.set_http(&ch.token, ka.as_str())?;
+                    challenges.set_http(&ch.token, ka.as_str()).await?;
                     published.push((ChallengeKind::Http01, ch.token.clone()));
                 }
                 ChallengeKind::TlsAlpn01 => {
-                    challenges.set_tls_alpn(&domain, ka.as_str())?;
+                    challenges.set_tls_alpn(&domain, ka.as_str()).await?;
                     published.push((ChallengeKind::TlsAlpn01, domain.clone()));
                 }
             }
@@ -345,8 +345,8 @@ pub(crate) async fn obtain(
     .await;
     for (k, v) in &published {
         match k {
-            ChallengeKind::Http01 => challenges.clear_http(v),
-            ChallengeKind::TlsAlpn01 => challenges.clear_tls_alpn(v),
+            ChallengeKind::Http01 => challenges.clear_http(v).await,
+            ChallengeKind::TlsAlpn01 => challenges.clear_tls_alpn(v).await,
         }
     }
     result?;

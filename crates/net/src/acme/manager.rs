@@ -62,7 +62,7 @@ pub(crate) struct ServerAcme {
     pub(crate) alpn_config: Option<Arc<ServerConfig>>,
     http: Mutex<Option<std::net::TcpListener>>,
     task: Mutex<Option<Manager>>,
-    challenges: Arc<Challenges>,
+    pub(crate) challenges: Arc<Challenges>,
 }
 
 impl std::fmt::Debug for ServerAcme {
@@ -142,7 +142,11 @@ impl ServerAcme {
                 &[("name", &clean(&name)), ("reason", &e)],
             ),
         }
-        let challenges = Arc::new(Challenges::new(storage.clone(), provider.clone()));
+        let challenges = Arc::new(Challenges::new(
+            storage.clone(),
+            provider.clone(),
+            &managed.names,
+        ));
         let alpn_config = match settings.challenge {
             super::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
             super::ChallengeKind::Http01 => None,
@@ -523,7 +527,7 @@ mod tests {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let m = Manager {
             settings,
-            challenges: Arc::new(Challenges::new(storage.clone(), provider.clone())),
+            challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
             storage,
             managed: Arc::new(Managed {
                 cert: ArcSwapOption::empty(),

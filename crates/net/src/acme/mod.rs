@@ -484,6 +484,7 @@ async fn issue_async(
     let ch = Arc::new(challenge::Challenges::new(
         storage.clone(),
         provider.clone(),
+        &s.domains,
     ));
     let _responder = start_responder(o.listen, s.challenge, &ch).await?;
     let req = client::OrderRequest {

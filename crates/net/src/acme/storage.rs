@@ -178,29 +178,22 @@ fn io_error(e: tlskit_io::WriteError) -> std::io::Error {
     }
 }
 
-/// The one bounded reader of this module: `None` when the file does not exist.
+/// Read through tlskit-io's bounded reader (regular files only, at most [`MAX_FILE`]
+/// bytes, opened without blocking on a FIFO): `None` when the file does not exist.
 pub(crate) fn read_bounded(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    use std::io::Read;
-    let f = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+    match tlskit_io::read(path, MAX_FILE) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) => match e.kind {
+            tlskit_io::ReadErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            tlskit_io::ReadErrorKind::Io(io) => Err(io),
+            other => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                other.to_string(),
+            )),
+        },
     }
-    let mut buf = Vec::new();
-    f.take(MAX_FILE + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > MAX_FILE {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {MAX_FILE} bytes"),
-        ));
-    }
-    Ok(Some(buf))
 }
 
 struct FileLock(#[allow(dead_code)] File);
@@ -367,6 +360,25 @@ mod tests {
         assert!(s.lock("a.test", Duration::from_millis(150)).is_err());
         drop(held);
         assert!(s.lock("a.test", Duration::ZERO).is_ok());
+    }
+
+    /// The reader is tlskit-io's: a FIFO where a certificate should be is refused at
+    /// once, not waited on (a blocking open would hang here).
+    #[test]
+    fn a_fifo_is_refused_not_waited_on() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let s = FsStorage::open(t.path()).unwrap_or_else(|e| panic!("{e}"));
+        let fifo = s.cert_path("a.test");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap_or_else(|e| panic!("mkfifo: {e}"));
+        assert!(made.success());
+        let t0 = Instant::now();
+        let e = s.load_cert("a.test").err();
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert!(e.is_some_and(|e| e.to_string().contains("FIFO") || e.to_string().contains("fifo")));
+        assert_eq!(s.load_cert("b.test").ok().flatten().map(|_| ()), None);
     }
 
     #[test]
