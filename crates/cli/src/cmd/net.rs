@@ -128,14 +128,17 @@ struct ServeFlags {
     /// Certificate compression (RFC 8879): `brotli,zlib` (default) or `none`.
     #[arg(long, value_name = "LIST")]
     compress: Option<String>,
-    /// ALPN protocol to offer (repeatable). Default: what the application speaks
-    /// (http/1.1 with --respond http, --backend-alpn with --backend); when both are given,
-    /// only protocols the backend speaks are offered.
-    #[arg(long, value_name = "PROTO")]
+    /// ALPN protocols to offer (repeatable, or comma-separated). Default: what the application speaks
+    /// (http/1.1 with --respond http, --backend-alpn with --backend, none with echo).
+    /// Never adds to that: protocols the application does not speak are dropped with a
+    /// warning (event=alpn_not_offered). A backend without --backend-alpn speaks none, so
+    /// `--backend ADDR --alpn h2,http/1.1` alone offers nothing (clients use HTTP/1.1);
+    /// refused at start (exit 2) if the application declares protocols and none is left.
+    #[arg(long, value_name = "PROTO", value_delimiter = ',')]
     alpn: Vec<String>,
     /// ALPN protocols the backend speaks, in preference order (`h2,http/1.1`); the server
     /// offers only these, so a client never gets a protocol the backend cannot read.
-    /// Default: none (a raw TCP backend; no ALPN agreed unless --alpn is given).
+    /// Default: none (a raw TCP backend: no ALPN agreed, whatever --alpn says).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     backend_alpn: Vec<String>,
     /// TLS versions to enable (repeatable): 1.2, 1.3. Default both.

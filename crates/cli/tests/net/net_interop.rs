@@ -524,7 +524,47 @@ fn net_interop_alpn_chosen_by_backend() {
         h1,
     );
     let h1_addr = format!("127.0.0.1:{h1}");
-    // What broke: --alpn h2,http/1.1 in front of it. Now h2 is dropped (with a warning).
+    // The issue's exact command: --alpn h2,http/1.1 in front of it, no --backend-alpn. The
+    // backend declares nothing, so nothing is offered (with a warning naming
+    // --backend-alpn) and curl --http2 falls back to HTTP/1.1 (before: h2 agreed, "Empty
+    // reply from server").
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &h1_addr,
+        "--alpn",
+        "h2,http/1.1",
+    ]);
+    let text = curl_h2(&pki, srv.port());
+    assert!(
+        text.contains("hello from the backend") && text.contains("version=1.1 code=200"),
+        "{text}"
+    );
+    assert!(!text.contains("Empty reply"), "{text}");
+    assert!(
+        srv.wait_log("event=alpn_not_offered", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+    let err = srv.stderr();
+    assert!(
+        err.contains("protocols=h2,http/1.1") && err.contains("--backend-alpn"),
+        "{err}"
+    );
+    // Nothing agreed, seen by openssl s_client offering both.
+    let out = sh(&format!(
+        "cd {dir} && openssl s_client -alpn h2,http/1.1 -connect 127.0.0.1:{port} \
+         -servername test.example -CAfile ca.pem </dev/null 2>&1",
+        dir = p(pki.dir.path()),
+        port = srv.port()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("No ALPN negotiated"), "{text}");
+    drop(srv);
+    // Declared: --alpn h2,http/1.1 with --backend-alpn http/1.1. h2 is dropped (warning).
     let srv = Serve::start(&[
         "--cert",
         &c,
