@@ -46,6 +46,10 @@ after 30 s. SIGTERM stops accepting and lets open connections finish, for up to
 --shutdown-grace seconds, whatever a reload is doing. Files that are not regular files
 (FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.
 
+Threading: one tokio multi-thread runtime, a worker per CPU the process may use (taskset
+and cgroup limits honoured), one task per connection on whichever worker polls it; blocking
+work (reloads, file reads, PKCS#11) on tokio's blocking pool.
+
 Logs: one line per event on stderr, `ts=2026-11-23T21:50:37.266Z level=info event=started
 ...` or JSON with --log-format json; which events: --log-level, or an env filter in
 TLSKIT_LOG (`TLSKIT_LOG=tlskit=debug`). Start and every reload warn about served
