@@ -418,4 +418,20 @@ mod tests {
         let msg = certificate_message(&old);
         assert!(c.lookup(xxhash_rust::xxh3::xxh3_64(&msg), &msg).is_none());
     }
+
+    /// An ACME certificate's warm-up (warm_one: no retain) adds its chain and drops
+    /// nothing: the --cert and SNI chains warmed at start stay cached.
+    #[test]
+    fn warming_one_more_chain_drops_nothing() {
+        let (_, served) = pki(20);
+        let (_, acme) = pki(25);
+        let c = own(Compression::Zlib);
+        warm_into(std::slice::from_ref(&served), &[c], true);
+        warm_into(std::slice::from_ref(&acme), &[c], false);
+        assert_eq!((c.hits(), c.misses()), (0, 2));
+        for ck in [&served, &acme] {
+            let msg = certificate_message(ck);
+            assert!(c.lookup(xxhash_rust::xxh3::xxh3_64(&msg), &msg).is_some());
+        }
+    }
 }

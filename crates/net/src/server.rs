@@ -1034,8 +1034,11 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
             if s.reload_seq.load(Ordering::Acquire) == seq {
                 crate::certs::loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
                 // Compressed before the new chains are served (this runs off the
-                // handshake path, under the reload deadline).
-                crate::compress::warm_now(&index.chains(), &s.cfg.compress);
+                // handshake path, under the reload deadline). The ACME certificate is
+                // served too: listed, so its compressed messages are kept.
+                let mut chains = index.chains();
+                chains.extend(s.acme.as_ref().and_then(|a| a.managed.current()));
+                crate::compress::warm_now(&chains, &s.cfg.compress);
                 s.resolver.replace(index);
             }
         }
