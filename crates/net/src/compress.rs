@@ -16,7 +16,9 @@
 //! configured chains before the server says it is ready and before a reload's chains are
 //! served, so handshakes find them ready (the first one too: before, the warm-up ran in
 //! the background and raced readiness, and the first client waited 150 ms for brotli on a
-//! long chain, debug build); [`warm`] does it in the background for an ACME certificate. The server turns rustls's own cache off (it would only hold copies).
+//! long chain, debug build), and an ACME certificate before it is installed (off the
+//! runtime's threads). Past [`MAX_WARM_CHAINS`] chains, the rest are compressed on first
+//! use. The server turns rustls's own cache off (it would only hold copies).
 //! Compression itself is rustls's code (brotli and zlib crates); nothing here touches the
 //! TLS state machine: a cache miss simply compresses, exactly as rustls would.
 
@@ -220,32 +222,31 @@ fn push_u24(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&n.to_be_bytes()[1..]);
 }
 
-/// On a background thread (returns at once): drop cached messages of chains no longer
-/// served (`chains` is every chain the server now serves: the caches are process-wide, so a
-/// second server in the same process loses its entries to this one's reload and compresses
-/// them again on first use), then compress the first [`MAX_WARM_CHAINS`] with every
-/// algorithm in `algs`. Failures are ignored: a handshake then compresses.
-/// Before the server says it is ready: compress every chain (up to [`MAX_WARM_CHAINS`])
-/// with every algorithm now, so the first handshake costs what the hundredth does.
+/// Before the server says it is ready (and before a reload's chains are served):
+/// synchronously, on the calling thread, drop cached messages of chains
+/// no longer served, then compress the first [`MAX_WARM_CHAINS`] chains with every
+/// algorithm in `algs`, so the first handshake costs what the hundredth does. `chains` is
+/// every chain the server now serves (the caches are process-wide: a second server in the
+/// same process loses its entries to this one's reload and compresses them again on first
+/// use). Chains past [`MAX_WARM_CHAINS`] (an SNI directory of more than 256 pairs) are not
+/// compressed ahead: the first handshake for each of them compresses it (tens of ms for
+/// brotli on a long chain) and caches the result for the next ones. Failures are ignored:
+/// a handshake then compresses.
 pub(crate) fn warm_now(chains: &[Arc<CertifiedKey>], algs: &[Compression]) {
     let compressors: Vec<&'static CachedCompressor> = algs.iter().map(|&a| compressor(a)).collect();
     if !chains.is_empty() && !compressors.is_empty() {
-        warm_into(chains, &compressors);
+        warm_into(chains, &compressors, true);
     }
 }
 
-pub(crate) fn warm(chains: Vec<Arc<CertifiedKey>>, algs: &[Compression]) {
-    if chains.is_empty() || algs.is_empty() {
-        return;
-    }
+/// [`warm_now`] for one more chain served beside the others (an ACME certificate): compress
+/// it now, dropping nothing from the caches.
+pub(crate) fn warm_one(chain: &Arc<CertifiedKey>, algs: &[Compression]) {
     let compressors: Vec<&'static CachedCompressor> = algs.iter().map(|&a| compressor(a)).collect();
-    // No thread: handshakes compress on first use, as rustls would.
-    let _ = std::thread::Builder::new()
-        .name("tlskit-compress".into())
-        .spawn(move || warm_into(&chains, &compressors));
+    warm_into(std::slice::from_ref(chain), &compressors, false);
 }
 
-fn warm_into(chains: &[Arc<CertifiedKey>], compressors: &[&CachedCompressor]) {
+fn warm_into(chains: &[Arc<CertifiedKey>], compressors: &[&CachedCompressor], retain: bool) {
     let live: Vec<(u64, Vec<u8>)> = chains
         .iter()
         .map(|ck| {
@@ -253,8 +254,10 @@ fn warm_into(chains: &[Arc<CertifiedKey>], compressors: &[&CachedCompressor]) {
             (xxhash_rust::xxh3::xxh3_64(&msg), msg)
         })
         .collect();
-    for c in compressors {
-        c.retain(&live);
+    if retain {
+        for c in compressors {
+            c.retain(&live);
+        }
     }
     for (_, msg) in live.iter().take(MAX_WARM_CHAINS) {
         for c in compressors {
@@ -366,7 +369,7 @@ mod tests {
         let (root, ck) = pki(300);
         for alg in [Compression::Brotli, Compression::Zlib] {
             let comp = own(alg);
-            warm_into(std::slice::from_ref(&ck), &[comp]);
+            warm_into(std::slice::from_ref(&ck), &[comp], true);
             assert_eq!((comp.hits(), comp.misses()), (0, 1));
             handshake(root.clone(), ck.clone(), alg, comp);
             handshake(root.clone(), ck.clone(), alg, comp);
@@ -404,15 +407,31 @@ mod tests {
         let (_, old) = pki(20);
         let (_, kept) = pki(30);
         let c = own(Compression::Zlib);
-        warm_into(&[old.clone(), kept.clone()], &[c]);
+        warm_into(&[old.clone(), kept.clone()], &[c], true);
         assert_eq!((c.hits(), c.misses()), (0, 2));
         let before = c.cache.read().expect("lock").bytes;
-        warm_into(std::slice::from_ref(&kept), &[c]);
+        warm_into(std::slice::from_ref(&kept), &[c], true);
         assert_eq!((c.hits(), c.misses()), (1, 2), "the kept chain was a hit");
         let cache = c.cache.read().expect("lock");
         assert_eq!(cache.entries.values().map(Vec::len).sum::<usize>(), 1);
         assert!(cache.bytes < before && cache.bytes > 0);
         let msg = certificate_message(&old);
         assert!(c.lookup(xxhash_rust::xxh3::xxh3_64(&msg), &msg).is_none());
+    }
+
+    /// An ACME certificate's warm-up (warm_one: no retain) adds its chain and drops
+    /// nothing: the --cert and SNI chains warmed at start stay cached.
+    #[test]
+    fn warming_one_more_chain_drops_nothing() {
+        let (_, served) = pki(20);
+        let (_, acme) = pki(25);
+        let c = own(Compression::Zlib);
+        warm_into(std::slice::from_ref(&served), &[c], true);
+        warm_into(std::slice::from_ref(&acme), &[c], false);
+        assert_eq!((c.hits(), c.misses()), (0, 2));
+        for ck in [&served, &acme] {
+            let msg = certificate_message(ck);
+            assert!(c.lookup(xxhash_rust::xxh3::xxh3_64(&msg), &msg).is_some());
+        }
     }
 }

@@ -217,10 +217,10 @@ impl Metrics {
         }
         .fetch_add(1, Relaxed);
         if matches!(outcome, Outcome::Full | Outcome::Resumed) {
-            for (i, b) in BUCKETS.iter().enumerate() {
-                if seconds <= *b {
-                    self.buckets[i].fetch_add(1, Relaxed);
-                }
+            // One bucket per handshake (the first bound it fits under; none past the
+            // last, counted by +Inf alone): render() makes them cumulative.
+            if let Some(i) = BUCKETS.iter().position(|b| seconds <= *b) {
+                self.buckets[i].fetch_add(1, Relaxed);
             }
             self.duration_count.fetch_add(1, Relaxed);
             self.duration_sum_ns
@@ -468,14 +468,18 @@ impl Metrics {
             "# HELP tlskit_handshake_duration_seconds Duration of successful handshakes."
         );
         let _ = writeln!(s, "# TYPE tlskit_handshake_duration_seconds histogram");
+        // Each handshake counted in one bucket (handshake()); Prometheus wants cumulative.
+        let mut cumulative = 0u64;
         for (i, b) in BUCKETS.iter().enumerate() {
+            cumulative = cumulative.saturating_add(self.buckets[i].load(Relaxed));
             let _ = writeln!(
                 s,
-                "tlskit_handshake_duration_seconds_bucket{{le=\"{b}\"}} {}",
-                self.buckets[i].load(Relaxed)
+                "tlskit_handshake_duration_seconds_bucket{{le=\"{b}\"}} {cumulative}"
             );
         }
-        let count = self.duration_count.load(Relaxed);
+        // Loaded after the buckets: a handshake counted between the loads must not make
+        // +Inf smaller than the last bucket.
+        let count = self.duration_count.load(Relaxed).max(cumulative);
         let _ = writeln!(
             s,
             "tlskit_handshake_duration_seconds_bucket{{le=\"+Inf\"}} {count}"
@@ -649,5 +653,24 @@ mod tests {
         assert!(text.contains("le=\"0.0025\"} 0"));
         assert!(text.contains("le=\"0.005\"} 1"));
         assert!(text.contains("le=\"+Inf\"} 1"));
+        // Each handshake increments one bucket; the rendering is cumulative.
+        m.handshake(Outcome::Resumed, 0.0004);
+        m.handshake(Outcome::Full, 0.07);
+        m.handshake(Outcome::Full, 9.0);
+        assert_eq!(m.buckets.iter().map(|b| b.load(Relaxed)).sum::<u64>(), 3);
+        let text = m.render();
+        for (le, n) in [
+            ("0.0005", 1),
+            ("0.001", 1),
+            ("0.005", 2),
+            ("0.05", 2),
+            ("0.1", 3),
+            ("5", 3),
+            ("+Inf", 4),
+        ] {
+            let line = format!("tlskit_handshake_duration_seconds_bucket{{le=\"{le}\"}} {n}\n");
+            assert!(text.contains(&line), "{line}{text}");
+        }
+        assert!(text.contains("tlskit_handshake_duration_seconds_count 4\n"));
     }
 }

@@ -353,29 +353,42 @@ pub struct AlpnOffer {
 
 /// The ALPN protocols to offer: those the application behind the server speaks.
 ///
-/// The HTTP responder speaks `http/1.1`; a backend speaks its `backend_alpn`. When `alpn`
-/// is set as well it restricts and orders the offer (protocols the application does not
-/// speak are dropped). An echo responder, or a backend without `backend_alpn`, is taken
-/// to speak exactly what `alpn` lists (none by default: no ALPN is agreed).
+/// The HTTP responder speaks `http/1.1`; a backend speaks its `backend_alpn`, and nothing
+/// without it (a raw TCP backend); the echo responder speaks nothing. `alpn` never adds to
+/// that: when set, it restricts and orders the offer, and protocols the application does
+/// not speak are dropped. So `--alpn h2,http/1.1` in front of a backend without
+/// `--backend-alpn` offers nothing (no ALPN agreed, HTTP clients fall back to HTTP/1.1)
+/// rather than h2 to a backend that may not read it.
 pub fn offered_alpn(cfg: &ServeConfig) -> AlpnOffer {
-    let speaks: Option<Vec<String>> = match &cfg.mode {
-        Mode::Http => Some(vec!["http/1.1".to_string()]),
-        Mode::Echo => None,
-        Mode::Backend(_) => cfg.backend_alpn.clone(),
-    };
-    match speaks {
-        None => AlpnOffer {
-            offered: cfg.alpn.clone(),
-            dropped: Vec::new(),
-        },
-        Some(speaks) if cfg.alpn.is_empty() => AlpnOffer {
+    let speaks = declared_alpn(cfg);
+    if cfg.alpn.is_empty() {
+        return AlpnOffer {
             offered: speaks,
             dropped: Vec::new(),
-        },
-        Some(speaks) => {
-            let (offered, dropped) = cfg.alpn.iter().cloned().partition(|p| speaks.contains(p));
-            AlpnOffer { offered, dropped }
+        };
+    }
+    let (offered, dropped) = cfg.alpn.iter().cloned().partition(|p| speaks.contains(p));
+    AlpnOffer { offered, dropped }
+}
+
+/// What the application behind the server declares it speaks, in preference order.
+fn declared_alpn(cfg: &ServeConfig) -> Vec<String> {
+    match &cfg.mode {
+        Mode::Http => vec!["http/1.1".to_string()],
+        Mode::Echo => Vec::new(),
+        Mode::Backend(_) => cfg.backend_alpn.clone().unwrap_or_default(),
+    }
+}
+
+/// Why `--alpn` entries were dropped, for `event=alpn_not_offered`.
+fn alpn_drop_reason(cfg: &ServeConfig) -> &'static str {
+    match &cfg.mode {
+        Mode::Backend(_) if cfg.backend_alpn.is_none() => {
+            "the backend declares no ALPN protocol (a raw TCP backend): \
+             add --backend-alpn with what it speaks to offer them"
         }
+        Mode::Echo => "the echo responder speaks no application protocol",
+        _ => "the application behind the server does not speak them",
     }
 }
 
@@ -395,22 +408,17 @@ fn check_alpn(cfg: &ServeConfig) -> Result<(), NetError> {
             "--backend-alpn needs --backend (the HTTP responder speaks http/1.1)".into(),
         ));
     }
+    // Refused only when the application declared protocols and --alpn keeps none of them:
+    // a contradiction in the configuration. An application that declares nothing (a
+    // backend without --backend-alpn, echo) starts with no ALPN and a warning (in bind).
     let offer = offered_alpn(cfg);
-    if offer.offered.is_empty() && !offer.dropped.is_empty() {
-        let speaks = match &cfg.mode {
-            Mode::Http => "http/1.1".to_string(),
-            _ => cfg
-                .backend_alpn
-                .iter()
-                .flatten()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(","),
-        };
+    let speaks = declared_alpn(cfg);
+    if offer.offered.is_empty() && !offer.dropped.is_empty() && !speaks.is_empty() {
         return Err(NetError::Config(format!(
-            "--alpn {}: the application behind the server speaks only {speaks}; \
+            "--alpn {}: the application behind the server speaks only {}; \
              nothing would be offered",
-            offer.dropped.join(",")
+            offer.dropped.join(","),
+            speaks.join(",")
         )));
     }
     Ok(())
@@ -442,10 +450,8 @@ impl Server {
                 "alpn_not_offered",
                 &[
                     ("protocols", &offer.dropped.join(",")),
-                    (
-                        "reason",
-                        &"the application behind the server does not speak them",
-                    ),
+                    ("offered", &offer.offered.join(",")),
+                    ("reason", &alpn_drop_reason(&cfg)),
                 ],
             );
         }
@@ -1028,8 +1034,11 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
             if s.reload_seq.load(Ordering::Acquire) == seq {
                 crate::certs::loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
                 // Compressed before the new chains are served (this runs off the
-                // handshake path, under the reload deadline).
-                crate::compress::warm_now(&index.chains(), &s.cfg.compress);
+                // handshake path, under the reload deadline). The ACME certificate is
+                // served too: listed, so its compressed messages are kept.
+                let mut chains = index.chains();
+                chains.extend(s.acme.as_ref().and_then(|a| a.managed.current()));
+                crate::compress::warm_now(&chains, &s.cfg.compress);
                 s.resolver.replace(index);
             }
         }

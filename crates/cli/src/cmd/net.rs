@@ -45,6 +45,10 @@ after 30 s. SIGTERM stops accepting and lets open connections finish, for up to
 --shutdown-grace seconds, whatever a reload is doing. Files that are not regular files
 (FIFOs, devices) are refused, never waited on. Exit 2 on bad configuration.
 
+Threading: one tokio multi-thread runtime, a worker per CPU the process may use (taskset
+and cgroup limits honoured), one task per connection on whichever worker polls it; blocking
+work (reloads, file reads, PKCS#11) on tokio's blocking pool.
+
 Logs: one line per event on stderr, `ts=2026-11-23T21:50:37.266Z level=info event=started
 ...` or JSON with --log-format json; which events: --log-level, or an env filter in
 TLSKIT_LOG (`TLSKIT_LOG=tlskit=debug`). Start and every reload warn about served
@@ -127,14 +131,17 @@ struct ServeFlags {
     /// Certificate compression (RFC 8879): `brotli,zlib` (default) or `none`.
     #[arg(long, value_name = "LIST")]
     compress: Option<String>,
-    /// ALPN protocol to offer (repeatable). Default: what the application speaks
-    /// (http/1.1 with --respond http, --backend-alpn with --backend); when both are given,
-    /// only protocols the backend speaks are offered.
-    #[arg(long, value_name = "PROTO")]
+    /// ALPN protocols to offer (repeatable, or comma-separated). Default: what the application speaks
+    /// (http/1.1 with --respond http, --backend-alpn with --backend, none with echo).
+    /// Never adds to that: protocols the application does not speak are dropped with a
+    /// warning (event=alpn_not_offered). A backend without --backend-alpn speaks none, so
+    /// `--backend ADDR --alpn h2,http/1.1` alone offers nothing (clients use HTTP/1.1);
+    /// refused at start (exit 2) if the application declares protocols and none is left.
+    #[arg(long, value_name = "PROTO", value_delimiter = ',')]
     alpn: Vec<String>,
     /// ALPN protocols the backend speaks, in preference order (`h2,http/1.1`); the server
     /// offers only these, so a client never gets a protocol the backend cannot read.
-    /// Default: none (a raw TCP backend; no ALPN agreed unless --alpn is given).
+    /// Default: none (a raw TCP backend: no ALPN agreed, whatever --alpn says).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     backend_alpn: Vec<String>,
     /// TLS versions to enable (repeatable): 1.2, 1.3. Default both.

@@ -524,7 +524,47 @@ fn net_interop_alpn_chosen_by_backend() {
         h1,
     );
     let h1_addr = format!("127.0.0.1:{h1}");
-    // What broke: --alpn h2,http/1.1 in front of it. Now h2 is dropped (with a warning).
+    // The issue's exact command: --alpn h2,http/1.1 in front of it, no --backend-alpn. The
+    // backend declares nothing, so nothing is offered (with a warning naming
+    // --backend-alpn) and curl --http2 falls back to HTTP/1.1 (before: h2 agreed, "Empty
+    // reply from server").
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &h1_addr,
+        "--alpn",
+        "h2,http/1.1",
+    ]);
+    let text = curl_h2(&pki, srv.port());
+    assert!(
+        text.contains("hello from the backend") && text.contains("version=1.1 code=200"),
+        "{text}"
+    );
+    assert!(!text.contains("Empty reply"), "{text}");
+    assert!(
+        srv.wait_log("event=alpn_not_offered", Duration::from_secs(5)),
+        "{}",
+        srv.stderr()
+    );
+    let err = srv.stderr();
+    assert!(
+        err.contains("protocols=h2,http/1.1") && err.contains("--backend-alpn"),
+        "{err}"
+    );
+    // Nothing agreed, seen by openssl s_client offering both.
+    let out = sh(&format!(
+        "cd {dir} && openssl s_client -alpn h2,http/1.1 -connect 127.0.0.1:{port} \
+         -servername test.example -CAfile ca.pem </dev/null 2>&1",
+        dir = p(pki.dir.path()),
+        port = srv.port()
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("No ALPN negotiated"), "{text}");
+    drop(srv);
+    // Declared: --alpn h2,http/1.1 with --backend-alpn http/1.1. h2 is dropped (warning).
     let srv = Serve::start(&[
         "--cert",
         &c,
@@ -742,8 +782,11 @@ fn net_interop_proxy_v2_tlvs() {
         }
     }
 
-    // HAProxy as the consumer: it parses the header (TLVs included) and answers with the
-    // authority and source address it learned.
+    // HAProxy as the consumer: it parses the header, the SSL TLV with a client
+    // certificate's CN included (a malformed TLV is refused), and answers with the
+    // authority and source address it learned. Debian's HAProxy 2.6 keeps no other TLV
+    // it received (fc_pp_tlv() came in 2.9), so the SSL TLV's contents are checked
+    // against HAProxy's own encoder below.
     let hp = free_port();
     let cfg = pki.path("haproxy.cfg");
     std::fs::write(
@@ -766,18 +809,154 @@ fn net_interop_proxy_v2_tlvs() {
         "--backend-alpn",
         "http/1.1",
         "--proxy-protocol",
+        "--client-ca",
+        &p(&pki.path("client-ca.pem")),
+        "--client-auth",
+        "optional",
     ]);
-    let out = sh(&format!(
-        "cd {dir} && curl -sS --cacert ca.pem --max-time 10 \
-         --resolve test.example:{port}:127.0.0.1 https://test.example:{port}/ 2>&1",
-        dir = p(pki.dir.path()),
-        port = srv.port()
-    ));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("authority=test.example src=127.0.0.1"),
-        "{text}"
+    for client in ["--cert client.pem --key client.key", ""] {
+        let out = sh(&format!(
+            "cd {dir} && curl -sS --cacert ca.pem --max-time 10 {client} \
+             --resolve test.example:{port}:127.0.0.1 https://test.example:{port}/ 2>&1",
+            dir = p(pki.dir.path()),
+            port = srv.port()
+        ));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("authority=test.example src=127.0.0.1"),
+            "{client}: {text}"
+        );
+    }
+
+    // HAProxy as the reference encoder: it terminates TLS for the same client
+    // certificate and sends PROXY v2 with `proxy-v2-options ssl,cert-cn,ssl-cipher` to a
+    // recording backend; tlskit's SSL TLV must say what HAProxy's says (client flags,
+    // verify result, version, CN, cipher), with and without a client certificate.
+    std::fs::write(
+        pki.path("haproxy-tls.pem"),
+        [
+            std::fs::read(pki.path("chain.pem")).expect("chain"),
+            std::fs::read(pki.path("leaf.key")).expect("key"),
+        ]
+        .concat(),
+    )
+    .expect("write");
+    let rec = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let rec_port = rec.local_addr().expect("addr").port();
+    let (rtx, rrx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in rec.incoming().take(4) {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut head = [0u8; 16];
+            if s.read_exact(&mut head).is_err() {
+                continue;
+            }
+            let len = usize::from(u16::from_be_bytes([head[14], head[15]]));
+            let mut rest = vec![0u8; len];
+            if s.read_exact(&mut rest).is_err() {
+                continue;
+            }
+            let mut header = head.to_vec();
+            header.extend_from_slice(&rest);
+            let mut req = [0u8; 4096];
+            let _ = s.read(&mut req);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
+            let _ = rtx.send(header);
+        }
+    });
+    let hp2 = free_port();
+    let cfg2 = pki.path("haproxy-tls.cfg");
+    std::fs::write(
+        &cfg2,
+        format!(
+            "global\n  maxconn 64\ndefaults\n  mode tcp\n  timeout connect 5s\n  timeout client 5s\n  timeout server 5s\n\
+             frontend fe\n  bind 127.0.0.1:{hp2} ssl crt {dir}/haproxy-tls.pem ca-file {dir}/client-ca.pem verify optional\n  \
+             default_backend be\nbackend be\n  server s 127.0.0.1:{rec_port} send-proxy-v2 proxy-v2-options ssl,cert-cn,ssl-cipher\n",
+            dir = p(pki.dir.path()),
+        ),
+    )
+    .expect("write");
+    let _hp2 = backend(Command::new("haproxy").args(["-db", "-f", &p(&cfg2)]), hp2);
+    let srv = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--backend",
+        &format!("127.0.0.1:{rec_port}"),
+        "--backend-alpn",
+        "http/1.1",
+        "--proxy-protocol",
+        "--client-ca",
+        &p(&pki.path("client-ca.pem")),
+        "--client-auth",
+        "optional",
+    ]);
+    // (client flags, verify, sub-TLVs 0x21 version, 0x22 CN, 0x23 cipher) of one header.
+    type Ssl = (
+        u8,
+        [u8; 4],
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
     );
+    let ssl_of = |header: &[u8]| -> Ssl {
+        let tlvs = proxy_tlvs(header);
+        let ssl = tlvs
+            .iter()
+            .find(|(t, _)| *t == 0x20)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("no SSL TLV: {tlvs:?}"));
+        let subs = proxy_tlvs(&[&[0u8; 13][..], &[0x11, 0, 0], &[0u8; 12], &ssl[5..]].concat());
+        let sub = |t: u8| subs.iter().find(|(k, _)| *k == t).map(|(_, v)| v.clone());
+        (
+            ssl[0],
+            [ssl[1], ssl[2], ssl[3], ssl[4]],
+            sub(0x21),
+            sub(0x22),
+            sub(0x23),
+        )
+    };
+    for client in ["--cert client.pem --key client.key", ""] {
+        let mut got = Vec::new();
+        for port in [hp2, srv.port()] {
+            let out = sh(&format!(
+                "cd {dir} && curl -sS --cacert ca.pem --tlsv1.3 --tls13-ciphers TLS_AES_128_GCM_SHA256 \
+                 --max-time 10 {client} --resolve test.example:{port}:127.0.0.1 \
+                 https://test.example:{port}/ 2>&1",
+                dir = p(pki.dir.path()),
+            ));
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("ok"),
+                "{port}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            got.push(ssl_of(
+                &rrx.recv_timeout(Duration::from_secs(10)).expect("header"),
+            ));
+        }
+        let (haproxy, tlskit) = (&got[0], &got[1]);
+        eprintln!("SSL TLV ({client:?}): haproxy {haproxy:?}, tlskit {tlskit:?}");
+        assert_eq!(tlskit.0, haproxy.0, "client flags");
+        assert_eq!(tlskit.2, haproxy.2, "version");
+        assert_eq!(tlskit.4, haproxy.4, "cipher");
+        assert_eq!(tlskit.3, haproxy.3, "CN");
+        if client.is_empty() {
+            assert_eq!(tlskit.3, None);
+            // doc/proxy-protocol.txt: verify is zero only if the client presented a
+            // certificate and it verified. HAProxy 2.6 sends 0 here (OpenSSL's
+            // X509_V_OK with no certificate); a consumer that reads the client flags
+            // (no CERT_CONN, no CERT_SESS) reaches the same answer from both.
+            assert_ne!(tlskit.1, [0; 4], "verify non-zero without a certificate");
+        } else {
+            assert_eq!(tlskit.1, haproxy.1, "verify result");
+            assert_eq!(tlskit.1, [0; 4], "verified");
+            assert_eq!(tlskit.3.as_deref(), Some(&b"tlskit test client"[..]));
+        }
+    }
 }
 
 /// Issue 15: certificate compression confirmed by a peer this project did not write.

@@ -481,9 +481,77 @@ fn probe_and_connect_report_key_exchange_and_hello_retry() {
         &roots,
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(v["hello_retry_request"], false, "{v}");
-    assert!(v["key_exchange_group"].is_string(), "{v}");
+    let (c2, cv) = connect_json(&[
+        &srv.addr().to_string(),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+    ]);
+    for (code, v) in [(code, &v), (c2, &cv)] {
+        assert_eq!(code, 0, "{err} {v}");
+        assert_matches_schema(v);
+        assert_eq!(v["hello_retry_request"], false, "{v}");
+        assert!(v["hello_retry_reason"].is_null(), "{v}");
+        // What browsers send, and rustls's default on both sides: the ML-KEM hybrid.
+        assert_eq!(v["key_exchange_group"], "X25519MLKEM768", "{v}");
+        assert_eq!(v["key_share_bytes"]["client"], 1216, "{v}");
+        assert_eq!(v["key_share_bytes"]["server"], 1120, "{v}");
+        assert_eq!(v["expires_in_days"], 30, "{v}");
+    }
+    drop(srv);
+
+    // An expired certificate served by tlskit serve (it starts, with a warning): the
+    // handshake is still reported, verification fails (exit 1, the contract for "did
+    // not verify"), and expires_in_days is negative (rounded down: -2 d 23 h is -3).
+    pki.server_leaf_valid(
+        "expired.pem",
+        "expired.key",
+        &["test.example"],
+        now - time::Duration::days(30),
+        now - time::Duration::days(3) + time::Duration::hours(1),
+    );
+    let srv = serve(&pki, "expired.pem", "expired.key", "none");
+    let (code, v, err) = probe(&[
+        &srv.addr().to_string(),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+        "--json",
+    ]);
+    let (c2, cv) = connect_json(&[
+        &srv.addr().to_string(),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+    ]);
+    for (code, v) in [(code, &v), (c2, &cv)] {
+        assert_eq!(code, 1, "{err} {v}");
+        assert_matches_schema(v);
+        assert_eq!(v["verified"], false, "{v}");
+        let why = v["reason"].as_str().unwrap_or("");
+        assert!(why.to_ascii_lowercase().contains("expired"), "{v}");
+        assert_eq!(v["expires_in_days"], -3, "{v}");
+        assert_eq!(v["key_exchange_group"], "X25519MLKEM768", "{v}");
+    }
+    // The human output says so too.
+    let out = tlskit(&[
+        "probe",
+        &srv.addr().to_string(),
+        "--servername",
+        "test.example",
+        "--roots",
+        &roots,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("certificate:  expired 3 day(s) ago"),
+        "{text}"
+    );
+    drop(srv);
 
     // --timeline draws the waterfall: one line per flight, arrows both ways, an axis.
     let (_g, port) = s_server_with_group(&pki, "P-256");

@@ -229,17 +229,25 @@ fn capture_server_flight(ns_a: &str, ns_b: &str, pki: &Pki) {
             ))
         })
         .collect();
-    let client_data: Vec<usize> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.1 == "10.77.0.2" && r.2 > 0)
-        .map(|(i, _)| i)
-        .collect();
+    // The server's flight: its data segments from the first one to the client's next
+    // data (its Finished). The ClientHello may take more than one segment: with
+    // X25519MLKEM768 it is about 1.5 KB, over this link's MTU.
+    let is_data = |r: &(f64, String, usize), src: &str| r.1 == src && r.2 > 0;
+    let first_server = rows.iter().position(|r| is_data(r, "10.77.0.1"));
+    let client_next = first_server.and_then(|s| {
+        rows[s..]
+            .iter()
+            .position(|r| is_data(r, "10.77.0.2"))
+            .map(|i| s + i)
+    });
+    let (Some(s0), Some(c1)) = (first_server, client_next) else {
+        panic!("capture saw the server's flight and the client's Finished: {rows:?}");
+    };
     assert!(
-        client_data.len() >= 2,
-        "capture saw the ClientHello and the client's Finished: {rows:?}"
+        rows[..s0].iter().any(|r| is_data(r, "10.77.0.2")),
+        "capture saw the ClientHello: {rows:?}"
     );
-    let flight: Vec<&(f64, String, usize)> = rows[client_data[0]..client_data[1]]
+    let flight: Vec<&(f64, String, usize)> = rows[s0..c1]
         .iter()
         .filter(|r| r.1 == "10.77.0.1" && r.2 > 0)
         .collect();

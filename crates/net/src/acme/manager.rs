@@ -123,6 +123,8 @@ impl ServerAcme {
                             ("not_after", &not_after),
                         ],
                     );
+                    // Compressed before the server says it is ready, like --cert chains.
+                    crate::compress::warm_one(&ck, &compress);
                     managed.install(ck);
                 }
                 Err(why) => log::event(
@@ -359,7 +361,7 @@ impl Manager {
         // renewed: serve its certificate without waiting for this one's turn.
         if self.managed.current().is_some() {
             if let Some(ck) = self.newer_stored().await {
-                self.install(ck, "storage");
+                self.install(ck, "storage").await;
             }
         }
         if let Some(ck) = self.managed.current() {
@@ -425,7 +427,7 @@ impl Manager {
         // the lock: take its certificate instead of ordering again.
         if let Some(ck) = self.newer_stored().await {
             drop(lock);
-            self.install(ck, "storage");
+            self.install(ck, "storage").await;
             return Ok(Duration::ZERO);
         }
         let chain = match client::obtain(&acct, &req, &key, &self.challenges).await {
@@ -452,7 +454,7 @@ impl Manager {
         }
         drop(lock);
         self.metrics.acme_order(true);
-        self.install(ck, "order");
+        self.install(ck, "order").await;
         Ok(Duration::ZERO)
     }
 
@@ -475,10 +477,14 @@ impl Manager {
         }
     }
 
-    fn install(&self, ck: Arc<CertifiedKey>, from: &str) {
+    /// Serve `ck` from now on: compressed first (off the runtime's threads), so the first
+    /// handshake with it finds its certificate messages ready.
+    async fn install(&self, ck: Arc<CertifiedKey>, from: &str) {
         let info = ck.cert.first().and_then(|c| leaf_info(c));
         let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
-        crate::compress::warm(vec![ck.clone()], &self.compress);
+        let (warm, algs) = (ck.clone(), self.compress.clone());
+        // A failed warm-up (a panicking compressor) costs only time: a handshake compresses.
+        let _ = tokio::task::spawn_blocking(move || crate::compress::warm_one(&warm, &algs)).await;
         self.managed.install(ck);
         self.metrics.acme_not_after(not_after);
         log::event(
