@@ -276,7 +276,9 @@ fn ymd(y: i32) -> time::OffsetDateTime {
 
 /// The harness certificates: webpki-shaped, valid 2020 to 2040.
 fn params(cn: &str, ca: bool, sans: &[&str]) -> rcgen::CertificateParams {
-    crate::store_pki::webpki_params(cn, ca, sans, (2020, 2040))
+    use crate::net_support::pki::{webpki_params, Extras, Role};
+    let role = if ca { Role::Ca } else { Role::Server };
+    webpki_params(cn, role, sans, Extras::valid(2020, 2040))
 }
 
 /// The harnesses reach their success paths with seed-shaped inputs (a harness that

@@ -2,29 +2,11 @@
 //! files is net_support's `Pki`.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
+use rcgen::{CertificateParams, Issuer, KeyPair};
 
-/// Parameters the default (webpki) verification profile accepts: key identifiers,
-/// keyCertSign and cRLSign on a CA, serverAuth on a leaf; valid from January 1 of
-/// `years.0` to January 1 of `years.1`.
-pub fn webpki_params(cn: &str, ca: bool, sans: &[&str], years: (i32, i32)) -> CertificateParams {
-    let mut p =
-        CertificateParams::new(sans.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
-    p.distinguished_name.push(DnType::CommonName, cn);
-    p.not_before = rcgen::date_time_ymd(years.0, 1, 1);
-    p.not_after = rcgen::date_time_ymd(years.1, 1, 1);
-    p.use_authority_key_identifier_extension = true;
-    if ca {
-        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    } else {
-        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    }
-    p
-}
+// The webpki-profile parameter builder (common/pki.rs), loaded once per test binary by
+// net_support, which every binary with this module has too.
+use crate::net_support::pki::{webpki_params, Extras, Role};
 
 /// A certificate with its parameters and key, to sign others with.
 pub struct Ca {
@@ -36,8 +18,8 @@ pub struct Ca {
 /// The chain's parameters: a CA without SANs, or a leaf with its CN as its SAN (2020 to
 /// 2090).
 fn chain_params(cn: &str, ca: bool) -> CertificateParams {
-    let sans: &[&str] = if ca { &[] } else { &[cn] };
-    webpki_params(cn, ca, sans, (2020, 2090))
+    let role = if ca { Role::Ca } else { Role::Server };
+    webpki_params(cn, role, &[], Extras::valid(2020, 2090))
 }
 
 /// A self-signed root.

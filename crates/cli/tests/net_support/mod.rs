@@ -15,57 +15,31 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType,
-};
+#[path = "../common/pki.rs"]
+pub mod pki;
+use pki::{webpki_params, Extras, Role};
+
+use rcgen::{CertificateParams, CertifiedIssuer, KeyPair};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
+/// The net PKI's additions to the webpki profile: digitalSignature on every certificate,
+/// basicConstraints cA=FALSE on a leaf, rcgen's validity (1975 to 4096).
+const NET: Extras = Extras {
+    years: None,
+    digital_signature: true,
+    explicit_no_ca: true,
+};
+
 fn ca_params(cn: &str) -> CertificateParams {
-    let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, cn);
-    p.distinguished_name = dn;
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    // Key identifiers: the default (webpki) verification profile requires them.
-    p.use_authority_key_identifier_extension = true;
-    p.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    p
+    webpki_params(cn, Role::Ca, &[], NET)
 }
 
+/// A server leaf (its CN a SAN too) or, with `client`, a client leaf.
 fn leaf_params(cn: &str, names: &[String], client: bool) -> CertificateParams {
-    let mut p = CertificateParams::new(Vec::<String>::new()).expect("params");
-    let mut dn = DistinguishedName::new();
-    dn.push(DnType::CommonName, cn);
-    p.distinguished_name = dn;
-    // The default (webpki) profile asks that a server certificate's CN be one of its
-    // SANs (CA/B Forum BR 7.1.4.3): tests that label a certificate by its CN get the CN
-    // as a SAN too.
-    let mut names = names.to_vec();
-    if !client && !names.iter().any(|n| n == cn) {
-        names.push(cn.to_string());
-    }
-    for n in &names {
-        let san = match n.parse::<std::net::IpAddr>() {
-            Ok(ip) => SanType::IpAddress(ip),
-            Err(_) => SanType::DnsName(n.clone().try_into().expect("dns name")),
-        };
-        p.subject_alt_names.push(san);
-    }
-    p.is_ca = IsCa::ExplicitNoCa;
-    p.use_authority_key_identifier_extension = true;
-    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    p.extended_key_usages = vec![if client {
-        ExtendedKeyUsagePurpose::ClientAuth
-    } else {
-        ExtendedKeyUsagePurpose::ServerAuth
-    }];
-    p
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let role = if client { Role::Client } else { Role::Server };
+    webpki_params(cn, role, &names, NET)
 }
 
 fn p256() -> KeyPair {
