@@ -533,36 +533,36 @@ pub fn assert_matches_schema(v: &serde_json::Value) {
     assert!(errors.is_empty(), "{name}: {errors:?}\n{v}");
 }
 
-/// A redis-server of the test's own: loopback, random port, a password, no persistence
-/// (a restart comes back empty, the worst case).
-pub fn redis_server(dir: &std::path::Path, port: u16) -> Guard {
+/// Start `redis-server` with `args` plus what every test server has (loopback only, no
+/// persistence: a restart comes back empty, the worst case; files in `dir`) and wait until
+/// `port` accepts.
+fn spawn_redis(dir: &Path, port: u16, args: &mut Command, what: &str) -> Guard {
     let g = Guard(
-        Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--requirepass",
-                "fleet-pw",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &dir.display().to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server"),
+        args.args([
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+        ])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server"),
     );
-    assert!(
-        wait_port(port, Duration::from_secs(10)),
-        "redis-server not up"
-    );
+    assert!(wait_port(port, Duration::from_secs(10)), "{what} not up");
     g
+}
+
+/// A redis-server of the test's own: loopback, random port, a password, no persistence.
+pub fn redis_server(dir: &std::path::Path, port: u16) -> Guard {
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", &port.to_string(), "--requirepass", "fleet-pw"]);
+    spawn_redis(dir, port, &mut cmd, "redis-server")
 }
 
 /// A redis-server of the test's own speaking TLS only (`--port 0`, `--tls-port PORT`),
@@ -575,49 +575,30 @@ pub fn redis_server_tls(
     key: &Path,
     ca: &Path,
 ) -> Guard {
-    let g = Guard(
-        Command::new("redis-server")
-            .args(["--port", "0", "--tls-port", &port.to_string()])
-            .arg("--tls-cert-file")
-            .arg(chain)
-            .arg("--tls-key-file")
-            .arg(key)
-            .arg("--tls-ca-cert-file")
-            .arg(ca)
-            .args([
-                "--tls-auth-clients",
-                "no",
-                "--bind",
-                "127.0.0.1",
-                // One word per argument: redis-server quotes an argument with spaces.
-                "--user",
-                "fleet",
-                "on",
-                ">fleet-user-pw",
-                "~*",
-                "&*",
-                "+@all",
-                "--user",
-                "default",
-                "off",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                &dir.display().to_string(),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server"),
-    );
-    assert!(
-        wait_port(port, Duration::from_secs(10)),
-        "redis-server (TLS) not up"
-    );
-    g
+    let mut cmd = Command::new("redis-server");
+    cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+        .arg("--tls-cert-file")
+        .arg(chain)
+        .arg("--tls-key-file")
+        .arg(key)
+        .arg("--tls-ca-cert-file")
+        .arg(ca)
+        .args([
+            "--tls-auth-clients",
+            "no",
+            // One word per argument: redis-server quotes an argument with spaces.
+            "--user",
+            "fleet",
+            "on",
+            ">fleet-user-pw",
+            "~*",
+            "&*",
+            "+@all",
+            "--user",
+            "default",
+            "off",
+        ]);
+    spawn_redis(dir, port, &mut cmd, "redis-server (TLS)")
 }
 
 /// A "Redis" that accepts connections and never answers (packets dropped): returns its
