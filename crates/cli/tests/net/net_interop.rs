@@ -697,39 +697,13 @@ fn proxy_tlvs(header: &[u8]) -> Vec<(u8, Vec<u8>)> {
 /// consumed by a real one: HAProxy with accept-proxy answers with the authority it got.
 #[test]
 fn net_interop_proxy_v2_tlvs() {
-    use std::io::Read;
     require("curl");
     require("haproxy");
     let pki = Pki::new();
     let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
 
     // A backend that records the header and answers one HTTP request.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(2) {
-            let Ok(mut s) = stream else { continue };
-            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut head = [0u8; 16];
-            if s.read_exact(&mut head).is_err() {
-                continue;
-            }
-            let len = usize::from(u16::from_be_bytes([head[14], head[15]]));
-            let mut rest = vec![0u8; len];
-            if s.read_exact(&mut rest).is_err() {
-                continue;
-            }
-            let mut header = head.to_vec();
-            header.extend_from_slice(&rest);
-            let mut req = [0u8; 4096];
-            let _ = s.read(&mut req);
-            let _ = s.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
-            );
-            let _ = tx.send(header);
-        }
-    });
+    let (port, rx) = proxy_recording_backend(2);
     let srv = Serve::start(&[
         "--cert",
         &c,
@@ -841,32 +815,7 @@ fn net_interop_proxy_v2_tlvs() {
         .concat(),
     )
     .expect("write");
-    let rec = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let rec_port = rec.local_addr().expect("addr").port();
-    let (rtx, rrx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in rec.incoming().take(4) {
-            let Ok(mut s) = stream else { continue };
-            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-            let mut head = [0u8; 16];
-            if s.read_exact(&mut head).is_err() {
-                continue;
-            }
-            let len = usize::from(u16::from_be_bytes([head[14], head[15]]));
-            let mut rest = vec![0u8; len];
-            if s.read_exact(&mut rest).is_err() {
-                continue;
-            }
-            let mut header = head.to_vec();
-            header.extend_from_slice(&rest);
-            let mut req = [0u8; 4096];
-            let _ = s.read(&mut req);
-            let _ = s.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
-            );
-            let _ = rtx.send(header);
-        }
-    });
+    let (rec_port, rrx) = proxy_recording_backend(4);
     let hp2 = free_port();
     let cfg2 = pki.path("haproxy-tls.cfg");
     std::fs::write(
@@ -1926,4 +1875,38 @@ fn net_interop_fleet_previous_key_resumes_older_does_not() {
         "a ticket two rotations old ({k1}, now {k3}) must not resume"
     );
     eprintln!("keys {k1} -> {k2} -> {k3}: previous key resumed on B, older refused");
+}
+
+/// A backend for `accepts` connections that reads a PROXY v2 header (the 16 fixed bytes,
+/// then the length they give), answers one small HTTP response, and sends each header it
+/// read on the returned channel; its port.
+fn proxy_recording_backend(accepts: usize) -> (u16, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(accepts) {
+            let Ok(mut s) = stream else { continue };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            let mut head = [0u8; 16];
+            if s.read_exact(&mut head).is_err() {
+                continue;
+            }
+            let len = usize::from(u16::from_be_bytes([head[14], head[15]]));
+            let mut rest = vec![0u8; len];
+            if s.read_exact(&mut rest).is_err() {
+                continue;
+            }
+            let mut header = head.to_vec();
+            header.extend_from_slice(&rest);
+            let mut req = [0u8; 4096];
+            let _ = s.read(&mut req);
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
+            let _ = tx.send(header);
+        }
+    });
+    (port, rx)
 }
