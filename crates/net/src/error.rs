@@ -113,9 +113,14 @@ pub(crate) fn tls_text(e: &rustls::Error) -> String {
     }
 }
 
+/// The rustls error inside the I/O error of a handshake (tokio-rustls wraps it), if any.
+pub(crate) fn io_rustls(e: &std::io::Error) -> Option<&rustls::Error> {
+    e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
+}
+
 /// [`tls_text`] for the I/O error of a handshake that may wrap a rustls error.
 pub(crate) fn io_tls_text(e: &std::io::Error) -> String {
-    match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+    match io_rustls(e) {
         Some(t) => tls_text(t),
         None => e.to_string(),
     }

@@ -1300,10 +1300,8 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         Ok(Err(e)) => {
             // A refused client certificate: tlskit's sentence and rule code, never the
             // Rust debug output rustls's Display gives its certificate errors.
-            let refusal = e
-                .get_ref()
-                .and_then(|i| i.downcast_ref::<rustls::Error>())
-                .and_then(tlskit_verify::CertificateRefusal::of);
+            let refusal =
+                crate::error::io_rustls(&e).and_then(tlskit_verify::CertificateRefusal::of);
             match refusal {
                 Some(r) => handshake_failed_rule(
                     s,

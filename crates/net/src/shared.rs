@@ -40,6 +40,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
+use rustls::pki_types::pem::PemObject;
 use rustls::server::ProducesTickets;
 
 use crate::error::NetError;
@@ -52,7 +53,11 @@ pub const REREAD: Duration = Duration::from_secs(2);
 const CHANGED: &str = "tlskit:ticket-keys:changed";
 /// Deadline of one Redis connect or command.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
-/// Lifetime of the rotation lease.
+/// Lifetime of the rotation lease, or one rotation period when that is shorter: the lease
+/// only has to cover one node's read, seal and write (each command under [`OP_TIMEOUT`]);
+/// held longer than the period it would stretch the rotations to its own length, and a
+/// ticket made early in a key's life would outlive the two periods announced to clients
+/// before that key became the previous one.
 const LEASE_MS: u64 = 10_000;
 const KEYS: &str = "tlskit:ticket-keys";
 const LEASE: &str = "tlskit:ticket-keys:lease";
@@ -120,7 +125,15 @@ pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
         path: ca.clone(),
         reason: e.to_string(),
     })?;
-    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+    // Parsed as the rest of tlskit reads PEM (rustls-pki-types), so a damaged block is
+    // refused here with its reason rather than by the TLS library at the first connect.
+    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| NetError::File {
+            path: ca.clone(),
+            reason: tlskit_store::text::pem_error_reason(&e),
+        })?;
+    if certs.is_empty() {
         return Err(NetError::File {
             path: ca.clone(),
             reason: "no PEM certificate in it".into(),
@@ -497,7 +510,15 @@ impl SharedTickets {
 
     async fn lease(&self) -> Result<bool, String> {
         self.store
-            .set_if_absent(LEASE, self.node.as_bytes(), Duration::from_millis(LEASE_MS))
+            .set_if_absent(
+                LEASE,
+                self.node.as_bytes(),
+                // At least a second: the shortest period serve allows, and Redis refuses
+                // an expiry of 0.
+                Duration::from_millis(LEASE_MS)
+                    .min(self.period)
+                    .max(Duration::from_secs(1)),
+            )
             .await
     }
 

@@ -391,10 +391,7 @@ impl CertificateRefusal {
             C::Other(o) => {
                 let inner: &(dyn std::error::Error + 'static) = &*o.0;
                 return Some(match inner.downcast_ref::<VerifyError>() {
-                    Some(v) => Self {
-                        sentence: v.to_string(),
-                        rule: v.rule(),
-                    },
+                    Some(v) => Self::from(v),
                     // Not one of tlskit's errors: its Display, never its Debug.
                     None => Self {
                         sentence: format!("certificate refused: {inner}"),
@@ -407,17 +404,9 @@ impl CertificateRefusal {
                  RFC 5280 6.1); trust its root, or have the peer send its intermediates",
                 "unknown-issuer",
             ),
-            C::BadSignature => (
-                "a signature on the certificate's chain does not verify with its issuer's key \
-                 (RFC 5280 6.1.3 (a)(1)): the chain was altered, or its issuer is another \
-                 key with the same name",
-                "bad-signature",
-            ),
-            C::Revoked => (
-                "a certificate on the chain is revoked by a CRL (RFC 5280 6.3); it must be \
-                 replaced",
-                "revoked",
-            ),
+            // The same kinds as tlskit's own errors: their sentences and codes.
+            C::BadSignature => return Some(Self::from(&VerifyError::BadSignature)),
+            C::Revoked => return Some(Self::from(&VerifyError::Revoked { which: None })),
             C::InvalidPurpose | C::InvalidPurposeContext { .. } => (
                 "the end-entity certificate's extended key usage does not allow this use \
                  (RFC 5280 4.2.1.12); issue one with the right purpose",
@@ -445,5 +434,14 @@ impl CertificateRefusal {
             sentence: sentence.to_string(),
             rule,
         })
+    }
+}
+
+impl From<&VerifyError> for CertificateRefusal {
+    fn from(v: &VerifyError) -> Self {
+        Self {
+            sentence: v.to_string(),
+            rule: v.rule(),
+        }
     }
 }

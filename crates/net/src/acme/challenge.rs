@@ -65,8 +65,8 @@ struct Cached {
 pub(crate) struct Challenges {
     storage: Arc<dyn AcmeStorage>,
     provider: Arc<CryptoProvider>,
-    /// The names this node manages (lower case; `*.` wildcards): only their answers are
-    /// ever fetched from the storage.
+    /// The names this node manages (`*.` wildcards as in [`super::covers`]): only their
+    /// answers are ever fetched from the storage.
     names: Vec<String>,
     fetched_for: Duration,
     /// Keyed by the storage key (`http-01/TOKEN`, `tls-alpn-01/DOMAIN`).
@@ -92,7 +92,7 @@ impl Challenges {
         Self {
             storage,
             provider,
-            names: names.iter().map(|n| n.to_ascii_lowercase()).collect(),
+            names: names.to_vec(),
             fetched_for: FETCHED_FOR,
             cache: Mutex::new(HashMap::new()),
             fetching: tokio::sync::Mutex::new(()),
@@ -100,11 +100,7 @@ impl Challenges {
     }
 
     fn manages(&self, name: &str) -> bool {
-        let n = name.to_ascii_lowercase();
-        self.names.iter().any(|m| match m.strip_prefix("*.") {
-            Some(parent) => n.split_once('.').is_some_and(|(_, p)| p == parent),
-            None => *m == n,
-        })
+        super::covers(&self.names, name)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, Cached>> {

@@ -43,11 +43,7 @@ impl Managed {
 
     /// Whether `sni` is one of the managed names (exact, or under a managed wildcard).
     pub fn manages(&self, sni: Option<&str>) -> bool {
-        let Some(n) = sni else { return false };
-        self.names.iter().any(|m| match m.strip_prefix("*.") {
-            Some(parent) => n.split_once('.').is_some_and(|(_, p)| p == parent),
-            None => m == n,
-        })
+        sni.is_some_and(|n| super::covers(&self.names, n))
     }
 
     fn install(&self, ck: Arc<CertifiedKey>) {

@@ -236,6 +236,18 @@ impl AcmeError {
     }
 }
 
+/// Whether `name` is one of `names`, or one label under one of its `*.` wildcards (ASCII
+/// case ignored): the one test of "a name this server manages" for serving and for
+/// fetching challenge answers.
+pub(crate) fn covers(names: &[String], name: &str) -> bool {
+    names.iter().any(|m| match m.strip_prefix("*.") {
+        Some(parent) => name
+            .split_once('.')
+            .is_some_and(|(_, p)| p.eq_ignore_ascii_case(parent)),
+        None => m.eq_ignore_ascii_case(name),
+    })
+}
+
 /// Text from the CA or a certificate, safe for a terminal or a log line: control
 /// characters as `\xNN`, at most 1,000 characters.
 pub(crate) fn clean(s: &str) -> String {
@@ -683,6 +695,21 @@ fn revocation_reason(code: u8) -> Result<instant_acme::RevocationReason, AcmeErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn covers_exact_names_and_one_label_under_a_wildcard() {
+        let names = [
+            "www.example.test".to_string(),
+            "*.api.example.test".to_string(),
+        ];
+        assert!(covers(&names, "www.example.test"));
+        assert!(covers(&names, "WWW.Example.TEST"));
+        assert!(covers(&names, "v1.api.example.test"));
+        assert!(!covers(&names, "api.example.test"));
+        assert!(!covers(&names, "a.v1.api.example.test"));
+        assert!(!covers(&names, "example.test"));
+        assert!(!covers(&[], "www.example.test"));
+    }
 
     #[test]
     fn clean_escapes_controls_and_bounds_length() {
