@@ -3,7 +3,8 @@
 //! For the end-entity certificate and every certificate the peer sent (plus any extra
 //! intermediates the caller supplies), the store is asked for anchors whose subject is
 //! that certificate's issuer name and anchors whose subjectKeyIdentifier is its
-//! authorityKeyIdentifier. Only those candidates, parsed with
+//! authorityKeyIdentifier, best key-identifier match first and at most
+//! [`MAX_ISSUER_CANDIDATES`] per certificate. Only those candidates, parsed with
 //! `webpki::anchor_from_trusted_cert`, are handed to rustls-webpki together with the
 //! intermediates; rustls-webpki does every signature, path-policy, EKU, name and CRL
 //! check and explores alternative paths (cross-signed intermediates, several anchors with
@@ -65,6 +66,16 @@ pub const MAX_SUPPORTED_DEPTH: usize = 16;
 /// The longest path rustls-webpki builds: the end entity, six intermediates, the anchor.
 /// Also the default `max_depth`.
 pub const WEBPKI_MAX_DEPTH: usize = 8;
+
+/// Most trust anchors tried as the issuer of one certificate. The store's candidates are
+/// ordered by key identifier, as Go's `crypto/x509` and Chromium's path builder order
+/// them: anchors whose subjectKeyIdentifier is the certificate's authorityKeyIdentifier
+/// first, then those where one side has no key identifier, then those whose key
+/// identifier contradicts it; the first this many are handed on. A genuine chain names
+/// its issuer's key, so its anchor comes first however many anchors share the name; a
+/// forged one costs at most this many signature checks per certificate, however many
+/// anchors share the name (see the crate README, "Limits").
+pub const MAX_ISSUER_CANDIDATES: usize = 8;
 
 /// A parsed certificate revocation list.
 #[derive(Debug, Clone)]
@@ -479,9 +490,7 @@ impl ChainVerifier {
         let crls_beyond_webpki = config.crls.iter().any(|c| c.inner.is_none());
         Self {
             rules: RuleSet::new(config.profile, &config.allow),
-            algs: rustls::crypto::aws_lc_rs::default_provider()
-                .signature_verification_algorithms
-                .all,
+            algs: crate::count::counted_algorithms(),
             config,
             cache,
             crl_deadline,
@@ -1096,20 +1105,55 @@ fn same_bytes<'i>(intermediates: &'i [CertificateDer<'_>], d: &[u8]) -> Option<&
         .or_else(|| all().find(|c| *c == d))
 }
 
-/// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
+/// Add the anchors that may have issued `cert`, at most [`MAX_ISSUER_CANDIDATES`] of
+/// them, best first: those whose subjectKeyIdentifier is `cert`'s authorityKeyIdentifier
+/// (looked up by key identifier, whatever their name: rustls-webpki skips a name that does
+/// not chain before any signature check), then anchors with `cert`'s issuer name where one
+/// side has no key identifier, then (only when no anchor with that name holds the named
+/// key) those whose key identifier contradicts it. Anchors already in `out` (candidates of another certificate of the chain) are not repeated.
 fn add_candidates<'s>(store: &'s TrustStore, cert: &der::CertView<'_>, out: &mut Vec<Anchor<'s>>) {
-    let mut push = |a: Anchor<'s>| {
+    let start = out.len();
+    let room = |out: &Vec<Anchor<'s>>| out.len() - start < MAX_ISSUER_CANDIDATES;
+    let push = |out: &mut Vec<Anchor<'s>>, a: Anchor<'s>| {
         if !out.iter().any(|b| b.sha256() == a.sha256()) {
             out.push(a);
         }
     };
-    for a in store.by_subject(cert.issuer) {
-        push(a);
-    }
+    let mut exact = false;
     if let Some(kid) = cert.aki {
         for a in store.by_key_id(kid) {
-            push(a);
+            if !room(out) {
+                return;
+            }
+            exact |= a.subject() == cert.issuer;
+            push(out, a);
         }
+    }
+    // One walk of the name's chain; it stops once enough anchors without a key
+    // identifier to compare are found (a mismatch can then no longer be reached).
+    let mut mismatched: Vec<Anchor<'s>> = Vec::new();
+    for a in store.by_subject(cert.issuer) {
+        if !room(out) {
+            return;
+        }
+        match (cert.aki, a.key_id()) {
+            (Some(aki), Some(ski)) if aki == ski => {} // added above
+            // The named key is in the store: an anchor with another key could only
+            // verify a certificate whose own AKI is wrong. Not tried.
+            (Some(_), Some(_)) if exact => {}
+            (Some(_), Some(_)) => {
+                if mismatched.len() < MAX_ISSUER_CANDIDATES {
+                    mismatched.push(a);
+                }
+            }
+            _ => push(out, a),
+        }
+    }
+    for a in mismatched {
+        if !room(out) {
+            return;
+        }
+        push(out, a);
     }
 }
 

@@ -10,4 +10,5 @@ mod chain;
 mod chain_bounds;
 mod pkits;
 mod profile;
+mod same_subject;
 mod tls;
