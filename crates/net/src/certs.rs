@@ -92,7 +92,9 @@ impl rustls::sign::SigningKey for CheckedTokenKey {
         offered: &[rustls::SignatureScheme],
     ) -> Option<Box<dyn rustls::sign::Signer>> {
         if let Err(e) = self.0.check() {
-            crate::log::event(
+            // Once per handshake while the token is gone: within the global bucket.
+            crate::ratelimit::event(
+                crate::ratelimit::Noisy::Pkcs11Unavailable,
                 crate::log::Level::Error,
                 "pkcs11_unavailable",
                 &[("reason", &e)],

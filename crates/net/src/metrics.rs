@@ -142,7 +142,6 @@ impl CloseReason {
 pub struct Metrics {
     failures: [AtomicU64; FailReason::ALL.len()],
     closed: [AtomicU64; CloseReason::ALL.len()],
-    log_suppressed: AtomicU64,
     /// Bytes of handshake-budget slots in use (partial ClientHellos), when serving.
     pub(crate) budget: std::sync::OnceLock<std::sync::Arc<crate::hello::Budget>>,
     full: AtomicU64,
@@ -247,9 +246,6 @@ impl Metrics {
         if let Some(i) = CloseReason::ALL.iter().position(|r| *r == reason) {
             self.closed[i].fetch_add(1, Relaxed);
         }
-    }
-    pub(crate) fn log_suppressed(&self) {
-        self.log_suppressed.fetch_add(1, Relaxed);
     }
     pub(crate) fn rejected(&self) {
         self.rejected.fetch_add(1, Relaxed);
@@ -455,14 +451,17 @@ impl Metrics {
         }
         let _ = writeln!(
             s,
-            "# HELP tlskit_log_lines_suppressed_total Failed-handshake log lines left out by the per-source rate limit."
+            "# HELP tlskit_log_lines_suppressed_total Log lines left out by the per-source or the global rate limit of each per-connection event."
         );
         let _ = writeln!(s, "# TYPE tlskit_log_lines_suppressed_total counter");
-        let _ = writeln!(
-            s,
-            "tlskit_log_lines_suppressed_total {}",
-            self.log_suppressed.load(Relaxed)
-        );
+        for ev in crate::ratelimit::Noisy::ALL {
+            let _ = writeln!(
+                s,
+                "tlskit_log_lines_suppressed_total{{event=\"{}\"}} {}",
+                ev.label(),
+                crate::ratelimit::GLOBAL.suppressed(ev)
+            );
+        }
         let _ = writeln!(
             s,
             "# HELP tlskit_handshake_duration_seconds Duration of successful handshakes."
@@ -536,16 +535,19 @@ impl Metrics {
 /// Most DNS names listed in one `sni` label; more are summarised as `,+N`.
 const SNI_LABEL_NAMES: usize = 8;
 
-/// A label value in the text format: `\`, `"` and newline escaped as the format says,
-/// other control characters (a certificate may hold any) replaced by U+FFFD.
+/// A label value in the text format. Control and bidi characters (a file name or a
+/// certificate may hold any: a U+202E in an SNI-directory file name reversed the text a
+/// reader of the scrape saw) are first shown as the workspace's one escaping function
+/// shows them in logs (`\u{202e}`, `\x1b`), then `\`, `"` and newline are escaped as the
+/// Prometheus text format says, so the value read back is that visible escape.
 fn label(v: &str) -> String {
+    let v = tlskit_store::text::escape(v);
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -629,7 +631,19 @@ impl Metrics {
                 "gauge",
                 "Trust anchors in the client-CA store in use.",
             );
-            let _ = writeln!(s, "tlskit_trust_store_anchors {}", store.current().len());
+            let current = store.current();
+            let _ = writeln!(s, "tlskit_trust_store_anchors {}", current.len());
+            head(
+                s,
+                "tlskit_trust_store_damaged_anchors",
+                "gauge",
+                "Snapshot anchors of the client-CA store in use that failed their integrity check (at reload or first use); never trusted.",
+            );
+            let _ = writeln!(
+                s,
+                "tlskit_trust_store_damaged_anchors {}",
+                current.damaged_seen()
+            );
         }
         crate::process::render(s);
     }
@@ -672,5 +686,30 @@ mod tests {
             assert!(text.contains(&line), "{line}{text}");
         }
         assert!(text.contains("tlskit_handshake_duration_seconds_count 4\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped_for_prometheus_and_people() {
+        // A bidi override and an escape sequence from a file name, a quote, a backslash.
+        let v = label("evil\u{202e}txt.crt \x1b[31m \"q\" back\\slash\nnl");
+        assert!(!v.chars().any(tlskit_store::text::needs_escape), "{v:?}");
+        assert_eq!(
+            v,
+            "evil\\\\u{202e}txt.crt \\\\x1b[31m \\\"q\\\" back\\\\slash\\\\nnl"
+        );
+        let m = Metrics::default();
+        m.set_certificates(&[ServedCert {
+            name: "evil\u{202e}crt".into(),
+            path: "/sni/evil\u{202e}crt.crt".into(),
+            dns_names: vec!["a.example".into()],
+            not_before: 0,
+            not_after: 1,
+        }]);
+        let text = m.render();
+        assert!(!text.contains('\u{202e}'), "{text}");
+        assert!(
+            text.contains("name=\"evil\\\\u{202e}crt\",sni=\"a.example\",path=\"/sni/evil\\\\u{202e}crt.crt\"} 1"),
+            "{text}"
+        );
     }
 }

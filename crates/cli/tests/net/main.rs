@@ -11,6 +11,7 @@ mod hostile;
 mod net_support;
 
 mod acme;
+mod net_bounds;
 mod net_interop;
 mod net_serve;
 mod pkcs11;

@@ -2936,7 +2936,11 @@ fn net_serve_failed_handshake_log_rate_limited() {
         "tlskit_handshake_failures_total{reason=\"protocol\"}",
     )
     .unwrap_or(0.0);
-    let suppressed = metric(&text, "tlskit_log_lines_suppressed_total").unwrap_or(0.0);
+    let suppressed = metric(
+        &text,
+        "tlskit_log_lines_suppressed_total{event=\"handshake_failed\"}",
+    )
+    .unwrap_or(0.0);
     let lines = srv.stderr().matches("event=handshake_failed").count();
     eprintln!("{sent} failed handshakes in 3 s: {lines} log lines, {suppressed} suppressed");
     assert!(sent > 50, "only {sent} attempts");
