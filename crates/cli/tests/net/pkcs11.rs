@@ -836,3 +836,6 @@ fn pkcs11_token_removed_while_serving_fails_with_alert_and_log_then_recovers() {
     let (good, text) = s_client(&cert, srv.port(), &["-tls1_3"]);
     assert!(good, "{text}");
 }
+
+#[path = "pkcs11_pin.rs"]
+mod pin;
