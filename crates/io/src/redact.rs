@@ -325,18 +325,13 @@ fn url_passwords(text: &str, spans: &mut Vec<(usize, usize)>) {
             continue;
         };
         let userinfo = &text[start..at];
+        let redis = scheme == "redis" || scheme == "rediss";
         match userinfo.find(':') {
-            Some(c) => {
-                if !already_masked(&userinfo[c + 1..]) {
-                    spans.push((start + c + 1, at));
-                }
+            Some(c) if !already_masked(&userinfo[c + 1..]) => spans.push((start + c + 1, at)),
+            None if redis && !userinfo.is_empty() && !already_masked(userinfo) => {
+                spans.push((start, at))
             }
-            None if scheme == "redis" || scheme == "rediss" => {
-                if !userinfo.is_empty() && !already_masked(userinfo) {
-                    spans.push((start, at));
-                }
-            }
-            None => {}
+            _ => {}
         }
         from = end.max(from);
     }

@@ -636,46 +636,6 @@ impl Metrics {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histogram_is_cumulative() {
-        let m = Metrics::default();
-        m.handshake(Outcome::Full, 0.003);
-        m.handshake(Outcome::Failed, 0.0);
-        m.failure(FailReason::Protocol);
-        let text = m.render();
-        assert!(text.contains("tlskit_handshake_failures_total{reason=\"protocol\"} 1"));
-        assert!(text.contains("tlskit_handshake_failures_total{reason=\"eof\"} 0"));
-        assert!(text.contains("tlskit_handshakes_total{outcome=\"full\"} 1"));
-        assert!(text.contains("tlskit_handshakes_total{outcome=\"failed\"} 1"));
-        assert!(text.contains("le=\"0.0025\"} 0"));
-        assert!(text.contains("le=\"0.005\"} 1"));
-        assert!(text.contains("le=\"+Inf\"} 1"));
-        // Each handshake increments one bucket; the rendering is cumulative.
-        m.handshake(Outcome::Resumed, 0.0004);
-        m.handshake(Outcome::Full, 0.07);
-        m.handshake(Outcome::Full, 9.0);
-        assert_eq!(m.buckets.iter().map(|b| b.load(Relaxed)).sum::<u64>(), 3);
-        let text = m.render();
-        for (le, n) in [
-            ("0.0005", 1),
-            ("0.001", 1),
-            ("0.005", 2),
-            ("0.05", 2),
-            ("0.1", 3),
-            ("5", 3),
-            ("+Inf", 4),
-        ] {
-            let line = format!("tlskit_handshake_duration_seconds_bucket{{le=\"{le}\"}} {n}\n");
-            assert!(text.contains(&line), "{line}{text}");
-        }
-        assert!(text.contains("tlskit_handshake_duration_seconds_count 4\n"));
-    }
-}
-
 /// The PKCS#11 login record of the process (`tlskit_pkcs11::login_stats`): tokens whose
 /// PIN was refused (their keys stay disabled until the PIN source changes) and the logins
 /// tried, refused and not tried.
@@ -716,5 +676,45 @@ fn render_pkcs11(s: &mut String) {
         ("skipped", st.skipped),
     ] {
         let _ = writeln!(s, "tlskit_pkcs11_logins_total{{result=\"{result}\"}} {n}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_is_cumulative() {
+        let m = Metrics::default();
+        m.handshake(Outcome::Full, 0.003);
+        m.handshake(Outcome::Failed, 0.0);
+        m.failure(FailReason::Protocol);
+        let text = m.render();
+        assert!(text.contains("tlskit_handshake_failures_total{reason=\"protocol\"} 1"));
+        assert!(text.contains("tlskit_handshake_failures_total{reason=\"eof\"} 0"));
+        assert!(text.contains("tlskit_handshakes_total{outcome=\"full\"} 1"));
+        assert!(text.contains("tlskit_handshakes_total{outcome=\"failed\"} 1"));
+        assert!(text.contains("le=\"0.0025\"} 0"));
+        assert!(text.contains("le=\"0.005\"} 1"));
+        assert!(text.contains("le=\"+Inf\"} 1"));
+        // Each handshake increments one bucket; the rendering is cumulative.
+        m.handshake(Outcome::Resumed, 0.0004);
+        m.handshake(Outcome::Full, 0.07);
+        m.handshake(Outcome::Full, 9.0);
+        assert_eq!(m.buckets.iter().map(|b| b.load(Relaxed)).sum::<u64>(), 3);
+        let text = m.render();
+        for (le, n) in [
+            ("0.0005", 1),
+            ("0.001", 1),
+            ("0.005", 2),
+            ("0.05", 2),
+            ("0.1", 3),
+            ("5", 3),
+            ("+Inf", 4),
+        ] {
+            let line = format!("tlskit_handshake_duration_seconds_bucket{{le=\"{le}\"}} {n}\n");
+            assert!(text.contains(&line), "{line}{text}");
+        }
+        assert!(text.contains("tlskit_handshake_duration_seconds_count 4\n"));
     }
 }
