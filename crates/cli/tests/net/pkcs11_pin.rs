@@ -5,7 +5,7 @@
 //!   `pinvalue=`, `pin-value=12;PIN&bogus=1`, %-encoded names and values) and a Redis
 //!   password go through every command and log path that can print them (`serve --key`
 //!   with a certificate that does not match, a reload that meets it, an SNI directory's
-//!   key file, `connect --key`, `csr new --key`, the configuration file,
+//!   key file, `connect --key`, `csr new --key`, the configuration file, a usage error,
 //!   `pkcs11 list --json`, `--shared-state` with a bad URL and with an unreachable Redis),
 //!   in text and JSON logs and `--json` documents; none shows the secret;
 //! * a token whose PIN was changed: the server's key with the old PIN is refused once,
@@ -234,7 +234,15 @@ fn pkcs11_pin_and_redis_password_are_never_printed() {
         run::assert_code(&out, 2);
         assert_clean(&format!("--shared-state {url}"), &both(&out));
     }
-    // 6. A running server: an SNI directory whose key files misspell the PIN
+    // 6. A usage error quotes the argument it refused (a URI given without --key).
+    for key in pin_variants(&t) {
+        let out = tlskit(&["serve", &key]);
+        run::assert_code(&out, 2);
+        let text = both(&out);
+        assert!(text.contains("unexpected argument"), "{text}");
+        assert_clean(&format!("usage error {key}"), &text);
+    }
+    // 7. A running server: an SNI directory whose key files misspell the PIN
     // (sni_pair_skipped), a reload that meets a certificate that no longer matches
     // (reload_failed), text and JSON logs.
     for format in ["text", "json"] {
