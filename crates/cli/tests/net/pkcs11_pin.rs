@@ -10,8 +10,9 @@
 //!   in text and JSON logs and `--json` documents; none shows the secret;
 //! * a token whose PIN was changed: the server's key with the old PIN is refused once,
 //!   then 20 reloads make no login at all (counted by OpenSC's pkcs11-spy, which logs
-//!   every C_Login the server makes, and by the server's metrics); a corrected PIN file
-//!   and one reload bring the key back.
+//!   every C_Login the server makes, and by the server's metrics), `tlskit doctor
+//!   --metrics` reports the disabled key; a corrected PIN file and one reload bring the
+//!   key back.
 //!
 //! A child of `pkcs11` (its `Token` helper).
 
@@ -412,6 +413,24 @@ fn pkcs11_wrong_pin_is_not_retried_on_reload_until_the_pin_source_changes() {
         "{metrics}"
     );
     assert!(!curl(&tok_cert, srv.port()).status.success());
+    // `tlskit doctor --metrics` tells the operator.
+    let doctor = |want_status: &str| -> serde_json::Value {
+        let out = t
+            .cmd(BIN)
+            .args(["doctor", "--metrics", &srv.metrics_addr(), "--json"])
+            .output()
+            .expect("tlskit doctor");
+        ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        net_support::assert_matches_schema(&v);
+        let m = v["sections"]["serve_metrics"].clone();
+        assert_eq!(m["status"], want_status, "{m}");
+        m
+    };
+    let m = doctor("warn");
+    assert_eq!(m["pkcs11_pin_refused"][0]["token"], "rotated", "{m}");
+    assert_eq!(m["pkcs11_pin_refused"][0]["rv"], "CKR_PIN_INCORRECT", "{m}");
+    assert_eq!(m["pkcs11_logins_skipped"], 20.0, "{m}");
     // The operator corrects the PIN file: one reload, one login, the key is back.
     std::fs::write(&pin_file, "55556666\n").expect("write");
     srv.reload();
@@ -425,4 +444,6 @@ fn pkcs11_wrong_pin_is_not_retried_on_reload_until_the_pin_source_changes() {
         Some(0.0),
         "{metrics}"
     );
+    let m = doctor("ok");
+    assert_eq!(m["pkcs11_pin_refused"], serde_json::json!([]), "{m}");
 }
