@@ -510,7 +510,7 @@ fn fetch_metrics(addr: &str) -> anyhow::Result<String> {
     let (head, rest) = text
         .split_once("\r\n\r\n")
         .ok_or_else(|| anyhow::anyhow!("not an HTTP answer"))?;
-    if !head.starts_with("HTTP/1.") || !head.split(' ').nth(1).is_some_and(|c| c == "200") {
+    if !head.starts_with("HTTP/1.") || head.split(' ').nth(1).is_none_or(|c| c != "200") {
         anyhow::bail!("the answer is not 200 OK");
     }
     Ok(rest.to_string())
