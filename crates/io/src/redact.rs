@@ -235,6 +235,9 @@ fn attribute(text: &str, a: usize, e: usize, spans: &mut Vec<(usize, usize)>) {
     }
 }
 
+/// Longest key looked at before a separator, in bytes.
+const MAX_KEY: usize = 64;
+
 /// `KEY=VALUE` (spaces around `=` allowed), `KEY%3DVALUE` and `KEY:VALUE` where KEY
 /// names a secret ([`secret_key`]).
 fn secret_keys(text: &str, spans: &mut Vec<(usize, usize)>) {
@@ -264,7 +267,10 @@ fn secret_keys(text: &str, spans: &mut Vec<(usize, usize)>) {
             }
         }
         let mut k_start = k_end;
+        // At most MAX_KEY bytes back: a long run of `%3D` is no key, and the scan stays
+        // linear in the text.
         while k_start > 0
+            && k_end - k_start < MAX_KEY
             && (b[k_start - 1].is_ascii_alphanumeric()
                 || matches!(b[k_start - 1], b'-' | b'_' | b'.' | b'%'))
         {
@@ -321,6 +327,8 @@ fn url_passwords(text: &str, spans: &mut Vec<(usize, usize)>) {
         let scheme = text[s..sep].to_ascii_lowercase();
         let start = sep + 3;
         let end = token_end(b, start);
+        // One look per white-space-delimited token: a later `://` in it has no other `@`.
+        from = end.max(from);
         let Some(at) = text[start..end].rfind('@').map(|k| start + k) else {
             continue;
         };
@@ -333,7 +341,6 @@ fn url_passwords(text: &str, spans: &mut Vec<(usize, usize)>) {
             }
             _ => {}
         }
-        from = end.max(from);
     }
 }
 
@@ -450,6 +457,18 @@ mod tests {
         assert_eq!(out, "invalid base64 in \"***\" at 3");
         assert_eq!(redact_known("ab cd", &["ab"]), "ab cd");
         assert_eq!(format!("{}", Redacted("pin=1111")), "pin=***");
+    }
+
+    #[test]
+    fn long_hostile_text_is_linear() {
+        // 300 KB of separators that are also key characters, and of short pairs: each
+        // would cost a scan back over all before it without the key bound.
+        for unit in ["%3D", "a=", "pin=", "x://", "pkcs11:", "a:"] {
+            let text = unit.repeat(300_000 / unit.len());
+            let t = std::time::Instant::now();
+            let _ = redact(&text);
+            assert!(t.elapsed() < std::time::Duration::from_secs(5), "{unit}");
+        }
     }
 
     #[test]
