@@ -16,6 +16,10 @@ use std::time::Duration;
 
 use net_support::{run, Pki, Serve, BIN};
 
+// Secrets never printed, a refused PIN never retried (issue 27): uses `Token` below.
+#[path = "pkcs11_pin.rs"]
+mod pin;
+
 const PIN: &str = "24681357";
 const SO_PIN: &str = "13572468";
 
@@ -836,6 +840,3 @@ fn pkcs11_token_removed_while_serving_fails_with_alert_and_log_then_recovers() {
     let (good, text) = s_client(&cert, srv.port(), &["-tls1_3"]);
     assert!(good, "{text}");
 }
-
-#[path = "pkcs11_pin.rs"]
-mod pin;
