@@ -149,7 +149,8 @@ impl FileConfig {
         .into_iter()
         .flatten()
         {
-            if p.is_relative() {
+            // A `pkcs11:` URI (a token key) is no path.
+            if p.is_relative() && !p.to_str().is_some_and(tlskit_pkcs11::is_uri) {
                 *p = base.join(&*p);
             }
         }

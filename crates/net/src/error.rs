@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// A certificate or key file could not be read or parsed.
-    #[error("{path}: {reason}")]
+    #[error("{}: {reason}", shown_path(path))]
     File {
         /// The file.
         path: PathBuf,
@@ -19,7 +19,11 @@ pub enum NetError {
     #[error(transparent)]
     Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
     /// The private key does not belong to the certificate's public key.
-    #[error("{key}: private key does not match the certificate in {cert}")]
+    #[error(
+        "{}: private key does not match the certificate in {}",
+        shown_path(key),
+        shown_path(cert)
+    )]
     KeyMismatch {
         /// The certificate chain file.
         cert: PathBuf,
@@ -75,6 +79,18 @@ pub enum NetError {
     /// Any other I/O error (runtime start, relaying).
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A file name or key spec as messages show it: a `pkcs11:` URI with its PIN and every
+/// other secret hidden (`tlskit_pkcs11::redact_uri`), any other text through the one
+/// redaction (`tlskit_store::text::redact`).
+pub(crate) fn shown_path(p: &std::path::Path) -> String {
+    let text = p.to_string_lossy();
+    if tlskit_pkcs11::is_uri(&text) {
+        tlskit_pkcs11::redact_uri(&text)
+    } else {
+        tlskit_store::text::redact(&text).into_owned()
+    }
 }
 
 impl NetError {

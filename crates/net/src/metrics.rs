@@ -528,6 +528,7 @@ impl Metrics {
             self.reloads_failed.load(Relaxed)
         );
         self.render_acme(&mut s);
+        render_pkcs11(&mut s);
         s
     }
 }
@@ -646,6 +647,49 @@ impl Metrics {
             );
         }
         crate::process::render(s);
+    }
+}
+
+/// The PKCS#11 login record of the process (`tlskit_pkcs11::login_stats`): tokens whose
+/// PIN was refused (their keys stay disabled until the PIN source changes) and the logins
+/// tried, refused and not tried.
+fn render_pkcs11(s: &mut String) {
+    let st = tlskit_pkcs11::login_stats();
+    head(
+        s,
+        "tlskit_pkcs11_pin_refused_tokens",
+        "gauge",
+        "Tokens that refused their PIN: no login is tried with the same PIN again.",
+    );
+    let _ = writeln!(s, "tlskit_pkcs11_pin_refused_tokens {}", st.refused.len());
+    if !st.refused.is_empty() {
+        head(
+            s,
+            "tlskit_pkcs11_pin_refused",
+            "gauge",
+            "1 for each token whose PIN was refused (rv: what the token answered).",
+        );
+        for r in &st.refused {
+            let _ = writeln!(
+                s,
+                "tlskit_pkcs11_pin_refused{{token=\"{}\",rv=\"{}\"}} 1",
+                label(&r.token),
+                r.rv
+            );
+        }
+    }
+    head(
+        s,
+        "tlskit_pkcs11_logins_total",
+        "counter",
+        "User logins on PKCS#11 tokens: ok, refused by the token (wrong or locked PIN), or skipped (the PIN is one the token refused).",
+    );
+    for (result, n) in [
+        ("ok", st.ok),
+        ("refused", st.refused_total),
+        ("skipped", st.skipped),
+    ] {
+        let _ = writeln!(s, "tlskit_pkcs11_logins_total{{result=\"{result}\"}} {n}");
     }
 }
 

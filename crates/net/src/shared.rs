@@ -149,21 +149,10 @@ pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
     .map_err(bad)
 }
 
-/// The URL with any password replaced by `***` (for logs and errors).
+/// The URL with any password replaced by `***` (for logs and errors): the workspace's
+/// one redaction, `tlskit_store::text::redact`.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s + 3 => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let shown = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                "***".to_string()
-            };
-            format!("{}{shown}{}", &url[..s + 3], &url[at..])
-        }
-        _ => url.to_string(),
-    }
+    tlskit_store::text::redact(url).into_owned()
 }
 
 /// Read the KEK: exactly 32 bytes, or 64 hex digits (whitespace around ignored); refused

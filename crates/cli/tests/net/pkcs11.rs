@@ -16,6 +16,10 @@ use std::time::Duration;
 
 use net_support::{run, Pki, Serve, BIN};
 
+// Secrets never printed, a refused PIN never retried (issue 27): uses `Token` below.
+#[path = "pkcs11_pin.rs"]
+mod pin;
+
 const PIN: &str = "24681357";
 const SO_PIN: &str = "13572468";
 
