@@ -68,6 +68,11 @@ pub struct AcmeSettings {
     pub email: Option<String>,
     /// Trust anchors for the CA's HTTPS; empty: the system store.
     pub roots: Vec<Source>,
+    /// The rule set the CA's HTTPS certificate is checked against (`--acme-roots-profile`;
+    /// default: the verifier's default profile).
+    pub roots_profile: tlskit_verify::Profile,
+    /// Rules not checked on the CA's HTTPS certificate (`--acme-roots-allow`).
+    pub roots_allow: Vec<tlskit_verify::Rule>,
     /// Challenge type.
     pub challenge: ChallengeKind,
     /// Certificate profile to ask for (draft-ietf-acme-profiles), if any.
@@ -89,6 +94,8 @@ impl AcmeSettings {
             storage,
             email: None,
             roots: Vec::new(),
+            roots_profile: tlskit_verify::Profile::default(),
+            roots_allow: Vec::new(),
             challenge: ChallengeKind::TlsAlpn01,
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
@@ -216,17 +223,9 @@ impl AcmeError {
     pub(crate) fn acme(what: &'static str, subject: &str, e: instant_acme::Error) -> Self {
         let reason = match &e {
             instant_acme::Error::Api(p) => client::problem_text(p),
-            other => {
-                // hyper hides the cause ("connection refused") in the source chain.
-                let mut s = other.to_string();
-                let mut src = std::error::Error::source(other);
-                while let Some(c) = src {
-                    s.push_str(": ");
-                    s.push_str(&c.to_string());
-                    src = c.source();
-                }
-                clean(&s)
-            }
+            // hyper hides the cause ("connection refused") in the source chain; a TLS
+            // error in it is told as tlskit's sentence, never rustls's Debug text.
+            other => clean(&client::transport_error(other)),
         };
         Self::Protocol {
             what,
@@ -485,6 +484,8 @@ async fn issue_async(
             let ep = client::Endpoint {
                 directory: &s.directory,
                 roots: &s.roots,
+                roots_profile: s.roots_profile,
+                roots_allow: &s.roots_allow,
                 email: s.email.as_deref(),
             };
             let (a, created) = client::account(&ep, &storage, false).await?;
@@ -580,6 +581,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;
@@ -655,6 +658,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;
