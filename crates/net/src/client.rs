@@ -706,7 +706,7 @@ pub(crate) fn version_name(v: Option<rustls::ProtocolVersion>) -> String {
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
         Some(rustls::ProtocolVersion::TLSv1_1) => "TLSv1.1".into(),
         Some(rustls::ProtocolVersion::TLSv1_0) => "TLSv1.0".into(),
-        Some(v) => format!("{v:?}"),
+        Some(v) => format!("0x{:04x}", u16::from(v)),
         None => String::new(),
     }
 }

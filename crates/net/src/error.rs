@@ -106,11 +106,49 @@ pub(crate) fn tls_text(e: &rustls::Error) -> String {
                 }
             )
         }
+        // rustls's Display writes these with the Rust name of the variant
+        // (`peer is incompatible: NoCipherSuitesInCommon`): said in words instead.
+        rustls::Error::PeerIncompatible(why) => {
+            format!("peer is incompatible: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::PeerMisbehaved(why) => {
+            format!("peer misbehaved: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::InvalidMessage(why) => {
+            format!("received a corrupt message: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::InappropriateHandshakeMessage { .. }
+        | rustls::Error::InappropriateMessage { .. } => {
+            "received a message the handshake did not expect at this point".to_string()
+        }
         other => match tlskit_verify::CertificateRefusal::of(other) {
             Some(r) => format!("invalid peer certificate: {r}"),
             None => other.to_string(),
         },
     }
+}
+
+/// A Rust variant name in words: `NoCipherSuitesInCommon` -> `no cipher suites in
+/// common`; anything after the name (fields) is dropped.
+fn words(name: &str) -> String {
+    let name = name
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("");
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c == '_' {
+            out.push(' ');
+        } else if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with(' ') {
+                out.push(' ');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The rustls error inside the I/O error of a handshake (tokio-rustls wraps it), if any.
@@ -174,5 +212,17 @@ mod tests {
         let t = tls_text(&rustls::CertificateError::UnknownIssuer.into());
         assert!(t.contains("unknown issuer"), "{t}");
         assert!(!t.contains("UnknownIssuer"), "{t}");
+    }
+
+    #[test]
+    fn rustls_variant_names_read_as_words() {
+        let t = tls_text(&rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::NoCipherSuitesInCommon,
+        ));
+        assert_eq!(t, "peer is incompatible: no cipher suites in common");
+        let t = tls_text(&rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::MessageTooLarge,
+        ));
+        assert_eq!(t, "received a corrupt message: message too large");
     }
 }

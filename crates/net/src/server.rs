@@ -1310,7 +1310,10 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
                     &format_args!("invalid peer certificate: {r}"),
                     Some(r.rule),
                 ),
-                None => handshake_failed(s, peer, FailReason::of(&e), &e),
+                // rustls's Display names its errors with Rust identifiers: in words.
+                None => {
+                    handshake_failed(s, peer, FailReason::of(&e), &crate::error::io_tls_text(&e))
+                }
             }
             return;
         }
