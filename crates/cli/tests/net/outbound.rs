@@ -635,3 +635,271 @@ fn outbound_debug_shape_checker_catches_each_shape() {
     let r = std::panic::catch_unwind(|| assert_sentences("x", "fine\nErr(e)"));
     assert!(r.is_err());
 }
+
+/// A default step-ca (`step ca init`, then `step ca provisioner add acme --type ACME`)
+/// with pebble-challtestsrv as its DNS (`--resolver`: every name is 127.0.0.1), in a
+/// network namespace of the test's own: step-ca validates on ports 80 and 443, which the
+/// namespace's loopback gives every test without touching the host's. Killed and removed
+/// on drop.
+struct StepCa {
+    ns: String,
+    dir: tempfile::TempDir,
+    children: Vec<Child>,
+}
+
+impl Drop for StepCa {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.ns])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+const STEP_DIRECTORY: &str = "https://localhost:9000/acme/acme/directory";
+
+impl StepCa {
+    /// None (said on stderr) where this machine cannot run it, outside CI; under
+    /// CI=true a missing step-ca, or no namespaces, fails the test.
+    fn start(test: &str) -> Option<Self> {
+        let (step, step_ca) = (home().join("go/bin/step"), home().join("go/bin/step-ca"));
+        if !step.is_file() || !step_ca.is_file() {
+            net_support::cannot_run(test, "step / step-ca not in ~/go/bin (scripts/setup)");
+            return None;
+        }
+        let uid = Command::new("id").arg("-u").output().expect("id");
+        if uid.stdout != b"0\n" {
+            net_support::cannot_run(test, "not root (a network namespace is needed)");
+            return None;
+        }
+        require("ip");
+        require("curl");
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let ns = format!(
+            "tkstep{}x{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
+        if !ok(Command::new("ip").args(["netns", "add", &ns])) {
+            net_support::cannot_run(test, "cannot create a network namespace");
+            return None;
+        }
+        let mut me = Self {
+            ns,
+            dir: tempfile::tempdir().expect("tempdir"),
+            children: Vec::new(),
+        };
+        assert!(ok(Command::new("ip").args([
+            "netns", "exec", &me.ns, "ip", "link", "set", "lo", "up"
+        ])));
+        let d = me.dir.path().to_path_buf();
+        std::fs::write(d.join("pw"), "tlskit-test-password\n").expect("pw");
+        let steppath = d.join("step");
+        let step_cmd = |args: &[&str]| {
+            let o = Command::new(&step)
+                .args(args)
+                .env("STEPPATH", &steppath)
+                .current_dir(&d)
+                .stdin(Stdio::null())
+                .output()
+                .expect("step");
+            assert!(
+                o.status.success(),
+                "step {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        };
+        step_cmd(&[
+            "ca",
+            "init",
+            "--name",
+            "tlskit test CA",
+            "--dns",
+            "localhost",
+            "--address",
+            "127.0.0.1:9000",
+            "--provisioner",
+            "admin",
+            "--password-file",
+            "pw",
+            "--provisioner-password-file",
+            "pw",
+        ]);
+        step_cmd(&["ca", "provisioner", "add", "acme", "--type", "ACME"]);
+        let log = |name: &str| std::fs::File::create(d.join(name)).expect("log");
+        let chall = Command::new("ip")
+            .args(["netns", "exec", &me.ns])
+            .arg(go_bin("pebble-challtestsrv"))
+            .args([
+                "-defaultIPv6",
+                "",
+                "-http01",
+                "",
+                "-https01",
+                "",
+                "-tlsalpn01",
+                "",
+            ])
+            .args(["-doh", ""])
+            .stdout(Stdio::null())
+            .stderr(log("dns.log"))
+            .spawn()
+            .expect("spawn pebble-challtestsrv");
+        me.children.push(chall);
+        let ca = Command::new("ip")
+            .args(["netns", "exec", &me.ns])
+            .arg(&step_ca)
+            .arg(steppath.join("config/ca.json"))
+            .arg("--password-file")
+            .arg(d.join("pw"))
+            .args(["--resolver", "127.0.0.1:8053"])
+            .stdout(Stdio::null())
+            .stderr(log("step-ca.log"))
+            .spawn()
+            .expect("spawn step-ca");
+        me.children.push(ca);
+        let t0 = Instant::now();
+        loop {
+            let up = me
+                .exec("curl")
+                .args(["-s", "--fail", "-o", "/dev/null", "--cacert", &me.root()])
+                .arg("https://localhost:9000/health")
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if up {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "step-ca not up: {}",
+                me.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(me)
+    }
+
+    /// A command run inside the namespace.
+    fn exec(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns]).arg(program);
+        c
+    }
+
+    /// The root `step ca init` made (it issued step-ca's own HTTPS certificate too).
+    fn root(&self) -> String {
+        s(&self.dir.path().join("step/certs/root_ca.crt"))
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("step-ca.log")).unwrap_or_default()
+    }
+}
+
+/// `tlskit acme issue` (HTTP-01 on port 80) against a default step-ca with no profile
+/// flag; under `--acme-roots-profile webpki` step-ca's own HTTPS certificate
+/// (`CN=Step Online CA`, not a SAN) is refused with a sentence, as issue 23 found.
+#[test]
+fn outbound_step_ca_default_acme_issue_http01_with_no_profile_flag() {
+    let test = "outbound_step_ca_default_acme_issue_http01_with_no_profile_flag";
+    let Some(ca) = StepCa::start(test) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let (key, chain, storage) = (
+        s(&t.path().join("key.pem")),
+        s(&t.path().join("chain.pem")),
+        s(&t.path().join("acme")),
+    );
+    let root = ca.root();
+    let run = |extra: &[&str]| {
+        let o = ca
+            .exec("timeout")
+            .args(["60", BIN, "acme", "issue", "--directory", STEP_DIRECTORY])
+            .args(["--acme-roots", &root, "--acme-storage", &storage])
+            .args(["--domain", "step-http.test", "--key", &key, "-o", &chain])
+            .args(["--http-listen", "127.0.0.1:80"])
+            .args(extra)
+            .output()
+            .expect("tlskit acme issue");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_sentences("tlskit acme issue", &err);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            err,
+        )
+    };
+    let (code, _, err) = run(&["--acme-roots-profile", "webpki"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("rule cn-not-in-san"), "{err}");
+    let (code, out, err) = run(&["--json"]);
+    assert_eq!(code, Some(0), "{err}\nstep-ca: {}", ca.log());
+    let r: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(r["challenge"], "http-01");
+    let v = tlskit(&[
+        "verify",
+        "--cert",
+        &chain,
+        "--roots",
+        &root,
+        "--host",
+        "step-http.test",
+    ]);
+    assert!(v.status.success(), "{}", net_support::run::text(&v));
+}
+
+/// `tlskit serve --acme` (TLS-ALPN-01 on port 443) against a default step-ca with no
+/// profile flag: the certificate is installed and `connect` verifies it.
+#[test]
+fn outbound_step_ca_default_serve_acme_tls_alpn01_with_no_profile_flag() {
+    let test = "outbound_step_ca_default_serve_acme_tls_alpn01_with_no_profile_flag";
+    let Some(ca) = StepCa::start(test) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = s(&t.path().join("acme"));
+    let root = ca.root();
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ca.ns, BIN]);
+    let srv = Serve::start_with(
+        cmd,
+        &[
+            "--listen",
+            "127.0.0.1:443",
+            "--respond",
+            "http",
+            "--acme",
+            STEP_DIRECTORY,
+            "--domain",
+            "step-alpn.test",
+            "--acme-storage",
+            &storage,
+            "--acme-roots",
+            &root,
+        ],
+        1,
+    );
+    assert!(
+        srv.wait_log("event=acme_certificate_installed", Duration::from_secs(60)),
+        "{}\nstep-ca: {}",
+        srv.stderr(),
+        ca.log()
+    );
+    let o = ca
+        .exec(BIN)
+        .args(["connect", "127.0.0.1:443", "--servername", "step-alpn.test"])
+        .args(["--roots", &root, "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("connect");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    assert_eq!(o.status.code(), Some(0), "{}", net_support::run::text(&o));
+    assert_eq!(v["verified"], true, "{v}");
+}
