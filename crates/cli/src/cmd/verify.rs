@@ -405,7 +405,7 @@ pub(crate) fn print_warnings(st: &Style, warnings: &[tlskit_verify::Violation], 
         warnings.len()
     );
     for w in warnings {
-        println!("    {}: {}", w.rule.code(), escape(&w.to_string()));
+        println!("    - {}", escape(&w.to_string()));
     }
 }
 
