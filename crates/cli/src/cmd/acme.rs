@@ -59,7 +59,7 @@ pub(crate) struct CaArgs {
     #[arg(long, num_args = 1.., value_name = "SRC")]
     acme_roots: Vec<String>,
     /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
-    /// webpki or rfc5280 [default: the verifier's default profile].
+    /// browser (default), webpki or rfc5280.
     #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
     acme_roots_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).

@@ -305,101 +305,6 @@ fn outbound_pebble_as_shipped_serve_acme_tls_alpn01_with_no_profile_flag() {
     assert_eq!(v["verified"], true, "{v}");
 }
 
-/// `--acme-roots-profile` and `--acme-roots-allow` reach the verifier of the CA's HTTPS,
-/// for `acme issue` and for `serve --acme` (flags and config keys): under `webpki`
-/// Pebble's shipped root is refused for its extendedKeyUsage (`eku-in-root`), said as a
-/// sentence (before issue 23: `Other(OtherError(Rule(Violation { ...`), and allowing
-/// that rule lifts the refusal.
-#[test]
-fn outbound_acme_roots_profile_and_allow_reach_the_ca_verifier() {
-    let p = Shipped::start();
-    let t = tempfile::tempdir().expect("tempdir");
-    let (code, _, err) = issue(
-        &p,
-        t.path(),
-        "knob.test",
-        &["--acme-roots-profile", "webpki"],
-    );
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("rule eku-in-root") && err.contains("refused"),
-        "{err}"
-    );
-    let (code, _, err) = issue(
-        &p,
-        t.path(),
-        "knob.test",
-        &[
-            "--acme-roots-profile",
-            "webpki",
-            "--acme-roots-allow",
-            "eku-in-root",
-        ],
-    );
-    assert_eq!(code, 0, "{err}\n{}", p.log());
-
-    // serve --acme: the flag, then the config keys.
-    let storage = s(&t.path().join("serve-acme"));
-    let minica = p.minica();
-    let base = [
-        "--listen",
-        "127.0.0.1:5001",
-        "--respond",
-        "http",
-        "--acme",
-        DIRECTORY,
-        "--domain",
-        "knob-serve.test",
-        "--acme-storage",
-        &storage,
-        "--acme-roots",
-        &minica,
-    ];
-    let mut args = base.to_vec();
-    args.extend(["--acme-roots-profile", "webpki"]);
-    let srv = Serve::start(&args);
-    assert!(
-        srv.wait_log("event=acme_failed", Duration::from_secs(30)),
-        "{}",
-        srv.stderr()
-    );
-    let failed = srv
-        .stderr()
-        .lines()
-        .find(|l| l.contains("event=acme_failed"))
-        .map(str::to_string)
-        .unwrap_or_default();
-    assert!(failed.contains("rule eku-in-root"), "{failed}");
-    drop(srv);
-    let conf = t.path().join("serve.toml");
-    std::fs::write(
-        &conf,
-        "acme_roots_profile = \"webpki\"\nacme_roots_allow = [\"eku-in-root\"]\n",
-    )
-    .expect("write");
-    let mut args = base.to_vec();
-    let conf = s(&conf);
-    args.extend(["--config", &conf]);
-    let srv = Serve::start(&args);
-    assert!(
-        srv.wait_log("event=acme_certificate_installed", Duration::from_secs(60)),
-        "{}\n{}",
-        srv.stderr(),
-        p.log()
-    );
-    // A bad rule in the file is a configuration error.
-    std::fs::write(&conf, "acme_roots_allow = [\"no-such-rule\"]\n").expect("write");
-    let mut args = base.to_vec();
-    args.extend(["--config", &conf]);
-    let o = tlskit(&[&["serve"], &args[..]].concat());
-    assert_eq!(o.status.code(), Some(2), "{}", net_support::run::text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("acme_roots_allow"),
-        "{}",
-        net_support::run::text(&o)
-    );
-}
-
 /// README.md's worked Pebble example, taken from README.md and run as written (bash, with
 /// the built `tlskit` first on PATH): it issues, and `connect` verifies the certificate.
 #[test]
@@ -902,4 +807,117 @@ fn outbound_step_ca_default_serve_acme_tls_alpn01_with_no_profile_flag() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
     assert_eq!(o.status.code(), Some(0), "{}", net_support::run::text(&o));
     assert_eq!(v["verified"], true, "{v}");
+}
+
+/// `--acme-roots-profile` and `--acme-roots-allow` reach the verifier of the CA's HTTPS,
+/// for `acme issue` and for `serve --acme` (flags and config keys): under `webpki` a
+/// default step-ca's own HTTPS certificate (`CN=Step Online CA`, not among its SANs) is
+/// refused (`cn-not-in-san`), said as a sentence (before issue 23:
+/// `Other(OtherError(Rule(Violation { ...`), and allowing that rule lifts the refusal.
+#[test]
+fn outbound_acme_roots_profile_and_allow_reach_the_ca_verifier() {
+    let test = "outbound_acme_roots_profile_and_allow_reach_the_ca_verifier";
+    let Some(ca) = StepCa::start(test) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let (key, chain, storage) = (
+        s(&t.path().join("key.pem")),
+        s(&t.path().join("chain.pem")),
+        s(&t.path().join("acme")),
+    );
+    let root = ca.root();
+    let issue = |extra: &[&str]| {
+        let o = ca
+            .exec("timeout")
+            .args(["60", BIN, "acme", "issue", "--directory", STEP_DIRECTORY])
+            .args(["--acme-roots", &root, "--acme-storage", &storage])
+            .args(["--domain", "knob.test", "--key", &key, "-o", &chain])
+            .args(["--http-listen", "127.0.0.1:80"])
+            .args(extra)
+            .output()
+            .expect("tlskit acme issue");
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_sentences("tlskit acme issue", &err);
+        (o.status.code(), err)
+    };
+    let (code, err) = issue(&["--acme-roots-profile", "webpki"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("rule cn-not-in-san") && err.contains("refused"),
+        "{err}"
+    );
+    let (code, err) = issue(&[
+        "--acme-roots-profile",
+        "webpki",
+        "--acme-roots-allow",
+        "cn-not-in-san",
+    ]);
+    assert_eq!(code, Some(0), "{err}\nstep-ca: {}", ca.log());
+
+    // serve --acme: the flag, then the config keys.
+    let storage = s(&t.path().join("serve-acme"));
+    let base = [
+        "--listen",
+        "127.0.0.1:443",
+        "--respond",
+        "http",
+        "--acme",
+        STEP_DIRECTORY,
+        "--domain",
+        "knob-serve.test",
+        "--acme-storage",
+        &storage,
+        "--acme-roots",
+        &root,
+    ];
+    let in_ns = || {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &ca.ns, BIN]);
+        c
+    };
+    let mut args = base.to_vec();
+    args.extend(["--acme-roots-profile", "webpki"]);
+    let srv = Serve::start_with(in_ns(), &args, 1);
+    assert!(
+        srv.wait_log("event=acme_failed", Duration::from_secs(30)),
+        "{}",
+        srv.stderr()
+    );
+    let failed = srv
+        .stderr()
+        .lines()
+        .find(|l| l.contains("event=acme_failed"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    assert!(failed.contains("rule cn-not-in-san"), "{failed}");
+    drop(srv);
+    let conf = t.path().join("serve.toml");
+    std::fs::write(
+        &conf,
+        "acme_roots_profile = \"webpki\"\nacme_roots_allow = [\"cn-not-in-san\"]\n",
+    )
+    .expect("write");
+    let mut args = base.to_vec();
+    let conf = s(&conf);
+    args.extend(["--config", &conf]);
+    let srv = Serve::start_with(in_ns(), &args, 1);
+    assert!(
+        srv.wait_log("event=acme_certificate_installed", Duration::from_secs(60)),
+        "{}\nstep-ca: {}",
+        srv.stderr(),
+        ca.log()
+    );
+    drop(srv);
+    // A bad rule in the file is a configuration error.
+    std::fs::write(&conf, "acme_roots_allow = [\"no-such-rule\"]\n").expect("write");
+    let mut args = base.to_vec();
+    args.extend(["--config", &conf]);
+    let o = tlskit(&[&["serve"], &args[..]].concat());
+    assert_eq!(o.status.code(), Some(2), "{}", net_support::run::text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("acme_roots_allow"),
+        "{}",
+        net_support::run::text(&o)
+    );
 }
