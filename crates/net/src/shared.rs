@@ -1127,8 +1127,13 @@ impl AcmeInner {
                     let _ = tx.send(r);
                 })
                 .map_err(|e| self.err(format!("cannot connect: {e}")))?;
-            // The TLS check and the connect each have OP_TIMEOUT.
-            let c = match rx.recv_timeout(OP_TIMEOUT * 2) {
+            // A rediss:// server: the TLS check and the connect each have OP_TIMEOUT.
+            let limit = if self.tls.is_some() {
+                OP_TIMEOUT * 2
+            } else {
+                OP_TIMEOUT
+            };
+            let c = match rx.recv_timeout(limit) {
                 Ok(r) => r.map_err(|e| self.err(format!("cannot connect: {e}")))?,
                 Err(_) => return Err(self.err("cannot connect: timed out")),
             };
