@@ -7,7 +7,8 @@
 //! [`tlskit_verify::StoreServerVerifier`] on the same anchors (`--shared-state-ca`, else the
 //! system's roots), and connects only when tlskit accepts the server's chain. Connections
 //! are long-lived (one multiplexed connection, one subscription, one for the ACME state),
-//! so this costs one handshake per (re)connection.
+//! so this costs one handshake per (re)connection. [`client_config`] is that client's
+//! configuration: a Redis client that makes its own TLS connections uses it directly.
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::Arc;
@@ -19,6 +20,42 @@ use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use crate::error::NetError;
 use crate::shared::SharedSettings;
+
+/// The TLS client configuration for a `rediss://` server: tlskit's verifier on
+/// `--shared-state-ca` (else the system's roots), under the settings' profile and allowed
+/// rules.
+pub(crate) fn client_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
+    let sources = match &s.ca {
+        Some(p) => vec![Source::File(p.clone())],
+        None => vec![Source::System],
+    };
+    let (handle, report) =
+        StoreHandle::new(sources).map_err(|e| NetError::Store(format!("shared-state CA: {e}")))?;
+    if handle.current().is_empty() {
+        let why = report
+            .errors
+            .first()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "no certificates".into());
+        return Err(NetError::Store(format!(
+            "shared-state CA: nothing loadable ({why})"
+        )));
+    }
+    let verifier = StoreServerVerifier::new(
+        Arc::new(handle),
+        VerifierConfig {
+            profile: s.ca_profile,
+            allow: s.ca_allow.clone(),
+            ..VerifierConfig::default()
+        },
+    );
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous() // not a bypass: tlskit's own verifier on the given anchors
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth())
+}
 
 /// The check of one `rediss://` server.
 pub(crate) struct TlsCheck {
@@ -47,36 +84,7 @@ impl TlsCheck {
         else {
             return Ok(None);
         };
-        let sources = match &s.ca {
-            Some(p) => vec![Source::File(p.clone())],
-            None => vec![Source::System],
-        };
-        let (handle, report) = StoreHandle::new(sources)
-            .map_err(|e| NetError::Store(format!("shared-state CA: {e}")))?;
-        if handle.current().is_empty() {
-            let why = report
-                .errors
-                .first()
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "no certificates".into());
-            return Err(NetError::Store(format!(
-                "shared-state CA: nothing loadable ({why})"
-            )));
-        }
-        let verifier = StoreServerVerifier::new(
-            Arc::new(handle),
-            VerifierConfig {
-                profile: s.ca_profile,
-                allow: s.ca_allow.clone(),
-                ..VerifierConfig::default()
-            },
-        );
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .dangerous() // not a bypass: tlskit's own verifier on the given anchors
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth();
+        let config = client_config(s)?;
         let name = ServerName::try_from(host.clone()).map_err(|_| {
             NetError::Config(format!(
                 "--shared-state: {} is not a host name or an IP address",
