@@ -40,9 +40,10 @@ pub enum NetError {
     /// The trust store for client authentication or server verification could not load.
     #[error("trust store: {0}")]
     Store(String),
-    /// rustls refused the configuration.
-    #[error("TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
+    /// rustls refused the configuration. Said through `tls_text` and not chained as a
+    /// source: rustls's own Display names some errors with Rust `Debug` text.
+    #[error("TLS configuration: {}", tls_text(.0))]
+    Tls(rustls::Error),
     /// Could not reach the peer (name resolution, TCP connect, timeout).
     #[error("cannot connect to {target}: {reason}")]
     Connect {
@@ -75,6 +76,12 @@ pub enum NetError {
     /// Any other I/O error (runtime start, relaying).
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<rustls::Error> for NetError {
+    fn from(e: rustls::Error) -> Self {
+        Self::Tls(e)
+    }
 }
 
 impl NetError {
@@ -117,6 +124,10 @@ pub(crate) fn tls_text(e: &rustls::Error) -> String {
         rustls::Error::InvalidMessage(why) => {
             format!("received a corrupt message: {}", words(&format!("{why:?}")))
         }
+        rustls::Error::InconsistentKeys(why) => format!(
+            "the private key does not belong to the certificate ({})",
+            words(&format!("{why:?}"))
+        ),
         rustls::Error::InappropriateHandshakeMessage { .. }
         | rustls::Error::InappropriateMessage { .. } => {
             "received a message the handshake did not expect at this point".to_string()

@@ -212,8 +212,9 @@ pub enum AcmeError {
         reason: String,
     },
     /// rustls refused a key or configuration.
-    #[error("TLS: {0}")]
-    Tls(#[source] rustls::Error),
+    /// (Said through `tls_text`, not chained as a source: rustls's Display may be Debug.)
+    #[error("TLS: {}", crate::error::tls_text(.0))]
+    Tls(rustls::Error),
     /// Runtime start.
     #[error("{0}")]
     Io(#[from] std::io::Error),
