@@ -26,6 +26,7 @@ mod proxy;
 mod ratelimit;
 mod server;
 pub mod shared;
+mod shared_tls;
 mod sock;
 pub mod starttls;
 mod systemd;

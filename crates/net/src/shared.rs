@@ -31,7 +31,9 @@
 //!
 //! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
 //! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
-//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]).
+//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]),
+//! and with tlskit's verifier under `--shared-state-ca-profile` before each connection
+//! (`shared_tls.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -85,6 +87,11 @@ pub struct SharedSettings {
     /// `--shared-state-ca FILE`: the PEM certificates a `rediss://` server's certificate
     /// must chain to (a private CA), instead of the system's roots.
     pub ca: Option<PathBuf>,
+    /// `--shared-state-ca-profile`: the rule set a `rediss://` server's certificate is
+    /// checked against with tlskit's verifier (default: the verifier's default profile).
+    pub ca_profile: tlskit_verify::Profile,
+    /// `--shared-state-ca-allow`: rules not checked on it.
+    pub ca_allow: Vec<tlskit_verify::Rule>,
 }
 
 impl std::fmt::Debug for SharedSettings {
@@ -95,6 +102,8 @@ impl std::fmt::Debug for SharedSettings {
             .field("required", &self.required)
             .field("reread", &self.reread)
             .field("ca", &self.ca)
+            .field("ca_profile", &self.ca_profile)
+            .field("ca_allow", &self.ca_allow)
             .finish()
     }
 }
@@ -354,7 +363,7 @@ impl SharedTickets {
         let me = Arc::new(Self {
             keys: ArcSwap::from_pointee(KeySet(vec![first])),
             kek,
-            store: Arc::new(RedisStore::new(client, url.clone())),
+            store: Arc::new(RedisStore::checked(client, url.clone(), s)?),
             url: url.clone(),
             period,
             reread: s.reread,
@@ -593,6 +602,8 @@ pub struct RedisStore {
     client: redis::Client,
     url: String,
     con: Mutex<Option<redis::aio::MultiplexedConnection>>,
+    /// tlskit's check of a `rediss://` server's certificate, before each connection.
+    tls: Option<Arc<crate::shared_tls::TlsCheck>>,
 }
 
 impl RedisStore {
@@ -602,6 +613,32 @@ impl RedisStore {
             client,
             url,
             con: Mutex::new(None),
+            tls: None,
+        }
+    }
+
+    /// The same, with the `rediss://` server's certificate checked by tlskit's verifier
+    /// under the settings' profile before each connection.
+    pub fn checked(
+        client: redis::Client,
+        url: String,
+        s: &SharedSettings,
+    ) -> Result<Self, NetError> {
+        let tls = crate::shared_tls::TlsCheck::new(s, &client)?;
+        Ok(Self {
+            tls,
+            ..Self::new(client, url)
+        })
+    }
+
+    /// tlskit's verdict on the server's certificate (`Ok` for plain `redis://`).
+    async fn check_tls(&self) -> Result<(), String> {
+        match &self.tls {
+            Some(c) => c
+                .check(OP_TIMEOUT)
+                .await
+                .map_err(|e| format!("cannot connect: {e}")),
+            None => Ok(()),
         }
     }
 
@@ -610,6 +647,7 @@ impl RedisStore {
         if let Some(c) = cached {
             return Ok(c);
         }
+        self.check_tls().await?;
         let c = tokio::time::timeout(OP_TIMEOUT, self.client.get_multiplexed_async_connection())
             .await
             .map_err(|_| "connect timed out".to_string())?
@@ -675,6 +713,7 @@ impl TicketStore for RedisStore {
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             use futures_util::StreamExt;
+            self.check_tls().await?;
             let mut ps = tokio::time::timeout(OP_TIMEOUT, self.client.get_async_pubsub())
                 .await
                 .map_err(|_| "connect timed out".to_string())?
@@ -968,6 +1007,8 @@ mod tests {
             required: false,
             reread: REREAD,
             ca: Some(ca.clone()),
+            ca_profile: tlskit_verify::Profile::default(),
+            ca_allow: Vec::new(),
         };
         let e = redis_client(&settings("redis://u:s3cret@127.0.0.1:1/2"))
             .err()
@@ -1019,6 +1060,8 @@ pub struct RedisAcmeStorage {
 struct AcmeInner {
     client: redis::Client,
     con: Mutex<Option<redis::Connection>>,
+    /// tlskit's check of a `rediss://` server's certificate, before each connection.
+    tls: Option<Arc<crate::shared_tls::TlsCheck>>,
     kek: Kek,
     url: String,
     node: String,
@@ -1060,13 +1103,26 @@ impl AcmeInner {
             // wait for it at most OP_TIMEOUT (the thread ends within its own timeouts).
             let (tx, rx) = std::sync::mpsc::channel();
             let client = self.client.clone();
+            let tls = self.tls.clone();
             std::thread::Builder::new()
                 .name("tlskit-redis-connect".into())
                 .spawn(move || {
-                    let _ = tx.send(client.get_connection_with_timeout(OP_TIMEOUT));
+                    let r = match tls.map(|c| c.check_blocking(OP_TIMEOUT)) {
+                        Some(Err(why)) => Err(why),
+                        _ => client
+                            .get_connection_with_timeout(OP_TIMEOUT)
+                            .map_err(|e| e.to_string()),
+                    };
+                    let _ = tx.send(r);
                 })
                 .map_err(|e| self.err(format!("cannot connect: {e}")))?;
-            let c = match rx.recv_timeout(OP_TIMEOUT) {
+            // A rediss:// server: the TLS check and the connect each have OP_TIMEOUT.
+            let limit = if self.tls.is_some() {
+                OP_TIMEOUT * 2
+            } else {
+                OP_TIMEOUT
+            };
+            let c = match rx.recv_timeout(limit) {
                 Ok(r) => r.map_err(|e| self.err(format!("cannot connect: {e}")))?,
                 Err(_) => return Err(self.err("cannot connect: timed out")),
             };
@@ -1115,6 +1171,7 @@ impl RedisAcmeStorage {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
         let client = redis_client(s)?;
+        let tls = crate::shared_tls::TlsCheck::new(s, &client)?;
         let kek = Kek::new(&kek_raw).ok_or_else(|| NetError::Config("bad key".into()))?;
         let node = format!(
             "{}-{:08x}",
@@ -1125,6 +1182,7 @@ impl RedisAcmeStorage {
             inner: Arc::new(AcmeInner {
                 client,
                 con: Mutex::new(None),
+                tls,
                 kek,
                 url,
                 node,

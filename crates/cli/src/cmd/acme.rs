@@ -58,6 +58,13 @@ pub(crate) struct CaArgs {
     /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
     #[arg(long, num_args = 1.., value_name = "SRC")]
     acme_roots: Vec<String>,
+    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
+    /// browser (default), webpki or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    acme_roots_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    acme_roots_allow: Vec<tlskit_verify::Rule>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -141,6 +148,10 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
     );
     s.email = ca.acme_email.clone();
     s.roots = ca.acme_roots.iter().map(|r| Source::from_arg(r)).collect();
+    if let Some(p) = ca.acme_roots_profile {
+        s.roots_profile = p;
+    }
+    s.roots_allow = ca.acme_roots_allow.clone();
     Ok(s)
 }
 

@@ -25,3 +25,4 @@ mod pki_cli;
 mod pki_interop;
 mod store_cli;
 mod verify_cli;
+mod verify_warnings_cli;

@@ -1,6 +1,7 @@
 //! The network commands against real peers: `serve` (terminator, reloads, limits,
 //! metrics), interop with curl, OpenSSL, GnuTLS, nginx, HAProxy, Chromium, nghttpd,
-//! Redis, `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2.
+//! Redis, `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2,
+//! outbound verification knobs and Pebble as shipped.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
@@ -14,6 +15,7 @@ mod acme;
 mod net_bounds;
 mod net_interop;
 mod net_serve;
+mod outbound;
 mod pkcs11;
 mod probe_cli;
 mod probe_starttls;

@@ -343,6 +343,8 @@ impl Manager {
                 let ep = Endpoint {
                     directory: &self.settings.directory,
                     roots: &self.settings.roots,
+                    roots_profile: self.settings.roots_profile,
+                    roots_allow: &self.settings.roots_allow,
                     email: self.settings.email.as_deref(),
                 };
                 let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;

@@ -68,6 +68,11 @@ pub struct AcmeSettings {
     pub email: Option<String>,
     /// Trust anchors for the CA's HTTPS; empty: the system store.
     pub roots: Vec<Source>,
+    /// The rule set the CA's HTTPS certificate is checked against (`--acme-roots-profile`;
+    /// default: the verifier's default profile).
+    pub roots_profile: tlskit_verify::Profile,
+    /// Rules not checked on the CA's HTTPS certificate (`--acme-roots-allow`).
+    pub roots_allow: Vec<tlskit_verify::Rule>,
     /// Challenge type.
     pub challenge: ChallengeKind,
     /// Certificate profile to ask for (draft-ietf-acme-profiles), if any.
@@ -89,6 +94,8 @@ impl AcmeSettings {
             storage,
             email: None,
             roots: Vec::new(),
+            roots_profile: tlskit_verify::Profile::default(),
+            roots_allow: Vec::new(),
             challenge: ChallengeKind::TlsAlpn01,
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
@@ -205,8 +212,9 @@ pub enum AcmeError {
         reason: String,
     },
     /// rustls refused a key or configuration.
-    #[error("TLS: {0}")]
-    Tls(#[source] rustls::Error),
+    /// (Said through `tls_text`, not chained as a source: rustls's Display may be Debug.)
+    #[error("TLS: {}", crate::error::tls_text(.0))]
+    Tls(rustls::Error),
     /// Runtime start.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -216,17 +224,9 @@ impl AcmeError {
     pub(crate) fn acme(what: &'static str, subject: &str, e: instant_acme::Error) -> Self {
         let reason = match &e {
             instant_acme::Error::Api(p) => client::problem_text(p),
-            other => {
-                // hyper hides the cause ("connection refused") in the source chain.
-                let mut s = other.to_string();
-                let mut src = std::error::Error::source(other);
-                while let Some(c) = src {
-                    s.push_str(": ");
-                    s.push_str(&c.to_string());
-                    src = c.source();
-                }
-                clean(&s)
-            }
+            // hyper hides the cause ("connection refused") in the source chain; a TLS
+            // error in it is told as tlskit's sentence, never rustls's Debug text.
+            other => clean(&client::transport_error(other)),
         };
         Self::Protocol {
             what,
@@ -485,6 +485,8 @@ async fn issue_async(
             let ep = client::Endpoint {
                 directory: &s.directory,
                 roots: &s.roots,
+                roots_profile: s.roots_profile,
+                roots_allow: &s.roots_allow,
                 email: s.email.as_deref(),
             };
             let (a, created) = client::account(&ep, &storage, false).await?;
@@ -580,6 +582,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;
@@ -655,6 +659,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;
