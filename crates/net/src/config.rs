@@ -8,7 +8,7 @@
 //! sni_dir = "/etc/tlskit/sni"
 //! backend = "127.0.0.1:8080"
 //! client_ca = ["/etc/tlskit/clients.pem"]
-//! client_ca_profile = "rfc5280"       # default "webpki"
+//! client_ca_profile = "rfc5280"       # default "browser"
 //! client_ca_allow = ["aki-missing"]   # rules not checked on client certificates
 //! compress = "brotli,zlib"
 //! metrics = "127.0.0.1:9100"
@@ -55,7 +55,8 @@ pub struct FileConfig {
     pub client_ca: Option<Vec<String>>,
     /// `optional` or `required`.
     pub client_auth: Option<String>,
-    /// `webpki` or `rfc5280`: the rule set client certificates are checked against.
+    /// `browser` (default), `webpki` or `rfc5280`: the rule set client certificates are
+    /// checked against.
     pub client_ca_profile: Option<String>,
     /// Rule codes not checked on client certificates (e.g. `aki-missing`).
     pub client_ca_allow: Option<Vec<String>>,

@@ -91,7 +91,7 @@ pub struct ServeConfig {
     pub client_ca: Vec<Source>,
     /// Client certificates optional (verified when sent) instead of required.
     pub client_auth_optional: bool,
-    /// Rule set client certificates are checked against (default `webpki`).
+    /// Rule set client certificates are checked against (default `browser`).
     pub client_ca_profile: tlskit_verify::Profile,
     /// Rules not checked on client certificates.
     pub client_ca_allow: Vec<tlskit_verify::Rule>,
@@ -176,7 +176,7 @@ impl ServeConfig {
             mode: Mode::Http,
             client_ca: Vec::new(),
             client_auth_optional: false,
-            client_ca_profile: tlskit_verify::Profile::WebPki,
+            client_ca_profile: tlskit_verify::Profile::Browser,
             client_ca_allow: Vec::new(),
             ca_hints: CaHints::Store,
             compress: vec![Compression::Brotli, Compression::Zlib],

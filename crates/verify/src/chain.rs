@@ -149,7 +149,8 @@ pub struct VerifierConfig {
     /// Verification cache limits; `None` disables the cache.
     pub cache: Option<CacheLimits>,
     /// The rule set checked on every candidate path on top of rustls-webpki (default
-    /// [`Profile::WebPki`]). See the crate README, "Profiles".
+    /// [`Profile::Browser`]: refusals where relying parties refuse, warnings for the
+    /// rest). See the crate README, "Profiles".
     pub profile: Profile,
     /// Rules not checked, on purpose (e.g. [`Rule::AkiMissing`] for a private PKI
     /// without key identifiers). Rules rustls-webpki enforces itself cannot be lifted.
@@ -166,7 +167,7 @@ impl Default for VerifierConfig {
             allow_unknown_revocation: true,
             enforce_crl_expiry: true,
             cache: Some(CacheLimits::default()),
-            profile: Profile::WebPki,
+            profile: Profile::Browser,
             allow: Vec::new(),
         }
     }
@@ -184,6 +185,11 @@ pub struct VerifiedChain {
     /// Earliest notAfter on the path (and CRL nextUpdate, when enforced): no answer is
     /// valid after it.
     pub valid_until: i64,
+    /// Rules this path breaks that the profile reports instead of refusing (the
+    /// `browser` profile's warnings), in path order: rule, position (0 = end entity),
+    /// role, subject and the sentence. Empty under `webpki` and `rfc5280`, which refuse
+    /// every rule they check. A cached answer keeps them.
+    pub warnings: Vec<Violation>,
 }
 
 impl VerifiedChain {
@@ -618,7 +624,7 @@ impl ChainVerifier {
         let ee = match EndEntityCert::try_from(end_entity) {
             Ok(ee) => Some(ee),
             Err(e) => {
-                let err = match profile::diagnose(&e, &[end_entity.as_ref()]) {
+                let err = match profile::diagnose(&e, &[end_entity.as_ref()], &[]) {
                     Some(v) => VerifyError::Rule(v),
                     None => VerifyError::BadEncoding(format!(
                         "end-entity certificate: {}",
@@ -705,6 +711,9 @@ impl ChainVerifier {
         };
         let too_deep = Cell::new(false);
         let broken: RefCell<Option<Violation>> = RefCell::new(None);
+        // The warnings of the last candidate path the profile passed: rustls-webpki
+        // returns the first path whose callback says Ok, so that path's.
+        let passed: RefCell<Vec<Violation>> = RefCell::new(Vec::new());
         let max_depth = self.config.max_depth;
         let rules = self.rules;
         let crls = &self.config.crls[..];
@@ -732,7 +741,10 @@ impl ChainVerifier {
                 purpose,
                 crls,
             ) {
-                Ok(()) => Ok(()),
+                Ok(w) => {
+                    *passed.borrow_mut() = w;
+                    Ok(())
+                }
                 Err(v) => {
                     let mut b = broken.borrow_mut();
                     if b.is_none() {
@@ -768,7 +780,8 @@ impl ChainVerifier {
             let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
             all.push(leaf_der);
             all.extend(intermediates.iter().map(|c| c.as_ref()));
-            if let Some(v) = profile::diagnose(&e, &all) {
+            let anchor_ders: Vec<&[u8]> = usable.iter().map(|a| a.der()).collect();
+            if let Some(v) = profile::diagnose(&e, &all, &anchor_ders) {
                 return VerifyError::Rule(v);
             }
             let mut e = map_webpki(e, purpose);
@@ -837,9 +850,9 @@ impl ChainVerifier {
                 false,
             )),
         };
-        let (idx, inter) = match webpki_answer {
-            Ok(Some((idx, inter))) => (Some(idx), inter),
-            Ok(None) => (None, Vec::new()),
+        let (idx, inter, warnings) = match webpki_answer {
+            Ok(Some((idx, inter))) => (Some(idx), inter, passed.take()),
+            Ok(None) => (None, Vec::new(), Vec::new()),
             Err((e, true)) => return Err(e),
             Err((e, false)) => {
                 // RFC 5280 6.1 for what rustls-webpki cannot do (see rfc5280.rs).
@@ -887,9 +900,9 @@ impl ChainVerifier {
                     .filter_map(|&i| presented_ders.get(i).copied())
                     .collect();
                 let anchor_der = usable[found.anchor].der();
-                profile_check(leaf_der, &inter, anchor_der, rules, purpose, crls)
+                let warnings = profile_check(leaf_der, &inter, anchor_der, rules, purpose, crls)
                     .map_err(VerifyError::Rule)?;
-                (Some(found.anchor), inter)
+                (Some(found.anchor), inter, warnings)
             }
         };
 
@@ -935,6 +948,7 @@ impl ChainVerifier {
                 anchor_sha256: *anchor.sha256(),
                 valid_from,
                 valid_until,
+                warnings,
             }),
             cached: false,
         })
@@ -952,7 +966,7 @@ fn profile_check(
     rules: RuleSet,
     purpose: Purpose,
     crls: &[Crl],
-) -> Result<(), Violation> {
+) -> Result<Vec<Violation>, Violation> {
     let mut path = Vec::with_capacity(inter.len() + 2);
     path.push(PathCert {
         der: leaf_der,

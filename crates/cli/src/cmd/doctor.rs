@@ -377,7 +377,7 @@ fn long_chain(
         let mut p = CertificateParams::new(Vec::<String>::new())?;
         p.distinguished_name.push(DnType::CommonName, cn);
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        // What the default (webpki) verification profile asks of a CA.
+        // What the strict (webpki) verification profile asks of a CA.
         p.key_usages = vec![
             rcgen::KeyUsagePurpose::KeyCertSign,
             rcgen::KeyUsagePurpose::CrlSign,

@@ -119,7 +119,8 @@ struct ServeFlags {
     /// `required` (default) or `optional` client certificates.
     #[arg(long, value_name = "required|optional")]
     client_auth: Option<String>,
-    /// Rule set client certificates are checked against: webpki (default) or rfc5280.
+    /// Rule set client certificates are checked against: browser (default), webpki or
+    /// rfc5280.
     #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
     client_ca_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on client certificates (its code; repeatable).
@@ -412,7 +413,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         (Some(p), _) => p,
         (None, Some(s)) => super::verify::parse_profile(s)
             .map_err(|e| anyhow::anyhow!("client_ca_profile {s:?}: {e}"))?,
-        (None, None) => tlskit_verify::Profile::WebPki,
+        (None, None) => tlskit_verify::Profile::Browser,
     };
     cfg.client_ca_allow = if a.client_ca_allow.is_empty() {
         f.client_ca_allow
@@ -567,6 +568,7 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
 
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let versions = versions(&a.peer.tls_version)?;
+    let profile = a.peer.profile;
     let opts = ConnectOptions {
         peer: a.peer.options(versions),
         alpn: a.alpn,
@@ -630,6 +632,7 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     for (i, s) in r.chain.iter().enumerate() {
         println!("    {i}: {}", Escaped(s));
     }
+    super::verify::print_warnings(&st, &r.warnings, profile);
     println!("---");
     if !r.verified {
         conn.close();

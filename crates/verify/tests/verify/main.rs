@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod anchors;
 mod chain;
 mod chain_bounds;
 mod pkits;
