@@ -609,3 +609,34 @@ fn mozilla_shapes_serve_client_ca_accepts_every_root() {
         t0,
     );
 }
+
+/// The corpus keeps its originals' shapes: `generate.py --check` compares every synthetic
+/// root whose original is in the host's set (by fingerprint) field by field (serial,
+/// names, signature algorithm, extensions and criticality, key-identifier forms, key
+/// type), and finds none with its original's key.
+#[test]
+fn mozilla_shapes_corpus_keeps_the_originals_shapes() {
+    let all = corpora();
+    let set = host_set();
+    if let Err(why) = host_fingerprints() {
+        cannot_run("mozilla_shapes_corpus_keeps_the_originals_shapes", &why);
+        return;
+    }
+    for corpus in all {
+        let o = Command::new("python3")
+            .arg(committed_dir().join("generate.py"))
+            .args(["--check", "--src", &set, "--out"])
+            .arg(&corpus.dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 (scripts/setup installs it) to run generate.py");
+        let text = String::from_utf8_lossy(&o.stdout);
+        eprint!("{}: {text}", corpus.what);
+        assert!(
+            o.status.success(),
+            "the {} differs from its originals in {set}:\n{text}{}",
+            corpus.what,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

@@ -26,6 +26,9 @@ writes, under OUT:
   manifest.tsv            one line per root: slug, original file, original SHA-256,
                           key type, serial, signature hash, anomalies.
 
+With --check it generates nothing and compares the corpus in OUT with its originals in
+SRC (matched by fingerprint), field by field.
+
 Only the Python standard library and the openssl command line are used: rcgen and
 pyca/cryptography refuse serial 0 and SHA-1 signatures.
 """
@@ -553,12 +556,86 @@ def debian_version():
         return "unknown"
 
 
+def shape_of(c):
+    """What a synthetic root must keep of its original (see the module doc)."""
+    aki = c.ext_value(AKI)
+    ski = c.ext_value(SKI)
+    ski_val = children(ski, 0, len(ski))[0][2] if ski is not None else None
+    aki_form = None
+    if aki is not None:
+        parts = children(aki, *tlv(aki, 0)[1:])
+        kid = [v for tag, _, v in parts if tag == 0x80]
+        aki_form = (
+            [len(v) for v in kid],
+            [v == ski_val for v in kid],
+            [raw for tag, raw, _ in parts if tag != 0x80],
+        )
+    return {
+        "version": c.version,
+        "serial": c.serial_raw,
+        "signature algorithm": (c.sig_alg, c.outer_sig_alg),
+        "issuer": c.issuer,
+        "subject": c.subject,
+        "notBefore": c.not_before_raw,
+        "notAfter type": c.not_after_raw[0],
+        "key type": c.key,
+        "unique identifiers": c.unique_ids,
+        "extensions and criticality": [(o, crit) for o, crit, _, _ in c.extensions],
+        "extension values": [(o, v) for o, _, v, _ in c.extensions if o not in (SKI, AKI)],
+        "SKI length": None if ski_val is None else len(ski_val),
+        "AKI form": aki_form,
+    }
+
+
+def check(src, out):
+    """Compare the corpus in OUT with the originals in SRC that it was made from; return
+    (roots compared, manifest roots not in SRC, differences)."""
+    compared, absent, diffs = 0, [], []
+    with open(os.path.join(out, "manifest.tsv")) as f:
+        lines = [l.rstrip("\n").split("\t") for l in f if not l.startswith("#") and l.strip()]
+    for slug, name, fp, *_ in lines:
+        path = os.path.join(src, name)
+        try:
+            with open(path) as f:
+                data = pem_der(f.read())
+        except OSError:
+            absent.append(name)
+            continue
+        if hashlib.sha256(data).hexdigest() != fp:
+            absent.append(name)
+            continue
+        with open(os.path.join(out, "roots", slug + ".pem")) as f:
+            synthetic = Original(pem_der(f.read()))
+        want, got = shape_of(Original(data)), shape_of(synthetic)
+        for k in want:
+            if want[k] != got[k]:
+                diffs.append("%s: %s differs from %s" % (slug, k, name))
+        if spki_bits(synthetic.spki) == Original(data).key_bits:
+            diffs.append("%s: the original's key" % slug)
+        compared += 1
+    return compared, absent, diffs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default="/usr/share/ca-certificates/mozilla", help="directory of the original roots (*.crt)")
     ap.add_argument("--out", required=True, help="output directory (roots/, intermediates/, manifest.tsv)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="generate nothing: compare the corpus in OUT with the originals in SRC (exit 1 on a difference)",
+    )
     args = ap.parse_args()
+    if args.check:
+        compared, absent, diffs = check(args.src, args.out)
+        for d in diffs:
+            print("generate.py --check: " + d)
+        print(
+            "generate.py --check: %d roots compared with their originals, %d differences, %d not in %s"
+            % (compared, len(diffs), len(absent), args.src)
+        )
+        sys.exit(1 if diffs or compared == 0 else 0)
     names = sorted(n for n in os.listdir(args.src) if n.endswith(".crt"))
     if not names:
         sys.exit("generate.py: no *.crt in %s" % args.src)
