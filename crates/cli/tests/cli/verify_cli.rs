@@ -81,6 +81,7 @@ fn valid_chain_json_contract() {
     let j = json(&out);
     assert!(j.valid);
     assert!(j.reason.is_none());
+    assert!(j.warnings.is_empty(), "{:?}", j.warnings);
     assert_eq!(j.host.as_deref(), Some("xn--rksmrgs-5wao1o.com"));
     assert_eq!(j.host_unicode.as_deref(), Some("räksmörgås.com"));
     assert_eq!(j.purpose, "server");

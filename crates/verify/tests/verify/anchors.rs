@@ -272,7 +272,14 @@ fn intermediate_warnings_are_reported_on_every_verification() {
     let v = verifier(Profile::Browser, &[]);
     for _ in 0..3 {
         let got = v
-            .verify_uncached(&s, &l.der, &[i.der.clone()], None, Purpose::Server, now())
+            .verify_uncached(
+                &s,
+                &l.der,
+                std::slice::from_ref(&i.der),
+                None,
+                Purpose::Server,
+                now(),
+            )
             .unwrap();
         let w = &got.chain.warnings;
         assert_eq!(w.len(), 1, "{w:?}");
