@@ -11,6 +11,8 @@ mod hostile;
 mod net_support;
 
 mod acme;
+mod acme_hostile;
+mod hostile_ca;
 mod net_interop;
 mod net_serve;
 mod pkcs11;

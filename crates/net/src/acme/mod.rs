@@ -7,7 +7,8 @@
 //! [`revoke`]; the server side is wired by `Server::bind` from [`AcmeSettings`].
 
 mod challenge;
-mod client;
+pub(crate) mod check;
+pub(crate) mod client;
 pub(crate) mod manager;
 pub mod storage;
 
@@ -22,6 +23,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tlskit_store::Source;
 
 pub(crate) use challenge::{accept, Accepted};
+pub use check::{Refusal, Refused};
 pub use manager::Managed;
 pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};
 
@@ -204,6 +206,9 @@ pub enum AcmeError {
         /// Why.
         reason: String,
     },
+    /// The CA's certificate failed a check: not written, not served.
+    #[error("{0}")]
+    Refused(#[from] Refused),
     /// rustls refused a key or configuration.
     #[error("TLS: {0}")]
     Tls(#[source] rustls::Error),
@@ -302,16 +307,7 @@ pub(crate) fn leaf_info(der: &[u8]) -> Option<LeafInfo> {
     })
 }
 
-/// The lifetime rule: two thirds of the way from notBefore to notAfter.
-pub(crate) fn two_thirds(info: &LeafInfo) -> SystemTime {
-    let life = info
-        .not_after
-        .duration_since(info.not_before)
-        .unwrap_or_default();
-    info.not_before + life.mul_f64(2.0 / 3.0)
-}
-
-fn unix(t: SystemTime) -> u64 {
+pub(crate) fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
@@ -506,6 +502,25 @@ async fn issue_async(
         replaces,
     };
     let chain = client::obtain(&account, &req, &key, &ch).await?;
+    // Checked before anything is written: a refused certificate leaves `out` as it was.
+    if let Err(r) = check::check_result(
+        &chain,
+        Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
+        &s.domains,
+        SystemTime::now(),
+        true,
+    ) {
+        log::event(
+            Level::Error,
+            "acme_result_refused",
+            &[
+                ("domains", &clean(&s.domains.join(","))),
+                ("reason", &r.reason.label()),
+                ("detail", &r.detail),
+            ],
+        );
+        return Err(r.into());
+    }
     let ck = certified(&chain, &key.serialize_pem(), &provider).map_err(|r| AcmeError::File {
         path: o.out.clone(),
         reason: format!("certificate from the CA: {r}"),
@@ -591,13 +606,13 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
                     path: o.out.clone(),
                     reason: "the certificate cannot be parsed".into(),
                 })?;
-                let ari = client::renewal_window(&account, l, 0.0).await?;
+                let ari = client::renewal_window(&account, l, &info, 0.0).await?;
                 if ari.is_some() {
                     replaces = client::cert_id(l);
                 }
                 match ari {
-                    Some((at, _)) => ("ari", at.min(info.not_after)),
-                    None => ("lifetime", two_thirds(&info)),
+                    Some((at, _)) => ("ari", at),
+                    None => ("lifetime", check::two_thirds(&info)),
                 }
             }
         };
@@ -617,7 +632,9 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             } else {
                 reason
             },
-            due: issued.not_before + (issued.not_after - issued.not_before) * 2 / 3,
+            due: issued
+                .not_before
+                .saturating_add(issued.not_after.saturating_sub(issued.not_before) / 3 * 2),
             issued: Some(issued),
         })
     })
