@@ -192,7 +192,7 @@ struct Acme {
     not_after: AtomicU64,
     next_renewal: AtomicU64,
     /// By `Refusal::ALL` index.
-    refused: [AtomicU64; 6],
+    refused: [AtomicU64; 7],
     task_restarts: AtomicU64,
 }
 

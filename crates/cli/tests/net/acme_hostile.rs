@@ -255,6 +255,8 @@ fn serve(ca: &HostileCa, storage: &Path, env: &[(&str, &str)]) -> Serve {
             &st,
             "--acme-roots",
             &roots,
+            "--acme-issuer-roots",
+            &roots,
             "--acme-recheck",
             "0.3",
             "--acme-retry",
@@ -270,8 +272,9 @@ fn metric(srv: &Serve, name: &str) -> f64 {
     net_support::metric(&http_get(&srv.metrics_addr()), name).unwrap_or(-1.0)
 }
 
-/// `serve --acme` through every hostile mode in turn, on one process: the certificate it
-/// serves is kept while the CA hands back bad ones (each refused and counted by reason),
+/// `serve --acme` (with the CA's issuing roots given) through every hostile mode in turn,
+/// on one process: the certificate it serves is kept while the CA hands back bad ones
+/// (each refused and counted by reason),
 /// the renewal task survives every mode (renewal-information requests go on), a window
 /// in year 0001 does not start an order loop, and a window in year 9999 is clamped to
 /// leave a tenth of the lifetime. On main the not-yet-valid certificate was installed and
@@ -309,6 +312,7 @@ fn acme_hostile_serve_survives_every_mode_and_keeps_its_certificate() {
         (Cert::Chain51, "chain_too_long"),
         (Cert::WrongKey, "wrong_key"),
         (Cert::WrongNames, "wrong_names"),
+        (Cert::OtherIssuer, "untrusted"),
     ] {
         ca.set(|m| {
             m.cert = cert;
@@ -336,7 +340,7 @@ fn acme_hostile_serve_survives_every_mode_and_keeps_its_certificate() {
         "{}",
         srv.stderr()
     );
-    assert!(metric(&srv, "tlskit_acme_errors_total") >= 5.0);
+    assert!(metric(&srv, "tlskit_acme_errors_total") >= 6.0);
 
     // A good certificate while the order says Retry-After 2^64-1: renewed, no panic.
     let issued = ca.issued();
@@ -413,4 +417,36 @@ fn acme_hostile_serve_renewal_task_is_restarted_after_panics() {
         "{}",
         srv.stderr()
     );
+}
+
+/// With `--acme-issuer-roots` (the CA's issuing roots), a certificate that does not chain
+/// to them is refused (`untrusted`, exit 2, nothing written); one that does is accepted.
+/// On main the flag did not exist.
+#[test]
+fn acme_hostile_result_must_chain_to_the_issuer_roots() {
+    let ca = HostileCa::start(Mode::default());
+    let t = tempfile::tempdir().expect("tempdir");
+    let roots = s(&ca.roots);
+    let (code, _, err) = run(
+        &ca,
+        t.path(),
+        "issue",
+        "good.pem",
+        &["--acme-issuer-roots", &roots],
+    );
+    assert_eq!(code, 0, "{err}");
+    ca.set(|m| m.cert = Cert::OtherIssuer);
+    let (code, _, err) = run(
+        &ca,
+        t.path(),
+        "issue",
+        "other.pem",
+        &["--acme-issuer-roots", &roots],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("refused (untrusted)"), "{err}");
+    assert!(!t.path().join("other.pem").exists());
+    // Without the roots, the issuer is not checked.
+    let (code, _, err) = run(&ca, t.path(), "issue", "other.pem", &[]);
+    assert_eq!(code, 0, "{err}");
 }

@@ -33,6 +33,8 @@ pub(crate) enum Cert {
     WrongKey,
     /// For `evil.test` instead of the names ordered.
     WrongNames,
+    /// Good, but signed by a CA other than the one whose root `roots` holds.
+    OtherIssuer,
 }
 
 /// Where the ARI window is.
@@ -115,6 +117,7 @@ struct Shared {
     state: Arc<Mutex<State>>,
     ari: Arc<AtomicU64>,
     issuer: CertifiedIssuer<'static, KeyPair>,
+    other: CertifiedIssuer<'static, KeyPair>,
     base: String,
     nonce: AtomicU64,
 }
@@ -122,16 +125,7 @@ struct Shared {
 impl HostileCa {
     pub(crate) fn start(mode: Mode) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(rcgen::DnType::CommonName, "hostile ACME test root");
-        ca.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let root =
-            CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root");
+        let root = test_root("hostile ACME test root");
         let mut leaf =
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
                 .expect("params");
@@ -168,6 +162,7 @@ impl HostileCa {
             state: state.clone(),
             ari: ari.clone(),
             issuer: root,
+            other: test_root("another ACME test root"),
             base: format!("https://127.0.0.1:{port}"),
             nonce: AtomicU64::new(1),
         });
@@ -219,6 +214,18 @@ impl HostileCa {
         let st = self.state.lock().expect("state");
         st.orders.iter().filter(|o| o.chain.is_some()).count()
     }
+}
+
+/// A self-signed CA certificate named `cn`, with its key.
+fn test_root(cn: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    ca.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root")
 }
 
 fn serve_one(s: TcpStream, tls: Arc<rustls::ServerConfig>, shared: &Shared) {
@@ -490,17 +497,22 @@ fn issue(shared: &Shared, mode: &Mode, names: &[String], csr: &[u8]) -> String {
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     let csr = rcgen::CertificateSigningRequestParams::from_der(&csr.to_vec().into())
         .expect("the client's CSR parses");
+    let issuer = if mode.cert == Cert::OtherIssuer {
+        &shared.other
+    } else {
+        &shared.issuer
+    };
     let leaf = if mode.cert == Cert::WrongKey {
         let other = KeyPair::generate().expect("key");
-        params.signed_by(&other, &shared.issuer)
+        params.signed_by(&other, issuer)
     } else {
-        params.signed_by(&csr.public_key, &shared.issuer)
+        params.signed_by(&csr.public_key, issuer)
     }
     .expect("sign");
     let mut pem = leaf.pem();
     let copies = if mode.cert == Cert::Chain51 { 50 } else { 1 };
     for _ in 0..copies {
-        pem.push_str(&shared.issuer.pem());
+        pem.push_str(&issuer.pem());
     }
     pem
 }

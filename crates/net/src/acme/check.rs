@@ -127,21 +127,24 @@ pub enum Refusal {
     WrongNames,
     /// More certificates than the verifier accepts.
     ChainTooLong,
+    /// Does not verify against the CA's issuing roots (when they are given).
+    Untrusted,
 }
 
 impl Refusal {
     /// Every reason, in label order (for metrics).
-    pub const ALL: [Refusal; 6] = [
+    pub const ALL: [Refusal; 7] = [
         Self::ChainTooLong,
         Self::Expired,
         Self::NotYetValid,
         Self::Unparsable,
+        Self::Untrusted,
         Self::WrongKey,
         Self::WrongNames,
     ];
 
     /// `unparsable`, `not_yet_valid`, `expired`, `wrong_key`, `wrong_names`,
-    /// `chain_too_long`.
+    /// `chain_too_long`, `untrusted`.
     pub fn label(self) -> &'static str {
         match self {
             Self::Unparsable => "unparsable",
@@ -150,6 +153,7 @@ impl Refusal {
             Self::WrongKey => "wrong_key",
             Self::WrongNames => "wrong_names",
             Self::ChainTooLong => "chain_too_long",
+            Self::Untrusted => "untrusted",
         }
     }
 }
@@ -240,6 +244,74 @@ pub(crate) fn check_result(
         ));
     }
     Ok(chain)
+}
+
+/// Verify `chain` (leaf first, as [`check_result`] returned it) against the CA's issuing
+/// roots with tlskit's verifier (server purpose, paths of up to [`MAX_CHAIN`]), for every
+/// name (a wildcard for one label under it), at `now`. Roots that do not load are a
+/// configuration error, not a refusal.
+pub(crate) fn check_issuer(
+    chain: &[CertificateDer<'static>],
+    names: &[String],
+    roots: &[tlskit_store::Source],
+    now: SystemTime,
+) -> Result<(), super::AcmeError> {
+    let config_err = |why: String| super::AcmeError::Config(format!("ACME issuer roots: {why}"));
+    let (handle, report) =
+        tlskit_store::StoreHandle::new(roots.to_vec()).map_err(|e| config_err(e.to_string()))?;
+    if handle.current().is_empty() {
+        let why = report
+            .errors
+            .first()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "no certificates".into());
+        return Err(config_err(format!("nothing loadable ({why})")));
+    }
+    let verifier = tlskit_verify::ChainVerifier::new(tlskit_verify::VerifierConfig {
+        max_depth: MAX_CHAIN,
+        max_presented: MAX_CHAIN,
+        cache: None,
+        ..tlskit_verify::VerifierConfig::default()
+    });
+    let (leaf, rest) = chain
+        .split_first()
+        .ok_or_else(|| refused(Refusal::Unparsable, "the chain holds no certificate".into()))?;
+    let at = tlskit_verify::UnixTime::since_unix_epoch(
+        now.duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    );
+    for n in names {
+        let probe = match n.strip_prefix("*.") {
+            Some(parent) => format!("wildcard-check.{parent}"),
+            None => n.clone(),
+        };
+        let name = tlskit_verify::ServerName::try_from(probe).map_err(|_| {
+            refused(
+                Refusal::WrongNames,
+                format!("{} is not a DNS name", clean(n)),
+            )
+        })?;
+        verifier
+            .verify_on_handle(
+                &handle,
+                leaf,
+                rest,
+                Some(&name),
+                tlskit_verify::Purpose::Server,
+                at,
+            )
+            .map_err(|e| {
+                refused(
+                    Refusal::Untrusted,
+                    format!(
+                        "it does not verify against the issuer roots for {}: {}",
+                        clean(n),
+                        clean(&e.to_string())
+                    ),
+                )
+            })?;
+    }
+    Ok(())
 }
 
 /// Valid at `now`: notBefore at most a little ahead (five minutes, at most a tenth of the

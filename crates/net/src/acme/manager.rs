@@ -525,16 +525,31 @@ impl Manager {
             }
         };
         // Checked before it is stored or served; the served certificate stays.
-        if let Err(r) = check::check_result(
+        let checked = check::check_result(
             &chain,
             Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
             &self.managed.names,
             SystemTime::now(),
             true,
-        ) {
+        )
+        .map_err(AcmeError::from)
+        .and_then(|c| {
+            if self.settings.issuer_roots.is_empty() {
+                return Ok(());
+            }
+            check::check_issuer(
+                &c,
+                &self.managed.names,
+                &self.settings.issuer_roots,
+                SystemTime::now(),
+            )
+        });
+        if let Err(e) = checked {
             self.metrics.acme_order(false);
-            self.metrics.acme_refused(r.reason);
-            return Err(r.into());
+            if let AcmeError::Refused(r) = &e {
+                self.metrics.acme_refused(r.reason);
+            }
+            return Err(e);
         }
         let stored = StoredCert {
             chain_pem: chain,

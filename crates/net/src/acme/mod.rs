@@ -70,6 +70,9 @@ pub struct AcmeSettings {
     pub email: Option<String>,
     /// Trust anchors for the CA's HTTPS; empty: the system store.
     pub roots: Vec<Source>,
+    /// Trust anchors the CA's certificates must chain to (its issuing roots); empty: not
+    /// checked (an ACME directory does not publish them).
+    pub issuer_roots: Vec<Source>,
     /// Challenge type.
     pub challenge: ChallengeKind,
     /// Certificate profile to ask for (draft-ietf-acme-profiles), if any.
@@ -91,6 +94,7 @@ impl AcmeSettings {
             storage,
             email: None,
             roots: Vec::new(),
+            issuer_roots: Vec::new(),
             challenge: ChallengeKind::TlsAlpn01,
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
@@ -503,13 +507,21 @@ async fn issue_async(
     };
     let chain = client::obtain(&account, &req, &key, &ch).await?;
     // Checked before anything is written: a refused certificate leaves `out` as it was.
-    if let Err(r) = check::check_result(
+    let checked = check::check_result(
         &chain,
         Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
         &s.domains,
         SystemTime::now(),
         true,
-    ) {
+    )
+    .map_err(AcmeError::from)
+    .and_then(|c| {
+        if s.issuer_roots.is_empty() {
+            return Ok(());
+        }
+        check::check_issuer(&c, &s.domains, &s.issuer_roots, SystemTime::now())
+    });
+    if let Err(AcmeError::Refused(r)) = &checked {
         log::event(
             Level::Error,
             "acme_result_refused",
@@ -519,8 +531,8 @@ async fn issue_async(
                 ("detail", &r.detail),
             ],
         );
-        return Err(r.into());
     }
+    checked?;
     let ck = certified(&chain, &key.serialize_pem(), &provider).map_err(|r| AcmeError::File {
         path: o.out.clone(),
         reason: format!("certificate from the CA: {r}"),
