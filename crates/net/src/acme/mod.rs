@@ -288,12 +288,13 @@ pub(crate) fn leaf_info(der: &[u8]) -> Option<LeafInfo> {
     use x509_parser::extensions::GeneralName;
     let (_, c) = x509_parser::parse_x509_certificate(der).ok()?;
     let v = c.validity();
+    // Before 1970 reads as 1970; X.509 times end in 9999, well inside SystemTime, and
+    // anything past it would read as 1970 too (expired: refused, never trusted longer).
     let t = |ts: i64| {
-        if ts >= 0 {
-            UNIX_EPOCH + Duration::from_secs(ts as u64)
-        } else {
-            UNIX_EPOCH
-        }
+        u64::try_from(ts)
+            .ok()
+            .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)))
+            .unwrap_or(UNIX_EPOCH)
     };
     let mut names = Vec::new();
     if let Ok(Some(san)) = c.subject_alternative_name() {
