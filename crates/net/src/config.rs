@@ -26,6 +26,7 @@
 //! # acme_roots = ["/etc/tlskit/acme-ca.pem"]  # anchors for the CA's HTTPS (default system)
 //! # acme_roots_profile = "rfc5280"           # how the CA's HTTPS certificate is checked
 //! # acme_roots_allow = ["aki-missing"]
+//! # acme_issuer_roots = ["/etc/tlskit/acme-ca-roots.pem"]   # new certificates must chain to them
 //! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
 //! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
 //! # shared_state_key = "/etc/tlskit/fleet.kek"
@@ -141,6 +142,8 @@ pub struct FileConfig {
     pub log_format: Option<String>,
     /// Days before a served certificate's notAfter from which start and reloads warn.
     pub expiry_warning_days: Option<u32>,
+    /// The ACME CA's issuing roots: new certificates must verify against them.
+    pub acme_issuer_roots: Option<Vec<String>>,
 }
 
 impl FileConfig {

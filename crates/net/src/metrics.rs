@@ -190,6 +190,9 @@ struct Acme {
     errors: AtomicU64,
     not_after: AtomicU64,
     next_renewal: AtomicU64,
+    /// By `Refusal::ALL` index.
+    refused: [AtomicU64; 7],
+    task_restarts: AtomicU64,
 }
 
 /// The client-CA store the metrics read (set once, in bind).
@@ -287,6 +290,16 @@ impl Metrics {
     pub(crate) fn acme_next_renewal(&self, unix: u64) {
         self.acme.next_renewal.store(unix, Relaxed);
     }
+    pub(crate) fn acme_refused(&self, why: crate::acme::Refusal) {
+        if let Some(i) = crate::acme::Refusal::ALL.iter().position(|r| *r == why) {
+            if let Some(c) = self.acme.refused.get(i) {
+                c.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    pub(crate) fn acme_task_restart(&self) {
+        self.acme.task_restarts.fetch_add(1, Relaxed);
+    }
     fn render_acme(&self, s: &mut String) {
         if !self.acme.enabled.load(Relaxed) {
             return;
@@ -329,6 +342,23 @@ impl Metrics {
             s,
             "tlskit_acme_renewal_due_timestamp_seconds {}",
             self.acme.next_renewal.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_results_refused_total Certificates from the CA refused before being stored or served, by reason.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_results_refused_total counter");
+        for (r, c) in crate::acme::Refusal::ALL.iter().zip(&self.acme.refused) {
+            let _ = writeln!(
+                s,
+                "tlskit_acme_results_refused_total{{reason=\"{}\"}} {}",
+                r.label(),
+                c.load(Relaxed)
+            );
+        }
+        let _ = writeln!(s, "# HELP tlskit_acme_task_restarts_total Times the ACME renewal task ended (a panic) and was restarted.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_task_restarts_total counter");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_task_restarts_total {}",
+            self.acme.task_restarts.load(Relaxed)
         );
     }
     /// Connections open now.

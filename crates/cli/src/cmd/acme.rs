@@ -71,6 +71,10 @@ pub(crate) struct CaArgs {
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
     #[arg(long, value_name = "LEVEL", default_value = "warn")]
     log_level: String,
+    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
+    /// against them is refused, exit 2 [default: not checked].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_issuer_roots: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -152,6 +156,11 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
         s.roots_profile = p;
     }
     s.roots_allow = ca.acme_roots_allow.clone();
+    s.issuer_roots = ca
+        .acme_issuer_roots
+        .iter()
+        .map(|r| Source::from_arg(r))
+        .collect();
     Ok(s)
 }
 

@@ -254,6 +254,10 @@ struct ServeFlags {
     /// Seconds before the first retry after an ACME failure; doubles up to 1 h, jittered [default: 5].
     #[arg(long, value_name = "SECS")]
     acme_retry: Option<f64>,
+    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
+    /// against them is refused [default: not checked].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_issuer_roots: Vec<String>,
     /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<String>,
@@ -431,6 +435,12 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         if let Some(v) = a.acme_retry.or(f.acme_retry) {
             s.retry_base = secs(v, "--acme-retry")?;
         }
+        let issuer_roots = if a.acme_issuer_roots.is_empty() {
+            f.acme_issuer_roots.clone().unwrap_or_default()
+        } else {
+            a.acme_issuer_roots.clone()
+        };
+        s.issuer_roots = issuer_roots.iter().map(|r| Source::from_arg(r)).collect();
         cfg.acme = Some(s);
     } else if !a.domain.is_empty() || a.acme_storage.is_some() {
         bail!("--domain and --acme-storage need --acme DIRECTORY_URL");

@@ -432,3 +432,28 @@ fn snapshot_ca_name_counts_match_what_is_sent() {
         sent.iter().map(|n| 2 + n.len()).sum::<usize>()
     );
 }
+
+/// Issue 27: ACME documents from a hostile CA (orders, authorizations, renewal
+/// information with windows in years 0001 and 9999, problems with control characters,
+/// a 51-certificate chain) replay through the same harness the fuzzer runs.
+#[test]
+fn acme_json_regressions() {
+    let seen = replay("acme_json", harness::acme_json);
+    assert!(
+        seen.iter()
+            .any(|(_, d)| matches!(d, Some(tlskit_net::fuzzing::AcmeDoc::RenewalInfo { .. }))),
+        "no renewal information among the saved inputs"
+    );
+}
+
+/// Issue 27: `Retry-After` of 2^64-1, HTTP-dates in years 1994 and 9999, and ARI windows
+/// far in the past and future replay without a panic, clamped.
+#[test]
+fn acme_time_regressions() {
+    let seen = replay("acme_time", harness::acme_time);
+    assert!(
+        seen.iter().any(|(_, (w, _))| *w == Some(86_400_000)),
+        "no clamped Retry-After among the saved inputs"
+    );
+    assert!(seen.iter().any(|(_, (_, d))| d.is_some()), "no window");
+}

@@ -13,6 +13,8 @@ mod hostile;
 mod net_support;
 
 mod acme;
+mod acme_hostile;
+mod hostile_ca;
 mod mozilla_shapes;
 mod net_bounds;
 mod net_interop;

@@ -14,8 +14,9 @@ use tlskit_store::{Source, StoreHandle};
 use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use super::challenge::Challenges;
+use super::check;
 use super::storage::AcmeStorage;
-use super::{clean, AcmeError, ChallengeKind};
+use super::{clean, AcmeError, ChallengeKind, LeafInfo};
 use crate::log::{self, Level};
 
 /// How long one order may wait for validation and for the certificate.
@@ -100,7 +101,8 @@ impl instant_acme::HttpClient for Bounded {
                     .await
                     .map_err(|e| instant_acme::Error::Other(transport_error(&e).into()))?;
                 // Read the body here, under the same deadline and within the bound.
-                let (parts, body) = rsp.into_parts();
+                let (mut parts, body) = rsp.into_parts();
+                bound_retry_after(&mut parts.headers);
                 let bytes =
                     http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_BODY))
                         .await
@@ -119,6 +121,24 @@ impl instant_acme::HttpClient for Bounded {
             })??;
             Ok(instant_acme::BytesResponse::from(rsp))
         })
+    }
+}
+
+/// Replace the CA's `Retry-After` by its value clamped to one day, in delay-seconds
+/// (`check::retry_after`), before instant-acme reads it: it adds the value to the clock
+/// unchecked, and `18446744073709551615` panicked the renewal task. A value that is
+/// neither delay-seconds nor an HTTP-date is dropped, as if the CA had sent none.
+fn bound_retry_after(headers: &mut http::HeaderMap) {
+    let first = match headers.get(http::header::RETRY_AFTER) {
+        Some(v) => v.as_bytes().to_vec(),
+        None => return,
+    };
+    headers.remove(http::header::RETRY_AFTER);
+    if let Some(d) = check::retry_after(&first, SystemTime::now()) {
+        headers.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from(d.as_secs()),
+        );
     }
 }
 
@@ -461,28 +481,30 @@ pub(crate) fn problem_text(p: &instant_acme::Problem) -> String {
 }
 
 /// When to renew: a uniformly random instant inside the CA's suggested window (ARI),
-/// with the time to ask again; `None` when the CA has no ARI or does not know the
-/// certificate.
+/// the window first clamped to the certificate's lifetime (`check::renewal_due`), with
+/// the time to ask again (at least `check::ARI_RECHECK_MIN`); `None` when the CA has no
+/// ARI or does not know the certificate.
 pub(crate) async fn renewal_window(
     account: &Account,
     leaf: &CertificateDer<'_>,
+    info: &LeafInfo,
     rand01: f64,
 ) -> Result<Option<(SystemTime, Duration)>, AcmeError> {
     let Ok(id) = CertificateIdentifier::try_from(leaf) else {
         return Ok(None);
     };
     match account.renewal_info(&id).await {
-        Ok((info, retry)) => {
-            let start = SystemTime::from(info.suggested_window.start);
-            let end = SystemTime::from(info.suggested_window.end);
-            let span = end.duration_since(start).unwrap_or_default();
-            let at = start + span.mul_f64(rand01.clamp(0.0, 1.0));
+        Ok((info_ari, retry)) => {
+            let (start, end) = window_times(&info_ari.suggested_window);
+            let at = check::renewal_due(start, end, info, rand01);
+            let retry = retry.clamp(check::ARI_RECHECK_MIN, check::RETRY_AFTER_MAX);
             log::event(
                 Level::Info,
                 "acme_renewal_info",
                 &[
                     ("window_start", &super::unix(start)),
                     ("window_end", &super::unix(end)),
+                    ("due", &super::unix(at)),
                     ("retry_after_s", &retry.as_secs()),
                 ],
             );
@@ -501,6 +523,11 @@ pub(crate) async fn renewal_window(
         }
         Err(e) => Err(AcmeError::acme("renewal information", "", e)),
     }
+}
+
+/// An ARI window as clock times (any year `time` parses maps onto `SystemTime`).
+pub(crate) fn window_times(w: &instant_acme::SuggestedWindow) -> (SystemTime, SystemTime) {
+    (SystemTime::from(w.start), SystemTime::from(w.end))
 }
 
 /// The ARI identifier of a leaf (for `replaces`).
