@@ -12,7 +12,7 @@ use std::time::Instant;
 
 /// tlskit's one median (the mean of the middle two for an even count).
 fn median(v: &mut [f64]) -> f64 {
-    tlskit_store::stats::median(v).unwrap_or(f64::NAN)
+    tlskit_x509::stats::median(v).unwrap_or(f64::NAN)
 }
 
 fn main() {

@@ -143,5 +143,5 @@ fn verify(roots: &str, chain: &str, iters: usize, budget_s: f64) -> Result<()> {
 
 /// tlskit's one median (NaN for no samples).
 fn median(v: &mut [f64]) -> f64 {
-    tlskit_store::stats::median(v).unwrap_or(f64::NAN)
+    tlskit_x509::stats::median(v).unwrap_or(f64::NAN)
 }

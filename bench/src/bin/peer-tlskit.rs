@@ -49,7 +49,7 @@ fn main() -> Result<()> {
             break;
         }
     }
-    let median = tlskit_store::stats::median(&mut samples.clone()).unwrap_or(f64::NAN);
+    let median = tlskit_x509::stats::median(&mut samples.clone()).unwrap_or(f64::NAN);
     println!(
         "{}",
         json!({

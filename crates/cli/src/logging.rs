@@ -123,7 +123,7 @@ impl Fields {
     fn push(&mut self, name: &'static str, value: String) {
         // Every value of every event (tlskit's and its libraries') through the one
         // redaction: no PIN, password or secret reaches a log line.
-        let value = match tlskit_store::text::redact(&value) {
+        let value = match tlskit_x509::text::redact(&value) {
             std::borrow::Cow::Borrowed(_) => value,
             std::borrow::Cow::Owned(v) => v,
         };

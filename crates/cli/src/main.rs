@@ -101,7 +101,7 @@ fn usage_exit(e: clap::Error) -> ! {
         e.exit()
     }
     let text = e.render().to_string();
-    eprint!("{}", tlskit_store::text::redact(&text));
+    eprint!("{}", tlskit_x509::text::redact(&text));
     std::process::exit(e.exit_code())
 }
 

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-pub(crate) use tlskit_store::text::{escape, Escaped};
+pub(crate) use tlskit_x509::text::{escape, Escaped};
 
 /// What a command concluded. Errors (exit 2) travel as `anyhow::Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,10 +130,10 @@ pub(crate) fn error_text(e: &anyhow::Error) -> String {
 }
 
 /// Text for a message line: controls escaped, secrets hidden (the one redaction,
-/// `tlskit_store::text::redact`: PKCS#11 PINs, URL passwords), cut at
+/// `tlskit_x509::text::redact`: PKCS#11 PINs, URL passwords), cut at
 /// [`MAX_MESSAGE_BYTES`].
 pub(crate) fn bounded(s: &str) -> String {
-    let s = tlskit_store::text::redact(&escape(s)).into_owned();
+    let s = tlskit_x509::text::redact(&escape(s)).into_owned();
     if s.len() <= MAX_MESSAGE_BYTES {
         return s;
     }
@@ -244,7 +244,7 @@ impl serde_json::ser::Formatter for Rounded {
         fragment: &str,
     ) -> std::io::Result<()> {
         let mut rest = fragment;
-        while let Some(i) = rest.find(tlskit_store::text::needs_escape) {
+        while let Some(i) = rest.find(tlskit_x509::text::needs_escape) {
             w.write_all(&rest.as_bytes()[..i])?;
             let c = rest[i..].chars().next().unwrap_or('\0');
             // Every character needs_escape selects is in the Basic Multilingual Plane.

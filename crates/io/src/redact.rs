@@ -5,7 +5,7 @@
 //! It lives here, in the leaf crate under every other one (the PKCS#11 crate included,
 //! which depends on no other tlskit crate), so that the URI parser, the server's log
 //! lines, the Redis client's errors and the CLI's printer all reach the same function;
-//! `tlskit_store::text` re-exports it next to `escape`.
+//! `tlskit_x509::text` re-exports it next to `escape`.
 //!
 //! What is hidden (each secret becomes `***`):
 //!

@@ -16,7 +16,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::error::NetError;
-use tlskit_store::text::pem_error_reason;
+use tlskit_x509::text::pem_error_reason;
 
 /// Why a key file gave no key, quoting none of it (the file holds a secret).
 fn key_pem_reason(e: &rustls_pki_types::pem::Error) -> String {
@@ -255,8 +255,8 @@ pub(crate) fn loaded(metrics: &crate::metrics::Metrics, index: &CertIndex, warn_
                 ("name", &c.name),
                 ("path", &c.path.display()),
                 ("sni", &c.dns_names.join(",")),
-                ("not_before", &tlskit_store::datetime::rfc3339(c.not_before)),
-                ("not_after", &tlskit_store::datetime::rfc3339(c.not_after)),
+                ("not_before", &tlskit_x509::datetime::rfc3339(c.not_before)),
+                ("not_after", &tlskit_x509::datetime::rfc3339(c.not_after)),
                 ("days_left", &format!("{:.1}", left as f64 / 86_400.0)),
             ],
         );

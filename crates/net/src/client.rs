@@ -224,7 +224,7 @@ pub struct Connected {
 /// A certificate's subject for people (RFC 4514), shared with `probe`.
 pub(crate) fn subject(der: &[u8]) -> String {
     match x509_parser::parse_x509_certificate(der) {
-        Ok((_, c)) => tlskit_verify::format_name(c.subject().as_raw()),
+        Ok((_, c)) => tlskit_x509::dn::display(c.subject().as_raw()),
         Err(_) => "(unparsable certificate)".into(),
     }
 }

@@ -84,13 +84,13 @@ pub enum NetError {
 
 /// A file name or key spec as messages show it: a `pkcs11:` URI with its PIN and every
 /// other secret hidden (`tlskit_pkcs11::redact_uri`), any other text through the one
-/// redaction (`tlskit_store::text::redact`).
+/// redaction (`tlskit_x509::text::redact`).
 pub(crate) fn shown_path(p: &std::path::Path) -> String {
     let text = p.to_string_lossy();
     if tlskit_pkcs11::is_uri(&text) {
         tlskit_pkcs11::redact_uri(&text)
     } else {
-        tlskit_store::text::redact(&text).into_owned()
+        tlskit_x509::text::redact(&text).into_owned()
     }
 }
 

@@ -2,7 +2,7 @@
 //! they contain spaces, quotes, `=`, a backslash or a character that is escaped. Values
 //! often carry a peer's or a certificate's text (client certificate subjects, reasons
 //! that quote names): control and bidi characters are escaped by the workspace's one
-//! escaping function (`tlskit_store::text`), and each value is cut at
+//! escaping function (`tlskit_x509::text`), and each value is cut at
 //! [`MAX_VALUE_CHARS`]. Nothing secret is ever passed here.
 //!
 //! Events go out as `tracing` events (through `tracing-core`): target `tlskit_net`, the
@@ -96,7 +96,7 @@ pub(crate) const MAX_VALUE_CHARS: usize = 1024;
 
 fn push_value(line: &mut String, v: &str) {
     use std::fmt::Write;
-    use tlskit_store::text::{needs_escape, Escaped};
+    use tlskit_x509::text::{needs_escape, Escaped};
     let plain = |c: char| !matches!(c, ' ' | '"' | '=' | '\\') && !needs_escape(c);
     if !v.is_empty() && v.len() <= MAX_VALUE_CHARS && v.chars().all(plain) {
         line.push_str(v);
@@ -290,12 +290,12 @@ pub(crate) fn event(level: Level, event: &str, fields: &[(&str, &dyn std::fmt::D
     });
 }
 
-/// A log value written through `tlskit_store::text::redact`.
+/// A log value written through `tlskit_x509::text::redact`.
 struct Redacted<'a>(&'a dyn std::fmt::Display);
 
 impl std::fmt::Display for Redacted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&tlskit_store::text::redact(&self.0.to_string()))
+        f.write_str(&tlskit_x509::text::redact(&self.0.to_string()))
     }
 }
 

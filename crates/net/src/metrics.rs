@@ -572,7 +572,7 @@ const SNI_LABEL_NAMES: usize = 8;
 /// shows them in logs (`\u{202e}`, `\x1b`), then `\`, `"` and newline are escaped as the
 /// Prometheus text format says, so the value read back is that visible escape.
 fn label(v: &str) -> String {
-    let v = tlskit_store::text::escape(v);
+    let v = tlskit_x509::text::escape(v);
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
         match c {
@@ -766,7 +766,7 @@ mod tests {
     fn label_values_are_escaped_for_prometheus_and_people() {
         // A bidi override and an escape sequence from a file name, a quote, a backslash.
         let v = label("evil\u{202e}txt.crt \x1b[31m \"q\" back\\slash\nnl");
-        assert!(!v.chars().any(tlskit_store::text::needs_escape), "{v:?}");
+        assert!(!v.chars().any(tlskit_x509::text::needs_escape), "{v:?}");
         assert_eq!(
             v,
             "evil\\\\u{202e}txt.crt \\\\x1b[31m \\\"q\\\" back\\\\slash\\\\nnl"

@@ -659,7 +659,7 @@ fn one(
 
 /// tlskit_store's median of these values, 0 when there are none.
 fn median_of(v: impl Iterator<Item = f64>) -> f64 {
-    tlskit_store::stats::median(&mut v.collect::<Vec<_>>()).unwrap_or(0.0)
+    tlskit_x509::stats::median(&mut v.collect::<Vec<_>>()).unwrap_or(0.0)
 }
 
 fn kb(n: usize) -> String {

@@ -399,7 +399,7 @@ fn check_alpn(cfg: &ServeConfig) -> Result<(), NetError> {
         if p.is_empty() || p.len() > 255 || !p.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(NetError::Config(format!(
                 "ALPN protocol '{}': must be 1 to 255 printable ASCII characters",
-                tlskit_store::text::escape(p)
+                tlskit_x509::text::escape(p)
             )));
         }
     }
@@ -1120,7 +1120,7 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
                 anchors_damaged = out
                     .report
                     .error_counts
-                    .get(tlskit_store::LintCode::CorruptAnchor.as_str())
+                    .get(tlskit_x509::LintCode::CorruptAnchor.as_str())
                     .copied()
                     .unwrap_or(0);
             }

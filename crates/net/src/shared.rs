@@ -140,7 +140,7 @@ pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| NetError::File {
             path: ca.clone(),
-            reason: tlskit_store::text::pem_error_reason(&e),
+            reason: tlskit_x509::text::pem_error_reason(&e),
         })?;
     if certs.is_empty() {
         return Err(NetError::File {
@@ -159,9 +159,9 @@ pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
 }
 
 /// The URL with any password replaced by `***` (for logs and errors): the workspace's
-/// one redaction, `tlskit_store::text::redact`.
+/// one redaction, `tlskit_x509::text::redact`.
 pub fn redact(url: &str) -> String {
-    tlskit_store::text::redact(url).into_owned()
+    tlskit_x509::text::redact(url).into_owned()
 }
 
 /// Read the KEK: exactly 32 bytes, or 64 hex digits (whitespace around ignored); refused

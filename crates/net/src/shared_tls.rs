@@ -88,7 +88,7 @@ impl TlsCheck {
         let name = ServerName::try_from(host.clone()).map_err(|_| {
             NetError::Config(format!(
                 "--shared-state: {} is not a host name or an IP address",
-                tlskit_store::text::escape(host)
+                tlskit_x509::text::escape(host)
             ))
         })?;
         Ok(Some(Arc::new(Self {

@@ -169,7 +169,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let subject = match &opts.subject {
         Some(s) => s.clone(),
         None => {
-            let tag = tlskit_store::text::hex(&cert::random_serial()?[..4]);
+            let tag = tlskit_x509::text::hex(&cert::random_serial()?[..4]);
             format!("CN=tlskit CA {tag},O=tlskit")
         }
     };
@@ -446,7 +446,7 @@ impl Ca {
         if self.not_after < now {
             return Err(PkiError::Refused(format!(
                 "refusing to issue: the CA certificate expired on {}",
-                tlskit_store::datetime::rfc3339(self.not_after.unix_timestamp())
+                tlskit_x509::datetime::rfc3339(self.not_after.unix_timestamp())
             )));
         }
         if profile == Profile::Intermediate && self.path_len == Some(0) {
@@ -457,7 +457,7 @@ impl Ca {
         if p.not_after > self.not_after {
             return Err(PkiError::Refused(format!(
                 "refusing to issue: the certificate would outlive the CA (CA expires {}); ask for fewer --days",
-                tlskit_store::datetime::rfc3339(self.not_after.unix_timestamp())
+                tlskit_x509::datetime::rfc3339(self.not_after.unix_timestamp())
             )));
         }
         p.use_authority_key_identifier_extension = true;
@@ -470,21 +470,21 @@ impl Ca {
         let used = read_serials(&index_path)?;
         let serial = loop {
             let s = cert::random_serial()?;
-            if !used.contains(&tlskit_store::text::hex(&s)) {
+            if !used.contains(&tlskit_x509::text::hex(&s)) {
                 break s;
             }
         };
-        let serial_hex = tlskit_store::text::hex(&serial);
+        let serial_hex = tlskit_x509::text::hex(&serial);
         p.serial_number = Some(SerialNumber::from_slice(&serial));
         let c = p
             .signed_by(spki, &issuer)
             .map_err(PkiError::rcgen("signing the certificate"))
             .map_err(|e| self.key.explain(e))?;
         let der = c.der().to_vec();
-        let sha256 = tlskit_store::text::hex(&Sha256::digest(&der));
+        let sha256 = tlskit_x509::text::hex(&Sha256::digest(&der));
         // Whole seconds, as every timestamp tlskit writes (entries written before had
         // nanoseconds: they are read as the strings they are).
-        let fmt = |t: ::time::OffsetDateTime| tlskit_store::datetime::rfc3339(t.unix_timestamp());
+        let fmt = |t: ::time::OffsetDateTime| tlskit_x509::datetime::rfc3339(t.unix_timestamp());
         let entry = IndexEntry {
             serial: serial_hex.clone(),
             subject: subject_string(&der),

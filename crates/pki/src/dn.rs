@@ -237,9 +237,9 @@ fn short_name(oid: &x509_parser::der_parser::oid::Oid<'_>) -> String {
 }
 
 /// Print a name from a certificate in RFC 4514 form (most specific first): the
-/// workspace's one renderer, [`tlskit_store::dn::rfc4514`].
+/// workspace's one renderer, [`tlskit_x509::dn::rfc4514`].
 pub fn display(name: &X509Name<'_>) -> String {
-    tlskit_store::dn::rfc4514(name)
+    tlskit_x509::dn::rfc4514(name)
 }
 
 /// The first commonName of a name, if any.

@@ -212,11 +212,11 @@ pub struct CrlInfo {
 }
 
 pub(crate) fn sha256_hex(b: &[u8]) -> String {
-    tlskit_store::text::hex(&Sha256::digest(b))
+    tlskit_x509::text::hex(&Sha256::digest(b))
 }
 
 pub(crate) fn rfc3339(t: ASN1Time) -> String {
-    tlskit_store::datetime::rfc3339(t.timestamp())
+    tlskit_x509::datetime::rfc3339(t.timestamp())
 }
 
 fn oid_name(oid: &Oid<'_>) -> String {
@@ -312,7 +312,7 @@ pub(crate) fn san_info(g: &GeneralName<'_>) -> SanInfo {
                         .to_string(),
                     16 => std::net::IpAddr::from(<[u8; 16]>::try_from(*b).unwrap_or_default())
                         .to_string(),
-                    _ => format!("#{}", tlskit_store::text::hex(b)),
+                    _ => format!("#{}", tlskit_x509::text::hex(b)),
                 };
             plain("ip", v)
         }
@@ -435,13 +435,13 @@ pub fn cert_info(der: &[u8], c: &X509Certificate<'_>) -> CertInfo {
     for ext in c.extensions() {
         match ext.parsed_extension() {
             ParsedExtension::SubjectKeyIdentifier(k) => {
-                subject_key_id = Some(tlskit_store::text::hex(k.0))
+                subject_key_id = Some(tlskit_x509::text::hex(k.0))
             }
             ParsedExtension::AuthorityKeyIdentifier(a) => {
                 authority_key_id = a
                     .key_identifier
                     .as_ref()
-                    .map(|k| tlskit_store::text::hex(k.0))
+                    .map(|k| tlskit_x509::text::hex(k.0))
             }
             _ => {}
         }
@@ -450,7 +450,7 @@ pub fn cert_info(der: &[u8], c: &X509Certificate<'_>) -> CertInfo {
         kind: "certificate",
         subject: dn::display(c.subject()),
         issuer: dn::display(c.issuer()),
-        serial: tlskit_store::text::hex(c.raw_serial()),
+        serial: tlskit_x509::text::hex(c.raw_serial()),
         not_before: rfc3339(c.validity().not_before),
         not_after: rfc3339(c.validity().not_after),
         sans,
@@ -513,7 +513,7 @@ fn crl_info(der: &[u8], crl: &CertificateRevocationList<'_>) -> CrlInfo {
         revoked: crl
             .iter_revoked_certificates()
             .map(|r| RevokedInfo {
-                serial: tlskit_store::text::hex(r.raw_serial()),
+                serial: tlskit_x509::text::hex(r.raw_serial()),
                 revoked_at: rfc3339(r.revocation_date),
                 reason: r.reason_code().map(|(_, c)| c.to_string()),
             })

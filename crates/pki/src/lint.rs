@@ -5,8 +5,8 @@ use std::path::Path;
 
 use ::time::{Duration, OffsetDateTime};
 use serde::Serialize;
-use tlskit_store::certrules::{self, CertRule};
-use tlskit_store::LintCode;
+use tlskit_x509::certrules::{self, CertRule};
+use tlskit_x509::LintCode;
 use x509_parser::prelude::*;
 
 use crate::constraints::{Constraints, Name};

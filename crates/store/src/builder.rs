@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use sha2::Digest;
 
 use crate::arena::{Arena, Buf, MAP_MIN};
-use crate::der;
 use crate::error::{IssueKind, LoadIssue};
 use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+use tlskit_x509::der;
 
 /// Result of adding one certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,7 +184,7 @@ pub(crate) fn prepare(cert: &[u8]) -> Result<Prepared, IssueKind> {
     // verifier trusts it for exactly itself, never as an issuer (tlskit-verify).
     if !f.is_ca && subject != issuer {
         return Err(IssueKind::NotCa {
-            subject: crate::lint::render_name(subject),
+            subject: tlskit_x509::dn::display(subject),
         });
     }
     if f.subject.1 > 65533 {

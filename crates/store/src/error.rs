@@ -77,8 +77,8 @@ impl IssueKind {
     }
 
     /// The typed code of this issue, as `store lint` reports it.
-    pub fn code(&self) -> crate::lintcode::LintCode {
-        use crate::lintcode::LintCode as C;
+    pub fn code(&self) -> tlskit_x509::lintcode::LintCode {
+        use tlskit_x509::lintcode::LintCode as C;
         match self {
             IssueKind::Unreadable(_) => C::Unreadable,
             IssueKind::SymlinkLoop => C::SymlinkLoop,

@@ -10,8 +10,9 @@
 //!   rules in the `snapshot` module docs).
 //! * [`StoreHandle`]: reload on demand, on SIGHUP, on source change; readers never block.
 //! * [`lint()`] and [`plan_prune`]: hygiene.
-//! * [`text`]: the one escaping function for text from certificates, files and peers,
-//!   and PEM errors as messages that quote none of the input.
+//!
+//! The X.509 vocabulary it reads with (DER reader, name rendering, text escaping, dates,
+//! certificate rules, lint codes) is the foundation crate tlskit-x509's.
 //!
 //! No unsafe code: a snapshot is read into memory, never mapped (a mapped file truncated
 //! or rewritten in place would crash the process with SIGBUS).
@@ -19,20 +20,13 @@
 
 mod arena;
 mod builder;
-pub mod certrules;
-pub mod datetime;
-pub mod der;
-pub mod dn;
 mod error;
 mod handle;
 pub mod lint;
-pub mod lintcode;
 mod pem;
 mod snapshot;
 mod source;
-pub mod stats;
 mod store;
-pub mod text;
 
 pub use builder::{Added, StoreBuilder};
 pub use error::{
@@ -41,10 +35,8 @@ pub use error::{
 };
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};
 pub use lint::{
-    apply_prune, lint, lint_at, plan_prune, plan_prune_at, render_name, Finding, LintReport,
-    PrunePlan,
+    apply_prune, lint, lint_at, plan_prune, plan_prune_at, Finding, LintReport, PrunePlan,
 };
-pub use lintcode::LintCode;
 pub use snapshot::{
     atomic_write, build_snapshot, has_magic, SourceRecord, MAGIC, MAX_SNAPSHOT_BYTES, VERSION,
 };

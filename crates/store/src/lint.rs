@@ -19,17 +19,16 @@ use x509_parser::prelude::FromDer;
 
 use crate::builder::StoreBuilder;
 use crate::error::{IssueKind, StoreError};
-use crate::lintcode::LintCode;
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
+use tlskit_x509::lintcode::LintCode;
 
-/// A printable Distinguished Name of a raw Name DER (see [`crate::dn::display`]).
-pub use crate::dn::display as render_name;
+use tlskit_x509::dn;
 
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Finding {
-    /// `duplicate`, `same-subject`, a certificate rule ([`crate::certrules::CertRule`]:
+    /// `duplicate`, `same-subject`, a certificate rule ([`tlskit_x509::certrules::CertRule`]:
     /// `expired`, `not-yet-valid`, `weak-key`, `sha1-signature`, `md5-signature`,
     /// `md2-signature`), or a load issue (`private-key`, `bad-pem`, ...); serialized as
     /// its text.
@@ -131,17 +130,17 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
         findings.push(Finding {
             kind: LintCode::Duplicate,
             path: path_of(f),
-            subject: render_name(anchor.subject()),
+            subject: dn::display(anchor.subject()),
             detail: if same {
                 format!(
                     "block {block}: repeats an earlier block of the same file (sha256 {})",
-                    crate::text::hex(anchor.sha256())
+                    tlskit_x509::text::hex(anchor.sha256())
                 )
             } else {
                 format!(
                     "block {block}: same certificate as {} (sha256 {})",
                     first.display(),
-                    crate::text::hex(anchor.sha256())
+                    tlskit_x509::text::hex(anchor.sha256())
                 )
             },
         });
@@ -151,10 +150,10 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
             .get(&a.index())
             .map(|&f| path_of(f))
             .unwrap_or_default();
-        let subject = render_name(a.subject());
-        // The certificate rules `tlskit lint` applies too (crate::certrules).
+        let subject = dn::display(a.subject());
+        // The certificate rules `tlskit lint` applies too (tlskit_x509::certrules).
         if let Ok((_, cert)) = x509_parser::certificate::X509Certificate::from_der(a.der()) {
-            for f in crate::certrules::check(&cert, now, None) {
+            for f in tlskit_x509::certrules::check(&cert, now, None) {
                 let detail = if f.rule.is_weak_signature() {
                     format!(
                         "{}; a root's self-signature is not what makes it trusted, but it marks an old CA",
@@ -189,15 +188,15 @@ pub fn lint_at(sources: &[Source], now: i64) -> LintReport {
                     };
                     format!(
                         "{} ({state} until {})",
-                        &crate::text::hex(a.sha256())[..16],
-                        crate::datetime::rfc3339(a.not_after())
+                        &tlskit_x509::text::hex(a.sha256())[..16],
+                        tlskit_x509::datetime::rfc3339(a.not_after())
                     )
                 })
                 .collect();
             findings.push(Finding {
                 kind: LintCode::SameSubject,
                 path,
-                subject: render_name(name),
+                subject: dn::display(name),
                 detail: format!(
                     "{} anchors share this subject: {}",
                     group.len(),

@@ -17,13 +17,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::builder::{prepare, Added, Prepared, StoreBuilder};
-use crate::der;
 use crate::error::{
     AnchorDamage, IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
 };
 use crate::pem::{self, Block, PemScanner};
 use crate::snapshot::{self, SourceRecord};
 use crate::store::{now_unix, TrustStore};
+use tlskit_x509::der;
 
 /// Where certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,8 +26,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::der;
 use crate::error::AnchorDamage;
+use tlskit_x509::der;
 
 pub(crate) const REC_LEN: usize = 40;
 pub(crate) const NO_SKI: u32 = u32::MAX;

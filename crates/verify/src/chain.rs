@@ -30,7 +30,7 @@ use webpki::{
 use crate::cache::{CacheLimits, VerifyCache};
 use crate::profile::{self, CertRole, PathCert, Profile, Rule, RuleSet, Violation};
 use crate::rfc5280;
-use tlskit_store::der;
+use tlskit_x509::{der, dn};
 
 /// What the end-entity certificate must be good for (its extended key usage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -209,7 +209,7 @@ impl VerifiedChain {
         self.certs
             .iter()
             .map(|c| {
-                der::cert_view(c).map_or_else(|| "(unparsable)".into(), |f| format_name(f.subject))
+                der::cert_view(c).map_or_else(|| "(unparsable)".into(), |f| dn::display(f.subject))
             })
             .collect()
     }
@@ -369,7 +369,7 @@ impl fmt::Display for VerifyError {
             Self::AnchorNotValid { subject, time } => write!(
                 f,
                 "the only trust anchors named {subject} are outside their validity period at {}",
-                tlskit_store::datetime::rfc3339(*time)
+                tlskit_x509::datetime::rfc3339(*time)
             ),
             Self::Expired {
                 time,
@@ -379,8 +379,8 @@ impl fmt::Display for VerifyError {
                 f,
                 "{} expired at {} (checked at {}); renew it",
                 WhichCert(which),
-                tlskit_store::datetime::rfc3339(*not_after),
-                tlskit_store::datetime::rfc3339(*time)
+                tlskit_x509::datetime::rfc3339(*not_after),
+                tlskit_x509::datetime::rfc3339(*time)
             ),
             Self::NotYetValid {
                 time,
@@ -390,8 +390,8 @@ impl fmt::Display for VerifyError {
                 f,
                 "{} is not valid before {} (checked at {}); check the clock, or wait",
                 WhichCert(which),
-                tlskit_store::datetime::rfc3339(*not_before),
-                tlskit_store::datetime::rfc3339(*time)
+                tlskit_x509::datetime::rfc3339(*not_before),
+                tlskit_x509::datetime::rfc3339(*time)
             ),
             Self::NameMismatch {
                 expected,
@@ -463,11 +463,8 @@ fn locate(
     std::iter::once(Some(leaf))
         .chain(presented.iter().map(Option::as_ref))
         .enumerate()
-        .find_map(|(i, f)| f.filter(|f| hit(f)).map(|f| (i, format_name(f.subject))))
+        .find_map(|(i, f)| f.filter(|f| hit(f)).map(|f| (i, dn::display(f.subject))))
 }
-
-/// A name for people, RFC 4514 (tlskit-store's one renderer, [`tlskit_store::dn::display`]).
-pub use tlskit_store::dn::display as format_name;
 
 /// Verifies chains against a [`TrustStore`], with an optional cache.
 #[derive(Debug)]
@@ -778,12 +775,12 @@ impl ChainVerifier {
             if matches!(e, webpki::Error::UnknownIssuer) {
                 if let Some(subject) = skipped {
                     return VerifyError::AnchorNotValid {
-                        subject: format_name(subject),
+                        subject: dn::display(subject),
                         time: secs,
                     };
                 }
                 return VerifyError::UnknownIssuer {
-                    issuer: format_name(top_issuer(&leaf, intermediates)),
+                    issuer: dn::display(top_issuer(&leaf, intermediates)),
                 };
             }
             let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
@@ -897,7 +894,7 @@ impl ChainVerifier {
                             Some(r) => refusal_error(r, secs, purpose, max_depth),
                             None if ee.is_none() && !matches!(e, VerifyError::CaAsEndEntity) => e,
                             None => VerifyError::UnknownIssuer {
-                                issuer: format_name(top_issuer(&leaf, intermediates)),
+                                issuer: dn::display(top_issuer(&leaf, intermediates)),
                             },
                         })
                     }
@@ -1018,7 +1015,7 @@ fn revoked_one(
                         .as_ref()
                         .is_some_and(|l| matches!(l.find_serial(c.raw_serial()), Ok(Some(_))))
             });
-            listed.then(|| (i, format_name(c.subject().as_raw())))
+            listed.then(|| (i, dn::display(c.subject().as_raw())))
         })
 }
 
@@ -1045,7 +1042,7 @@ fn refusal_error(
         };
         return VerifyError::Other(w.into());
     };
-    let subject = format_name(&subject);
+    let subject = dn::display(&subject);
     let rule = |rule: Rule, detail: &str| {
         VerifyError::Rule(Violation {
             rule,

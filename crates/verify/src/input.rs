@@ -8,7 +8,7 @@ use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
 use crate::chain::Crl;
-use tlskit_store::text::pem_error_reason;
+use tlskit_x509::text::pem_error_reason;
 
 /// A file that could not be used.
 #[derive(Debug, thiserror::Error)]

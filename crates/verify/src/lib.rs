@@ -22,7 +22,7 @@ mod tls;
 
 pub use cache::CacheLimits;
 pub use chain::{
-    format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
+    ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
     MAX_ISSUER_CANDIDATES, MAX_SUPPORTED_DEPTH, WEBPKI_MAX_DEPTH,
 };
 pub use count::{signature_checks, signature_checks_on_thread};

@@ -28,7 +28,8 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer;
 
-use crate::chain::{format_name, Purpose};
+use crate::chain::Purpose;
+use tlskit_x509::dn;
 
 /// Which rule set a verification applies on top of rustls-webpki.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
@@ -544,7 +545,7 @@ pub(crate) fn check_path(
             .flatten()
             .and_then(|b| b.value.path_len_constraint);
         if pc.role == CertRole::Anchor {
-            anchor_path_len = len.map(|l| (l, format_name(c.tbs_certificate.subject.as_raw())));
+            anchor_path_len = len.map(|l| (l, dn::display(c.tbs_certificate.subject.as_raw())));
         }
         if pc.role != CertRole::EndEntity {
             memo::put(
@@ -666,13 +667,13 @@ fn check_anchor_path_len(
 ) -> Result<(), Violation> {
     let below = path[1..path.len() - 1]
         .iter()
-        .filter(|pc| tlskit_store::der::cert_view(pc.der).is_none_or(|f| f.subject != f.issuer))
+        .filter(|pc| tlskit_x509::der::cert_view(pc.der).is_none_or(|f| f.subject != f.issuer))
         .count();
     if below as u64 > u64::from(len) {
         let subject = if subject.is_empty() {
             path.last()
-                .and_then(|pc| tlskit_store::der::cert_view(pc.der))
-                .map_or_else(String::new, |f| format_name(f.subject))
+                .and_then(|pc| tlskit_x509::der::cert_view(pc.der))
+                .map_or_else(String::new, |f| dn::display(f.subject))
         } else {
             subject
         };
@@ -700,7 +701,7 @@ fn violation(
         rule,
         position: pos,
         role,
-        subject: format_name(c.tbs_certificate.subject.as_raw()),
+        subject: dn::display(c.tbs_certificate.subject.as_raw()),
         detail: detail.into(),
     }
 }
@@ -1500,10 +1501,10 @@ fn weak_signature_name(oid: &Oid<'_>) -> Option<String> {
     // The broken hashes are tlskit-store's one table (shared with both lint commands);
     // DSA with SHA-256 is refused for DSA alone.
     let id = oid.to_id_string();
-    if let Some((rule, name)) = tlskit_store::certrules::weak_signature(&id) {
+    if let Some((rule, name)) = tlskit_x509::certrules::weak_signature(&id) {
         let hash = match rule {
-            tlskit_store::certrules::CertRule::Md5Signature => "MD5",
-            tlskit_store::certrules::CertRule::Md2Signature => "MD2",
+            tlskit_x509::certrules::CertRule::Md5Signature => "MD5",
+            tlskit_x509::certrules::CertRule::Md2Signature => "MD2",
             _ if name.starts_with("dsa") => "DSA, SHA-1",
             _ => "SHA-1",
         };

@@ -43,7 +43,7 @@ use x509_parser::x509::{RelativeDistinguishedName, X509Name};
 
 use crate::chain::{Crl, Purpose};
 use crate::profile::CertRole;
-use tlskit_store::der;
+use tlskit_x509::der;
 
 /// Most signature verifications (certificates and CRLs) per call, like rustls-webpki's
 /// own budget of 100.

@@ -206,7 +206,7 @@ fn print_issued(r: &IssueReport) {
 
 /// Unix seconds as RFC 3339 (`2026-11-23T21:41:37Z`).
 fn unix_date(secs: u64) -> String {
-    tlskit_store::datetime::rfc3339(i64::try_from(secs).unwrap_or(i64::MAX))
+    tlskit_x509::datetime::rfc3339(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 fn set_log_level(ca: &CaArgs) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tlskit_pki::key::KeyType;
 
 use crate::output::{print_json, CmdResult, Escaped, Outcome};
-use tlskit_store::text::redact;
+use tlskit_x509::text::redact;
 
 /// `tlskit pkcs11` subcommands.
 #[derive(clap::Subcommand)]

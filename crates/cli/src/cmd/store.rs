@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use serde::Serialize;
-use tlskit_store::{LintCode, LoadIssue, LoadReport, Source, StoreError, TrustStore};
+use tlskit_store::{LoadIssue, LoadReport, Source, StoreError, TrustStore};
+use tlskit_x509::LintCode;
 
 use crate::output::{print_json, warn, CmdResult, Escaped, Outcome, Style};
 
@@ -285,8 +286,8 @@ fn show(a: ShowArgs) -> CmdResult {
         store
             .anchors()
             .map(|x| AnchorJson {
-                subject: tlskit_store::render_name(x.subject()),
-                sha256: tlskit_store::text::hex(x.sha256()),
+                subject: tlskit_x509::dn::display(x.subject()),
+                sha256: tlskit_x509::text::hex(x.sha256()),
                 not_before: rfc3339(x.not_before()),
                 not_after: rfc3339(x.not_after()),
                 expired: x.not_after() < now,
@@ -441,7 +442,7 @@ fn build(a: BuildArgs) -> CmdResult {
 /// certificate in the bundle and the directory, several CAs with one subject, SHA-1
 /// self-signatures on old roots). Exit 1 only for errors and warnings.
 pub(crate) fn store_severity(kind: LintCode) -> &'static str {
-    use tlskit_store::certrules::CertRule;
+    use tlskit_x509::certrules::CertRule;
     match kind {
         LintCode::Duplicate | LintCode::SameSubject | LintCode::Rule(CertRule::Sha1Signature) => {
             "info"
@@ -605,7 +606,7 @@ fn prune(a: PruneArgs) -> CmdResult {
     Ok(Outcome::Success)
 }
 
-pub(crate) use tlskit_store::datetime::rfc3339;
+pub(crate) use tlskit_x509::datetime::rfc3339;
 
 pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
     let srcs = sources(&a.sources);
@@ -618,7 +619,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         load_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(r);
     }
-    let load_ms = tlskit_store::stats::median(&mut load_ms).unwrap_or(f64::NAN);
+    let load_ms = tlskit_x509::stats::median(&mut load_ms).unwrap_or(f64::NAN);
 
     let tmp = tempfile::Builder::new()
         .prefix("tlskit-bench-")
@@ -633,7 +634,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         snap_ms.push(t.elapsed().as_secs_f64() * 1e3);
         drop(s);
     }
-    let snapshot_load_ms = tlskit_store::stats::median(&mut snap_ms).unwrap_or(f64::NAN);
+    let snapshot_load_ms = tlskit_x509::stats::median(&mut snap_ms).unwrap_or(f64::NAN);
 
     // One subject lookup on the in-memory store: a subject from the middle of the store.
     let subject = store
@@ -651,7 +652,7 @@ pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
         std::hint::black_box(found);
         lookup.push(t.elapsed().as_nanos() as f64 / f64::from(iters));
     }
-    let lookup_ns = tlskit_store::stats::median(&mut lookup).unwrap_or(f64::NAN);
+    let lookup_ns = tlskit_x509::stats::median(&mut lookup).unwrap_or(f64::NAN);
     let anchors = store.len();
     let der = store.der_bytes();
     let mem = store.memory_bytes();

@@ -327,11 +327,11 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
         host_unicode,
         ip,
         purpose,
-        at: tlskit_store::datetime::rfc3339(i64::try_from(at.as_secs()).unwrap_or(i64::MAX)),
+        at: tlskit_x509::datetime::rfc3339(i64::try_from(at.as_secs()).unwrap_or(i64::MAX)),
         anchor_sha256: result
             .as_ref()
             .ok()
-            .map(|v| tlskit_store::text::hex(&v.chain.anchor_sha256)),
+            .map(|v| tlskit_x509::text::hex(&v.chain.anchor_sha256)),
         profile: args.profile,
     };
     if args.json {
@@ -426,7 +426,7 @@ struct BenchJson {
 
 /// tlskit_store's median, NaN when there are no values (never: every run records one).
 fn median_of(mut v: Vec<f64>) -> f64 {
-    tlskit_store::stats::median(&mut v).unwrap_or(f64::NAN)
+    tlskit_x509::stats::median(&mut v).unwrap_or(f64::NAN)
 }
 
 /// Run `f` on `threads` threads for at least `min` and return verifications per second.

@@ -366,7 +366,7 @@ fn have_openssl() -> bool {
 }
 
 /// `tlskit lint` and `tlskit store lint` apply the same certificate rules
-/// (tlskit_store::certrules): to both, an OpenSSL-made P-192 CA signed with SHA-1 is a
+/// (tlskit_x509::certrules): to both, an OpenSSL-made P-192 CA signed with SHA-1 is a
 /// weak key and a SHA-1 signature (store lint used to miss small EC keys), and an RSA CA
 /// signed with MD5 an MD5 signature (lint used to call it "sha1-signature").
 #[test]

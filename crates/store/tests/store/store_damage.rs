@@ -74,7 +74,7 @@ fn damaged_anchor_is_counted_at_first_use_and_named_by_verify_all() {
     damage(&snap, &ders[3]);
     let s = TrustStore::open_snapshot(&snap).unwrap();
     assert_eq!(s.damaged_seen(), 0, "nothing checked at open");
-    let subject = tlskit_store::der::cert_view(&ders[3]).unwrap().subject;
+    let subject = tlskit_x509::der::cert_view(&ders[3]).unwrap().subject;
     assert_eq!(s.by_subject(subject).count(), 0, "never returned");
     assert_eq!(s.damaged_seen(), 1, "found at first use");
     assert_eq!(s.damaged_anchors(), vec![(3, AnchorDamage::Digest)]);

@@ -63,7 +63,7 @@ fn forged(aki: Option<Vec<u8>>) -> Ca {
 }
 
 fn ski(ca: &Ca) -> Vec<u8> {
-    tlskit_store::der::cert_view(&ca.der)
+    tlskit_x509::der::cert_view(&ca.der)
         .and_then(|v| v.ski)
         .unwrap()
         .to_vec()

@@ -1,6 +1,6 @@
 //! The one set of certificate rules that both `tlskit lint` (a certificate, a chain, a
 //! request: `tlskit_pki::lint`) and `tlskit store lint` (every anchor of a trust store:
-//! [`crate::lint`]) apply: validity, key strength and signature hash. Each finding has a
+//! `tlskit_store::lint`) apply: validity, key strength and signature hash. Each finding has a
 //! typed [`CertRule`] whose stable code is what `--json` carries; severities and the
 //! checks only one of them makes (SANs and chain order for `lint`, duplicates and shared
 //! subjects for `store lint`) stay with each caller.

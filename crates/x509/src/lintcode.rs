@@ -18,7 +18,7 @@ pub enum LintCode {
     /// Several anchors with one subject.
     SameSubject,
 
-    // `store lint`: load issues ([`crate::IssueKind::code`]).
+    // `store lint`: load issues (`tlskit_store::IssueKind::code`).
     /// A path that could not be read.
     Unreadable,
     /// A symbolic link loop.

@@ -7,8 +7,8 @@
 //! terminal, BEL, CR that returns to the start of the line, or a right-to-left override
 //! that makes `moc.elpmaxe` read `example.com`. [`escape`] shows each such character as
 //! an escape (`\x1b`, `\r`, `\u{202e}`) and leaves every other character, including
-//! non-ASCII letters, as it is. It lives in the lowest crate so that every crate's
-//! printer and log line reaches the same function; `--json` output does not use it
+//! non-ASCII letters, as it is. It lives in the foundation crate (tlskit-x509) so that
+//! every crate's printer and log line reaches the same function; `--json` output does not use it
 //! (serde's JSON escaping keeps strings exact).
 
 use std::borrow::Cow;

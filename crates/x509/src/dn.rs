@@ -92,9 +92,8 @@ pub fn rfc4514(name: &X509Name<'_>) -> String {
 }
 
 /// A DER-encoded name for people: RFC 4514 (`CN=...,O=...`), `(empty name)` for an empty
-/// name, `(unparsable name)` when it does not parse. The one name renderer every crate
-/// prints through (re-exported as `tlskit_store::render_name` and
-/// `tlskit_verify::format_name`).
+/// name, `(unparsable name)` when it does not parse. The one public name of the one name
+/// renderer every crate prints through.
 pub fn display(name_der: &[u8]) -> String {
     match rfc4514_der(name_der) {
         Some(s) if s.is_empty() => "(empty name)".into(),
