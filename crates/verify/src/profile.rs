@@ -1498,7 +1498,7 @@ fn rsa_pss_issuer(parsed: &[Option<X509Certificate<'_>>], anchors: &[&[u8]]) -> 
 
 /// The name of a signature algorithm rustls-webpki does not accept, if `oid` is one.
 fn weak_signature_name(oid: &Oid<'_>) -> Option<String> {
-    // The broken hashes are tlskit-store's one table (shared with both lint commands);
+    // The broken hashes are tlskit-x509's one table (shared with both lint commands);
     // DSA with SHA-256 is refused for DSA alone.
     let id = oid.to_id_string();
     if let Some((rule, name)) = tlskit_x509::certrules::weak_signature(&id) {
