@@ -24,6 +24,7 @@ pub mod probe;
 mod process;
 mod proxy;
 mod ratelimit;
+mod resp;
 mod server;
 pub mod shared;
 mod sock;
