@@ -1,6 +1,6 @@
 //! The network commands against real peers: `serve` (terminator, reloads, limits,
 //! metrics), interop with curl, OpenSSL, GnuTLS, nginx, HAProxy, Chromium, nghttpd,
-//! Redis, `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2.
+//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
@@ -16,3 +16,4 @@ mod net_serve;
 mod pkcs11;
 mod probe_cli;
 mod probe_starttls;
+mod redis_hostile;
