@@ -1,7 +1,7 @@
 //! Entry points for the fuzz harnesses (`fuzz/src/harness.rs`) into parsers that are
 //! crate-internal: the server's own ClientHello reader ([`crate::hello`]), the HTTP
 //! responder's request-head parser ([`crate::http`]) and the RESP reply reader of the
-//! fleet's Redis connections ([`crate::resp`]). Not API: hidden from the docs, may
+//! fleet's Redis connections (`resp.rs`). Not API: hidden from the docs, may
 //! change at any time. They call the same code the server runs, unchanged.
 
 use std::io;

@@ -25,13 +25,17 @@
 //! node keeps the keys it has (tickets keep resuming across the fleet until the next
 //! rotation), logs `shared_state_down`, `tlskit_shared_state_up` is 0, and it resynchronises
 //! when Redis is back. Sealed keys that do not open with this node's KEK are refused
-//! (`shared_state_key_refused`): the node keeps its own keys and never overwrites the
-//! fleet's. Every Redis call has a deadline ([`OP_TIMEOUT`]); nothing waits on Redis in a
-//! handshake, and no runtime worker thread waits on the ACME storage's blocking calls.
+//! (`shared_state_key_refused`): the node keeps its own keys, rotates them locally and
+//! never overwrites the fleet's. A value that cannot be a sealed key set at all (garbage,
+//! over its cap: (`looks_sealed`)) is replaced by the node that wins the rotation lease,
+//! so rotation goes on. Every Redis operation has one deadline ([`OP_TIMEOUT`]: connect,
+//! log-in, command and reply together) and every reply a cap by key type ([`caps`]),
+//! read by tlskit's own RESP reader (`resp.rs`); nothing waits on Redis in a
+//! handshake, and no runtime worker thread waits on Redis at all.
 //!
 //! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
 //! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
-//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]).
+//! server against the system's roots, or against `--shared-state-ca` (`endpoint`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -865,7 +869,7 @@ pub trait TicketStore: Send + Sync {
     fn reset(&self);
 }
 
-/// [`TicketStore`] on Redis, through tlskit's own RESP reader ([`crate::resp`]): one
+/// [`TicketStore`] on Redis, through tlskit's own RESP reader (`resp.rs`): one
 /// connection for commands (opened lazily, reopened after an error), one more for the
 /// subscription. Each command runs on the blocking pool with one deadline
 /// ([`OP_TIMEOUT`]) for connect, log-in, command and reply; each reply is capped at
@@ -1379,7 +1383,7 @@ mod tests {
 /// answers a validation, and an issuance lock (`SET NX PX`, 10 minutes, released only by
 /// its holder) so that the fleet orders each name once.
 ///
-/// Blocking calls on one connection through tlskit's RESP reader ([`crate::resp`]), each
+/// Blocking calls on one connection through tlskit's RESP reader (`resp.rs`), each
 /// with one deadline ([`OP_TIMEOUT`]) for connect, log-in, command and reply, and each
 /// reply capped by its key type ([`caps`]); the manager calls them from the blocking
 /// pool, as it does the filesystem storage, and the issuance lock is released there too.
