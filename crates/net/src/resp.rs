@@ -279,7 +279,12 @@ impl RespError {
     /// The reply was refused for its size or shape: the key holds something tlskit never
     /// wrote (Redis itself is fine).
     pub(crate) fn is_bad_value(&self) -> bool {
-        matches!(self, Self::Reply { .. } | Self::Unexpected { .. })
+        match self {
+            Self::Reply { .. } | Self::Unexpected { .. } => true,
+            // The key holds a list, a hash...: not a value tlskit wrote either.
+            Self::Refused { text, .. } => text.starts_with("WRONGTYPE"),
+            _ => false,
+        }
     }
 }
 

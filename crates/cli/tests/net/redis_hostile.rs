@@ -302,7 +302,7 @@ fn redis_cli(port: u16, args: &[&[u8]]) -> Vec<u8> {
 }
 
 /// Garbage in `tlskit:ticket-keys` (not a sealed key set; then a value over the 4 KiB
-/// cap): rotation goes on (a 2 s period; before: 0 rotations in 61 s with a 10 s one),
+/// cap; then a list): rotation goes on (a 2 s period; before: 0 rotations in 61 s with a 10 s one),
 /// the node says so once and replaces the value with its sealed keys.
 #[test]
 fn redis_hostile_garbage_in_ticket_keys_rotation_goes_on() {
@@ -363,6 +363,23 @@ fn redis_hostile_garbage_in_ticket_keys_rotation_goes_on() {
         "rotation stopped: {}",
         srv.stderr()
     );
+    let t0 = Instant::now();
+    while !sealed() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "{}", srv.stderr());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Another type than a string (GET answers WRONGTYPE): replaced too.
+    let made = redis_cli(
+        rport,
+        &[
+            b"EVAL",
+            b"redis.call('DEL', KEYS[1]); return redis.call('LPUSH', KEYS[1], ARGV[1])",
+            b"1",
+            b"tlskit:ticket-keys",
+            b"a list",
+        ],
+    );
+    assert_eq!(made, b"1\n");
     let t0 = Instant::now();
     while !sealed() {
         assert!(t0.elapsed() < Duration::from_secs(5), "{}", srv.stderr());
