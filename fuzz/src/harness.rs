@@ -1085,3 +1085,75 @@ pub fn resp_reply(data: &[u8]) -> tlskit_net::fuzzing::RespRun {
     }
     run
 }
+
+/// ACME documents as tlskit reads them from a CA (`tlskit_net::fuzzing::acme_json`, the
+/// types instant-acme deserializes, then what tlskit does with them). First byte: the
+/// document (mod 5: 0 order, 1 authorization, 2 renewal information, 3 problem, 4 a
+/// certificate chain in PEM through the result check); second byte: where in the ARI
+/// window to pick (/255); the rest is the document.
+pub fn acme_json(data: &[u8]) -> Option<tlskit_net::fuzzing::AcmeDoc> {
+    use tlskit_net::fuzzing::{acme_json, acme_result, AcmeDoc, ACME_LEAF, ACME_MAX_CHAIN};
+    let (&kind, rest) = data.split_first()?;
+    let (&pick, doc) = rest.split_first()?;
+    let rand01 = f64::from(pick) / 255.0;
+    let kind = kind % 5;
+    if kind == 4 {
+        let names = vec!["fuzz.example".to_string()];
+        if let Ok(n) = acme_result(doc, &names) {
+            assert!(
+                (1..=ACME_MAX_CHAIN).contains(&n),
+                "{n} certificates accepted"
+            );
+        }
+        return None;
+    }
+    let parsed = acme_json(kind, doc, rand01);
+    assert_eq!(parsed, acme_json(kind, doc, rand01), "not a pure function");
+    let printable = |s: &str| !s.chars().any(char::is_control);
+    match &parsed {
+        Some(AcmeDoc::RenewalInfo { due, .. }) => {
+            let (nb, na) = ACME_LEAF;
+            assert!(
+                *due >= nb && *due <= na - (na - nb) / 10,
+                "due {due} outside the clamped lifetime"
+            );
+        }
+        Some(AcmeDoc::Problem(p)) => assert!(printable(p), "{p}"),
+        Some(AcmeDoc::Order {
+            problem: Some(p), ..
+        }) => assert!(printable(p), "{p}"),
+        Some(AcmeDoc::Authorization { identifier, .. }) => {
+            assert!(printable(identifier), "{identifier}")
+        }
+        _ => {}
+    }
+    parsed
+}
+
+/// `Retry-After` values and ARI windows (`tlskit_net::fuzzing::acme_retry_after`,
+/// `acme_window`): the whole input as a header value (at most a day; delay-seconds of
+/// any length saturate), and, after a first byte picking where in the window, as
+/// `START\nEND` RFC 3339 times clamped into the certificate's lifetime.
+pub fn acme_time(data: &[u8]) -> (Option<u64>, Option<u64>) {
+    use tlskit_net::fuzzing::{acme_retry_after, acme_window, ACME_LEAF};
+    const DAY_MS: u64 = 86_400_000;
+    let wait = acme_retry_after(data);
+    if let Some(ms) = wait {
+        assert!(ms <= DAY_MS, "waits {ms} ms");
+    }
+    if !data.is_empty() && data.iter().all(u8::is_ascii_digit) {
+        let secs = std::str::from_utf8(data)
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        assert_eq!(wait, Some(secs.min(86_400) * 1000), "delay-seconds");
+    }
+    let due = data
+        .split_first()
+        .and_then(|(&pick, text)| acme_window(text, f64::from(pick) / 255.0));
+    if let Some(d) = due {
+        let (nb, na) = ACME_LEAF;
+        assert!(d >= nb && d <= na - (na - nb) / 10, "due {d}");
+    }
+    (wait, due)
+}

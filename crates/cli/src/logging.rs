@@ -121,6 +121,12 @@ struct Fields {
 
 impl Fields {
     fn push(&mut self, name: &'static str, value: String) {
+        // Every value of every event (tlskit's and its libraries') through the one
+        // redaction: no PIN, password or secret reaches a log line.
+        let value = match tlskit_store::text::redact(&value) {
+            std::borrow::Cow::Borrowed(_) => value,
+            std::borrow::Cow::Owned(v) => v,
+        };
         if name == "log.target" {
             self.log_target = Some(value);
         } else if !name.starts_with("log.") {

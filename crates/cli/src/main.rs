@@ -93,6 +93,18 @@ pub(crate) fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+/// Print a clap error and exit with its code. A usage error quotes the argument it
+/// refused (a `pkcs11:` URI given without `--key`, a Redis URL): it goes through the one
+/// redaction first. Help and version text are clap's own.
+fn usage_exit(e: clap::Error) -> ! {
+    if !e.use_stderr() {
+        e.exit()
+    }
+    let text = e.render().to_string();
+    eprint!("{}", tlskit_store::text::redact(&text));
+    std::process::exit(e.exit_code())
+}
+
 fn main() -> ExitCode {
     output::quiet_broken_pipe();
     let matches = match command().try_get_matches() {
@@ -102,7 +114,7 @@ fn main() -> ExitCode {
             if e.use_stderr() && std::env::args_os().any(|a| a == "--json") {
                 output::usage_error_json(&e.kind().to_string());
             }
-            e.exit()
+            usage_exit(e)
         }
     };
     // The subcommand path (`store lint`) and the leaf's --json flag, for schema names and
@@ -117,7 +129,7 @@ fn main() -> ExitCode {
     output::set_command(name.join(" "), json);
     let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(c) => c,
-        Err(e) => e.exit(),
+        Err(e) => usage_exit(e),
     };
     // `serve` installs the log subscriber itself, once its config file is read.
     if !matches!(cli.command, Command::Serve(_)) {

@@ -129,11 +129,13 @@ pub(crate) fn error_text(e: &anyhow::Error) -> String {
     bounded(&msg)
 }
 
-/// Text for a message line: controls escaped, cut at [`MAX_MESSAGE_BYTES`].
+/// Text for a message line: controls escaped, secrets hidden (the one redaction,
+/// `tlskit_store::text::redact`: PKCS#11 PINs, URL passwords), cut at
+/// [`MAX_MESSAGE_BYTES`].
 pub(crate) fn bounded(s: &str) -> String {
-    let s = escape(s);
+    let s = tlskit_store::text::redact(&escape(s)).into_owned();
     if s.len() <= MAX_MESSAGE_BYTES {
-        return s.into_owned();
+        return s;
     }
     let mut cut = MAX_MESSAGE_BYTES;
     while !s.is_char_boundary(cut) {

@@ -19,6 +19,9 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod redact;
+pub use redact::{redact, redact_known, Redacted};
+
 use std::fs::{self, File, Metadata};
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};

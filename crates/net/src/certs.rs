@@ -30,6 +30,30 @@ fn key_pem_reason(e: &rustls_pki_types::pem::Error) -> String {
     }
 }
 
+/// Why an id-RSASSA-PSS private key is refused (rustls would only say it is not RSA,
+/// ECDSA or EdDSA).
+const RSA_PSS_KEY_REASON: &str = "unsupported private key: it is an RSASSA-PSS-only key \
+    (algorithm id-RSASSA-PSS, 1.2.840.113549.1.1.10), which tlskit does not support (nor \
+    do browsers for certificates); use an RSA key (rsaEncryption, which can still sign \
+    with RSASSA-PSS), ECDSA or Ed25519";
+
+/// Whether a PKCS#8 key's algorithm is id-RSASSA-PSS: its AlgorithmIdentifier, right
+/// after the version, starts with that OID (`openssl genpkey -algorithm RSA-PSS`).
+fn is_rsa_pss_only_key(der: &PrivateKeyDer<'_>) -> bool {
+    /// OBJECT IDENTIFIER 1.2.840.113549.1.1.10, DER-encoded.
+    const ID_RSASSA_PSS: &[u8] = &[
+        0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a,
+    ];
+    let PrivateKeyDer::Pkcs8(k) = der else {
+        return false;
+    };
+    // SEQUENCE (2-4 length octets) { INTEGER 0 (3 octets), SEQUENCE { OID ... } }: the
+    // OID lies within the first 16 octets.
+    let head = &k.secret_pkcs8_der()[..k.secret_pkcs8_der().len().min(24)];
+    head.windows(ID_RSASSA_PSS.len())
+        .any(|w| w == ID_RSASSA_PSS)
+}
+
 /// Largest certificate chain or key file read: tlskit-io's input limit (64 MiB).
 pub(crate) const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
 
@@ -67,10 +91,14 @@ pub fn load_signing_key(
                 _ => {
                     let der = PrivateKeyDer::from_pem_slice(&data)
                         .map_err(|e| NetError::file(key, key_pem_reason(&e)))?;
-                    return provider
-                        .key_provider
-                        .load_private_key(der)
-                        .map_err(|e| NetError::file(key, format!("unsupported private key: {e}")));
+                    let rsa_pss_only = is_rsa_pss_only_key(&der);
+                    return provider.key_provider.load_private_key(der).map_err(|e| {
+                        if rsa_pss_only {
+                            NetError::file(key, RSA_PSS_KEY_REASON)
+                        } else {
+                            NetError::file(key, format!("unsupported private key: {e}"))
+                        }
+                    });
                 }
             }
         }
@@ -92,7 +120,9 @@ impl rustls::sign::SigningKey for CheckedTokenKey {
         offered: &[rustls::SignatureScheme],
     ) -> Option<Box<dyn rustls::sign::Signer>> {
         if let Err(e) = self.0.check() {
-            crate::log::event(
+            // Once per handshake while the token is gone: within the global bucket.
+            crate::ratelimit::event(
+                crate::ratelimit::Noisy::Pkcs11Unavailable,
                 crate::log::Level::Error,
                 "pkcs11_unavailable",
                 &[("reason", &e)],

@@ -53,7 +53,7 @@ pub struct PeerOptions {
     /// Plain-text protocol to upgrade with STARTTLS before the handshake (each
     /// connection); the dance has `timeout` of its own.
     pub starttls: Option<Starttls>,
-    /// How the server's chain is verified: the profile (default `webpki`).
+    /// How the server's chain is verified: the profile (default `browser`).
     pub profile: Profile,
     /// Rules lifted by name (`--allow`).
     pub allow: Vec<Rule>,
@@ -61,7 +61,7 @@ pub struct PeerOptions {
 
 impl PeerOptions {
     /// `target` with the defaults: system store, TLS 1.3 and 1.2, 10 s, no STARTTLS,
-    /// profile `webpki`.
+    /// profile `browser`.
     pub fn new(target: impl Into<String>) -> Self {
         Self {
             target: target.into(),
@@ -110,6 +110,10 @@ pub struct ConnectReport {
     pub rule: Option<&'static str>,
     /// Subjects from leaf to trust anchor when verified; otherwise the chain as sent.
     pub chain: Vec<String>,
+    /// Rules the verified chain breaks that the profile reports rather than refuses
+    /// (the `browser` profile's warnings); empty when none, when refused, and on a
+    /// resumed session (the verifier did not run).
+    pub warnings: Vec<tlskit_verify::Violation>,
     /// Number of certificates the server sent.
     pub presented_certs: usize,
     /// DER bytes of the certificates the server sent (uncompressed).
@@ -134,6 +138,8 @@ pub(crate) struct Record {
     /// The stable code of `error` (`VerifyError::rule`).
     pub(crate) rule: Option<&'static str>,
     pub(crate) presented: Vec<CertificateDer<'static>>,
+    /// The verified chain's warnings.
+    pub(crate) warnings: Vec<tlskit_verify::Violation>,
 }
 
 /// Verifies with tlskit's store verifier and records the result instead of failing.
@@ -171,7 +177,10 @@ impl ServerCertVerifier for RecordingVerifier {
             .map(|c| c.clone().into_owned())
             .collect();
         match result {
-            Ok(v) => r.verified = Some(v.chain.certs.clone()),
+            Ok(v) => {
+                r.verified = Some(v.chain.certs.clone());
+                r.warnings = v.chain.warnings.clone();
+            }
             Err(e) => {
                 r.error = Some(e.to_string());
                 r.rule = Some(e.rule());
@@ -444,6 +453,7 @@ fn finish(
     // On resumption the verifier does not run: the chain is the one rustls remembers, and
     // it was verified (against the same store generation) when the session was made.
     let rule = record.rule;
+    let warnings = record.warnings;
     let (verified, reason, rule, chain_certs) = match (record.verified, record.error) {
         (Some(chain), _) => (true, None, None, chain),
         (None, Some(e)) => (false, Some(e), rule, presented.clone()),
@@ -481,6 +491,7 @@ fn finish(
         reason,
         rule,
         chain: chain_certs.iter().map(|c| subject(c)).collect(),
+        warnings,
         presented_certs: presented.len(),
         presented_bytes: presented.iter().map(|c| c.len()).sum(),
         tcp_connect_ms: tcp_ms,
@@ -706,7 +717,7 @@ pub(crate) fn version_name(v: Option<rustls::ProtocolVersion>) -> String {
         Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2".into(),
         Some(rustls::ProtocolVersion::TLSv1_1) => "TLSv1.1".into(),
         Some(rustls::ProtocolVersion::TLSv1_0) => "TLSv1.0".into(),
-        Some(v) => format!("{v:?}"),
+        Some(v) => format!("0x{:04x}", u16::from(v)),
         None => String::new(),
     }
 }

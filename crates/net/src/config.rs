@@ -8,7 +8,7 @@
 //! sni_dir = "/etc/tlskit/sni"
 //! backend = "127.0.0.1:8080"
 //! client_ca = ["/etc/tlskit/clients.pem"]
-//! client_ca_profile = "rfc5280"       # default "webpki"
+//! client_ca_profile = "rfc5280"       # default "browser"
 //! client_ca_allow = ["aki-missing"]   # rules not checked on client certificates
 //! compress = "brotli,zlib"
 //! metrics = "127.0.0.1:9100"
@@ -23,10 +23,16 @@
 //! # domain = ["www.example.com"]
 //! # acme_storage = "/var/lib/tlskit/acme"
 //! # http_listen = "[::]:80"
+//! # acme_roots = ["/etc/tlskit/acme-ca.pem"]  # anchors for the CA's HTTPS (default system)
+//! # acme_roots_profile = "rfc5280"           # how the CA's HTTPS certificate is checked
+//! # acme_roots_allow = ["aki-missing"]
+//! # acme_issuer_roots = ["/etc/tlskit/acme-ca-roots.pem"]   # new certificates must chain to them
 //! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
 //! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
 //! # shared_state_key = "/etc/tlskit/fleet.kek"
 //! # shared_state_ca = "/etc/tlskit/redis-ca.pem"
+//! # shared_state_ca_profile = "rfc5280"   # how the Redis server's certificate is checked
+//! # shared_state_ca_allow = ["aki-missing"]
 //! log_format = "json"
 //! expiry_warning_days = 21
 //! ```
@@ -159,7 +165,8 @@ pub struct FileConfig {
     pub client_ca: Option<Vec<String>>,
     /// `optional` or `required`.
     pub client_auth: Option<String>,
-    /// `webpki` or `rfc5280`: the rule set client certificates are checked against.
+    /// `browser` (default), `webpki` or `rfc5280`: the rule set client certificates are
+    /// checked against.
     pub client_ca_profile: Option<String>,
     /// Rule codes not checked on client certificates (e.g. `aki-missing`).
     pub client_ca_allow: Option<Vec<String>>,
@@ -203,6 +210,10 @@ pub struct FileConfig {
     pub shared_state_reread: Option<f64>,
     /// PEM CA file for a `rediss://` Redis (a private CA).
     pub shared_state_ca: Option<std::path::PathBuf>,
+    /// The rule set a `rediss://` Redis server's certificate is checked against.
+    pub shared_state_ca_profile: Option<String>,
+    /// Rule codes not checked on the Redis server's certificate.
+    pub shared_state_ca_allow: Option<Vec<String>>,
     /// Do not watch files for changes.
     pub no_watch: Option<bool>,
     /// `off|error|warn|info|debug`.
@@ -217,6 +228,10 @@ pub struct FileConfig {
     pub acme_email: Option<String>,
     /// Trust anchors for the CA's HTTPS.
     pub acme_roots: Option<Vec<String>>,
+    /// The rule set the ACME CA's HTTPS certificate is checked against.
+    pub acme_roots_profile: Option<String>,
+    /// Rule codes not checked on the ACME CA's HTTPS certificate.
+    pub acme_roots_allow: Option<Vec<String>>,
     /// `tls-alpn-01` or `http-01`.
     pub acme_challenge: Option<String>,
     /// ACME certificate profile.
@@ -231,6 +246,8 @@ pub struct FileConfig {
     pub log_format: Option<String>,
     /// Days before a served certificate's notAfter from which start and reloads warn.
     pub expiry_warning_days: Option<u32>,
+    /// The ACME CA's issuing roots: new certificates must verify against them.
+    pub acme_issuer_roots: Option<Vec<String>>,
 }
 
 impl FileConfig {
@@ -253,7 +270,8 @@ impl FileConfig {
         .into_iter()
         .flatten()
         {
-            if p.is_relative() {
+            // A `pkcs11:` URI (a token key) is no path.
+            if p.is_relative() && !p.to_str().is_some_and(tlskit_pkcs11::is_uri) {
                 *p = base.join(&*p);
             }
         }

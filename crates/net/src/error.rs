@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
     /// A certificate or key file could not be read or parsed.
-    #[error("{path}: {reason}")]
+    #[error("{}: {reason}", shown_path(path))]
     File {
         /// The file.
         path: PathBuf,
@@ -19,7 +19,11 @@ pub enum NetError {
     #[error(transparent)]
     Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
     /// The private key does not belong to the certificate's public key.
-    #[error("{key}: private key does not match the certificate in {cert}")]
+    #[error(
+        "{}: private key does not match the certificate in {}",
+        shown_path(key),
+        shown_path(cert)
+    )]
     KeyMismatch {
         /// The certificate chain file.
         cert: PathBuf,
@@ -40,9 +44,10 @@ pub enum NetError {
     /// The trust store for client authentication or server verification could not load.
     #[error("trust store: {0}")]
     Store(String),
-    /// rustls refused the configuration.
-    #[error("TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
+    /// rustls refused the configuration. Said through `tls_text` and not chained as a
+    /// source: rustls's own Display names some errors with Rust `Debug` text.
+    #[error("TLS configuration: {}", tls_text(.0))]
+    Tls(rustls::Error),
     /// Could not reach the peer (name resolution, TCP connect, timeout).
     #[error("cannot connect to {target}: {reason}")]
     Connect {
@@ -77,6 +82,24 @@ pub enum NetError {
     Io(#[from] std::io::Error),
 }
 
+/// A file name or key spec as messages show it: a `pkcs11:` URI with its PIN and every
+/// other secret hidden (`tlskit_pkcs11::redact_uri`), any other text through the one
+/// redaction (`tlskit_store::text::redact`).
+pub(crate) fn shown_path(p: &std::path::Path) -> String {
+    let text = p.to_string_lossy();
+    if tlskit_pkcs11::is_uri(&text) {
+        tlskit_pkcs11::redact_uri(&text)
+    } else {
+        tlskit_store::text::redact(&text).into_owned()
+    }
+}
+
+impl From<rustls::Error> for NetError {
+    fn from(e: rustls::Error) -> Self {
+        Self::Tls(e)
+    }
+}
+
 impl NetError {
     pub(crate) fn file(path: impl Into<PathBuf>, reason: impl std::fmt::Display) -> Self {
         Self::File {
@@ -106,11 +129,53 @@ pub(crate) fn tls_text(e: &rustls::Error) -> String {
                 }
             )
         }
+        // rustls's Display writes these with the Rust name of the variant
+        // (`peer is incompatible: NoCipherSuitesInCommon`): said in words instead.
+        rustls::Error::PeerIncompatible(why) => {
+            format!("peer is incompatible: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::PeerMisbehaved(why) => {
+            format!("peer misbehaved: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::InvalidMessage(why) => {
+            format!("received a corrupt message: {}", words(&format!("{why:?}")))
+        }
+        rustls::Error::InconsistentKeys(why) => format!(
+            "the private key does not belong to the certificate ({})",
+            words(&format!("{why:?}"))
+        ),
+        rustls::Error::InappropriateHandshakeMessage { .. }
+        | rustls::Error::InappropriateMessage { .. } => {
+            "received a message the handshake did not expect at this point".to_string()
+        }
         other => match tlskit_verify::CertificateRefusal::of(other) {
             Some(r) => format!("invalid peer certificate: {r}"),
             None => other.to_string(),
         },
     }
+}
+
+/// A Rust variant name in words: `NoCipherSuitesInCommon` -> `no cipher suites in
+/// common`; anything after the name (fields) is dropped.
+fn words(name: &str) -> String {
+    let name = name
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("");
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c == '_' {
+            out.push(' ');
+        } else if c.is_ascii_uppercase() {
+            if i > 0 && !out.ends_with(' ') {
+                out.push(' ');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The rustls error inside the I/O error of a handshake (tokio-rustls wraps it), if any.
@@ -174,5 +239,17 @@ mod tests {
         let t = tls_text(&rustls::CertificateError::UnknownIssuer.into());
         assert!(t.contains("unknown issuer"), "{t}");
         assert!(!t.contains("UnknownIssuer"), "{t}");
+    }
+
+    #[test]
+    fn rustls_variant_names_read_as_words() {
+        let t = tls_text(&rustls::Error::PeerIncompatible(
+            rustls::PeerIncompatible::NoCipherSuitesInCommon,
+        ));
+        assert_eq!(t, "peer is incompatible: no cipher suites in common");
+        let t = tls_text(&rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::MessageTooLarge,
+        ));
+        assert_eq!(t, "received a corrupt message: message too large");
     }
 }

@@ -27,6 +27,7 @@ mod ratelimit;
 mod resp;
 mod server;
 pub mod shared;
+mod shared_tls;
 mod sock;
 pub mod starttls;
 mod systemd;

@@ -269,9 +269,12 @@ pub(crate) fn event(level: Level, event: &str, fields: &[(&str, &dyn std::fmt::D
     let Some(first) = handles.first() else {
         return;
     };
-    let values: Vec<field::DisplayValue<&dyn std::fmt::Display>> = fields[..n]
+    // Every value through the one redaction: a reason may quote a key spec, a URL or a
+    // configuration line.
+    let shown: Vec<Redacted<'_>> = fields[..n].iter().map(|(_, v)| Redacted(*v)).collect();
+    let values: Vec<field::DisplayValue<&dyn std::fmt::Display>> = shown
         .iter()
-        .map(|(_, v)| field::display(*v))
+        .map(|v| field::display(v as &dyn std::fmt::Display))
         .collect();
     let name: &str = event;
     let mut entries: [(&Field, Option<&dyn Value>); MAX_FIELDS] = [(first, None); MAX_FIELDS];
@@ -285,6 +288,15 @@ pub(crate) fn event(level: Level, event: &str, fields: &[(&str, &dyn std::fmt::D
             d.event(&Event::new(meta, &values));
         }
     });
+}
+
+/// A log value written through `tlskit_store::text::redact`.
+struct Redacted<'a>(&'a dyn std::fmt::Display);
+
+impl std::fmt::Display for Redacted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&tlskit_store::text::redact(&self.0.to_string()))
+    }
 }
 
 /// The tracing side of [`event`]: fields arrive structured, one callsite per shape.

@@ -142,7 +142,6 @@ impl CloseReason {
 pub struct Metrics {
     failures: [AtomicU64; FailReason::ALL.len()],
     closed: [AtomicU64; CloseReason::ALL.len()],
-    log_suppressed: AtomicU64,
     /// Bytes of handshake-budget slots in use (partial ClientHellos), when serving.
     pub(crate) budget: std::sync::OnceLock<std::sync::Arc<crate::hello::Budget>>,
     full: AtomicU64,
@@ -191,6 +190,9 @@ struct Acme {
     errors: AtomicU64,
     not_after: AtomicU64,
     next_renewal: AtomicU64,
+    /// By `Refusal::ALL` index.
+    refused: [AtomicU64; 7],
+    task_restarts: AtomicU64,
 }
 
 /// The client-CA store the metrics read (set once, in bind).
@@ -248,9 +250,6 @@ impl Metrics {
             self.closed[i].fetch_add(1, Relaxed);
         }
     }
-    pub(crate) fn log_suppressed(&self) {
-        self.log_suppressed.fetch_add(1, Relaxed);
-    }
     pub(crate) fn rejected(&self) {
         self.rejected.fetch_add(1, Relaxed);
     }
@@ -290,6 +289,16 @@ impl Metrics {
     }
     pub(crate) fn acme_next_renewal(&self, unix: u64) {
         self.acme.next_renewal.store(unix, Relaxed);
+    }
+    pub(crate) fn acme_refused(&self, why: crate::acme::Refusal) {
+        if let Some(i) = crate::acme::Refusal::ALL.iter().position(|r| *r == why) {
+            if let Some(c) = self.acme.refused.get(i) {
+                c.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    pub(crate) fn acme_task_restart(&self) {
+        self.acme.task_restarts.fetch_add(1, Relaxed);
     }
     fn render_acme(&self, s: &mut String) {
         if !self.acme.enabled.load(Relaxed) {
@@ -333,6 +342,23 @@ impl Metrics {
             s,
             "tlskit_acme_renewal_due_timestamp_seconds {}",
             self.acme.next_renewal.load(Relaxed)
+        );
+        let _ = writeln!(s, "# HELP tlskit_acme_results_refused_total Certificates from the CA refused before being stored or served, by reason.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_results_refused_total counter");
+        for (r, c) in crate::acme::Refusal::ALL.iter().zip(&self.acme.refused) {
+            let _ = writeln!(
+                s,
+                "tlskit_acme_results_refused_total{{reason=\"{}\"}} {}",
+                r.label(),
+                c.load(Relaxed)
+            );
+        }
+        let _ = writeln!(s, "# HELP tlskit_acme_task_restarts_total Times the ACME renewal task ended (a panic) and was restarted.");
+        let _ = writeln!(s, "# TYPE tlskit_acme_task_restarts_total counter");
+        let _ = writeln!(
+            s,
+            "tlskit_acme_task_restarts_total {}",
+            self.acme.task_restarts.load(Relaxed)
         );
     }
     /// Connections open now.
@@ -455,14 +481,17 @@ impl Metrics {
         }
         let _ = writeln!(
             s,
-            "# HELP tlskit_log_lines_suppressed_total Failed-handshake log lines left out by the per-source rate limit."
+            "# HELP tlskit_log_lines_suppressed_total Log lines left out by the per-source or the global rate limit of each per-connection event."
         );
         let _ = writeln!(s, "# TYPE tlskit_log_lines_suppressed_total counter");
-        let _ = writeln!(
-            s,
-            "tlskit_log_lines_suppressed_total {}",
-            self.log_suppressed.load(Relaxed)
-        );
+        for ev in crate::ratelimit::Noisy::ALL {
+            let _ = writeln!(
+                s,
+                "tlskit_log_lines_suppressed_total{{event=\"{}\"}} {}",
+                ev.label(),
+                crate::ratelimit::GLOBAL.suppressed(ev)
+            );
+        }
         let _ = writeln!(
             s,
             "# HELP tlskit_handshake_duration_seconds Duration of successful handshakes."
@@ -529,6 +558,7 @@ impl Metrics {
             self.reloads_failed.load(Relaxed)
         );
         self.render_acme(&mut s);
+        render_pkcs11(&mut s);
         s
     }
 }
@@ -536,16 +566,19 @@ impl Metrics {
 /// Most DNS names listed in one `sni` label; more are summarised as `,+N`.
 const SNI_LABEL_NAMES: usize = 8;
 
-/// A label value in the text format: `\`, `"` and newline escaped as the format says,
-/// other control characters (a certificate may hold any) replaced by U+FFFD.
+/// A label value in the text format. Control and bidi characters (a file name or a
+/// certificate may hold any: a U+202E in an SNI-directory file name reversed the text a
+/// reader of the scrape saw) are first shown as the workspace's one escaping function
+/// shows them in logs (`\u{202e}`, `\x1b`), then `\`, `"` and newline are escaped as the
+/// Prometheus text format says, so the value read back is that visible escape.
 fn label(v: &str) -> String {
+    let v = tlskit_store::text::escape(v);
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
-            c if c.is_control() => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -629,9 +662,64 @@ impl Metrics {
                 "gauge",
                 "Trust anchors in the client-CA store in use.",
             );
-            let _ = writeln!(s, "tlskit_trust_store_anchors {}", store.current().len());
+            let current = store.current();
+            let _ = writeln!(s, "tlskit_trust_store_anchors {}", current.len());
+            head(
+                s,
+                "tlskit_trust_store_damaged_anchors",
+                "gauge",
+                "Snapshot anchors of the client-CA store in use that failed their integrity check (at reload or first use); never trusted.",
+            );
+            let _ = writeln!(
+                s,
+                "tlskit_trust_store_damaged_anchors {}",
+                current.damaged_seen()
+            );
         }
         crate::process::render(s);
+    }
+}
+
+/// The PKCS#11 login record of the process (`tlskit_pkcs11::login_stats`): tokens whose
+/// PIN was refused (their keys stay disabled until the PIN source changes) and the logins
+/// tried, refused and not tried.
+fn render_pkcs11(s: &mut String) {
+    let st = tlskit_pkcs11::login_stats();
+    head(
+        s,
+        "tlskit_pkcs11_pin_refused_tokens",
+        "gauge",
+        "Tokens that refused their PIN: no login is tried with the same PIN again.",
+    );
+    let _ = writeln!(s, "tlskit_pkcs11_pin_refused_tokens {}", st.refused.len());
+    if !st.refused.is_empty() {
+        head(
+            s,
+            "tlskit_pkcs11_pin_refused",
+            "gauge",
+            "1 for each token whose PIN was refused (rv: what the token answered).",
+        );
+        for r in &st.refused {
+            let _ = writeln!(
+                s,
+                "tlskit_pkcs11_pin_refused{{token=\"{}\",rv=\"{}\"}} 1",
+                label(&r.token),
+                r.rv
+            );
+        }
+    }
+    head(
+        s,
+        "tlskit_pkcs11_logins_total",
+        "counter",
+        "User logins on PKCS#11 tokens: ok, refused by the token (wrong or locked PIN), or skipped (the PIN is one the token refused).",
+    );
+    for (result, n) in [
+        ("ok", st.ok),
+        ("refused", st.refused_total),
+        ("skipped", st.skipped),
+    ] {
+        let _ = writeln!(s, "tlskit_pkcs11_logins_total{{result=\"{result}\"}} {n}");
     }
 }
 
@@ -672,5 +760,30 @@ mod tests {
             assert!(text.contains(&line), "{line}{text}");
         }
         assert!(text.contains("tlskit_handshake_duration_seconds_count 4\n"));
+    }
+
+    #[test]
+    fn label_values_are_escaped_for_prometheus_and_people() {
+        // A bidi override and an escape sequence from a file name, a quote, a backslash.
+        let v = label("evil\u{202e}txt.crt \x1b[31m \"q\" back\\slash\nnl");
+        assert!(!v.chars().any(tlskit_store::text::needs_escape), "{v:?}");
+        assert_eq!(
+            v,
+            "evil\\\\u{202e}txt.crt \\\\x1b[31m \\\"q\\\" back\\\\slash\\\\nnl"
+        );
+        let m = Metrics::default();
+        m.set_certificates(&[ServedCert {
+            name: "evil\u{202e}crt".into(),
+            path: "/sni/evil\u{202e}crt.crt".into(),
+            dns_names: vec!["a.example".into()],
+            not_before: 0,
+            not_after: 1,
+        }]);
+        let text = m.render();
+        assert!(!text.contains('\u{202e}'), "{text}");
+        assert!(
+            text.contains("name=\"evil\\\\u{202e}crt\",sni=\"a.example\",path=\"/sni/evil\\\\u{202e}crt.crt\"} 1"),
+            "{text}"
+        );
     }
 }

@@ -146,6 +146,9 @@ pub struct ProbeReport {
     pub reason: Option<String>,
     /// The stable code of `reason`, as in `connect`.
     pub rule: Option<&'static str>,
+    /// Rules the verified chain breaks that the profile reports rather than refuses,
+    /// as in `connect` (empty when none).
+    pub warnings: Vec<tlskit_verify::Violation>,
     /// With --repeat: each full handshake.
     pub runs: Vec<Run>,
     /// With --repeat: the resumption attempt.
@@ -871,6 +874,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         shot.certs.presented.clone()
     };
     let rule = shot.certs.rule;
+    let warnings = shot.certs.warnings;
     let (verified, reason, rule, chain_certs) = match (shot.certs.verified, shot.certs.error) {
         (Some(chain), _) => (true, None, None, chain),
         (None, Some(e)) => (false, Some(e), rule, presented.clone()),
@@ -942,6 +946,7 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
         verified,
         reason,
         rule,
+        warnings,
         runs: if repeat > 1 { runs } else { Vec::new() },
         resumption,
         kx: shot.kx,

@@ -35,7 +35,9 @@
 //!
 //! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
 //! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
-//! server against the system's roots, or against `--shared-state-ca` (`endpoint`).
+//! server against the system's roots, or against `--shared-state-ca` (`endpoint`), with
+//! tlskit's verifier under `--shared-state-ca-profile` / `--shared-state-ca-allow`
+//! (`shared_tls.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +46,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
-use rustls::pki_types::pem::PemObject;
 use rustls::server::ProducesTickets;
 
 use crate::error::NetError;
@@ -94,6 +95,11 @@ pub struct SharedSettings {
     /// `--shared-state-ca FILE`: the PEM certificates a `rediss://` server's certificate
     /// must chain to (a private CA), instead of the system's roots.
     pub ca: Option<PathBuf>,
+    /// `--shared-state-ca-profile`: the rule set a `rediss://` server's certificate is
+    /// checked against with tlskit's verifier (default: the verifier's default profile).
+    pub ca_profile: tlskit_verify::Profile,
+    /// `--shared-state-ca-allow`: rules not checked on it.
+    pub ca_allow: Vec<tlskit_verify::Rule>,
 }
 
 impl std::fmt::Debug for SharedSettings {
@@ -104,12 +110,11 @@ impl std::fmt::Debug for SharedSettings {
             .field("required", &self.required)
             .field("reread", &self.reread)
             .field("ca", &self.ca)
+            .field("ca_profile", &self.ca_profile)
+            .field("ca_allow", &self.ca_allow)
             .finish()
     }
 }
-
-/// Largest `--shared-state-ca` file read.
-const MAX_CA_FILE: u64 = 1 << 20;
 
 /// Caps on Redis replies, per key type: bytes of the whole reply (the sealed value and its
 /// RESP framing). A reply over its cap is refused at its header, the error naming the key;
@@ -175,62 +180,13 @@ pub(crate) fn endpoint(s: &SharedSettings) -> Result<crate::resp::Endpoint, NetE
 /// The TLS client of a `rediss://` connection: the server's certificate must chain to
 /// `--shared-state-ca` when given, else to the system's roots.
 fn tls_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
-    let mut roots = rustls::RootCertStore::empty();
-    match &s.ca {
-        Some(ca) => {
-            let pem = tlskit_io::read(ca, MAX_CA_FILE).map_err(|e| NetError::File {
-                path: ca.clone(),
-                reason: e.to_string(),
-            })?;
-            // Parsed as the rest of tlskit reads PEM (rustls-pki-types), so a damaged block
-            // is refused here with its reason rather than at the first connect.
-            let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| NetError::File {
-                    path: ca.clone(),
-                    reason: tlskit_store::text::pem_error_reason(&e),
-                })?;
-            if certs.is_empty() {
-                return Err(NetError::File {
-                    path: ca.clone(),
-                    reason: "no PEM certificate in it".into(),
-                });
-            }
-            for c in certs {
-                roots.add(c).map_err(|e| NetError::File {
-                    path: ca.clone(),
-                    reason: format!("a certificate that cannot be a trust anchor: {e}"),
-                })?;
-            }
-        }
-        None => {
-            let found = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(found.certs);
-        }
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| NetError::Config(format!("TLS to Redis: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    crate::shared_tls::client_config(s)
 }
 
-/// The URL with any password replaced by `***` (for logs and errors).
+/// The URL with any password replaced by `***` (for logs and errors): the workspace's
+/// one redaction, `tlskit_store::text::redact`.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s + 3 => {
-            let userinfo = &url[s + 3..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let shown = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                "***".to_string()
-            };
-            format!("{}{shown}{}", &url[..s + 3], &url[at..])
-        }
-        _ => url.to_string(),
-    }
+    tlskit_store::text::redact(url).into_owned()
 }
 
 /// Read the KEK: exactly 32 bytes, or 64 hex digits (whitespace around ignored); refused
@@ -1343,6 +1299,8 @@ mod tests {
             required: false,
             reread: REREAD,
             ca: Some(ca.clone()),
+            ca_profile: tlskit_verify::Profile::default(),
+            ca_allow: Vec::new(),
         };
         let e = endpoint(&settings("redis://u:s3cret@127.0.0.1:1/2"))
             .err()

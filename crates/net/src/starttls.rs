@@ -112,7 +112,7 @@ pub enum StarttlsError {
         reason: ReplyError,
     },
     /// The server answered, but not with what the dance needs.
-    #[error("STARTTLS ({proto}): {step}: server said {said:?}")]
+    #[error("STARTTLS ({proto}): {step}: server said \"{}\"", tlskit_store::text::Escaped(.said))]
     Refused {
         /// The protocol.
         proto: Starttls,

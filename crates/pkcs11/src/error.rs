@@ -69,6 +69,17 @@ pub enum Pkcs11Error {
         /// The token label.
         token: String,
     },
+    /// The token refused this PIN before (in this process): no login is tried again
+    /// with it until the PIN given changes.
+    #[error("{uri}: token {token:?} refused this PIN before ({rv}); the key stays disabled and no login is tried with the same PIN again: correct the PIN where it comes from (the URI's pin-value, the pin-source file or TLSKIT_PKCS11_PIN), then reload")]
+    PinRefused {
+        /// The URI.
+        uri: String,
+        /// The token label.
+        token: String,
+        /// What the token answered then: `CKR_PIN_INCORRECT` or `CKR_PIN_LOCKED`.
+        rv: String,
+    },
     /// The user PIN is locked, or one more wrong PIN would lock it.
     #[error("{uri}: token {token:?}: {reason}")]
     PinLocked {

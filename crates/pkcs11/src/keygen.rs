@@ -66,7 +66,7 @@ pub fn generate(
         }
     };
     let session = ctx.open_rw_session(slot).map_err(call("C_OpenSession"))?;
-    token::login(&ctx, slot, &session, uri, &label, pin.as_ref())?;
+    token::login(&ctx, slot, &session, &path, uri, &label, pin.as_ref())?;
     // Never two keys under one name.
     for a in [
         uri.object

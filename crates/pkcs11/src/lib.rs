@@ -33,5 +33,8 @@ pub use error::Pkcs11Error;
 pub use keygen::{generate, GenType, Generated};
 pub use list::{list, ObjectEntry, SlotEntry, TokenEntry};
 pub use signer::{RcgenKey, RustlsKey};
-pub use token::{set_default_module, KeyKind, TokenKey, MODULE_ENV, PIN_ENV, SESSIONS_ENV};
-pub use uri::{encode as uri_encode, is_uri, ObjectType, Pkcs11Uri};
+pub use token::{
+    login_stats, set_default_module, KeyKind, LoginStats, PinRefusal, TokenKey, MODULE_ENV,
+    PIN_ENV, SESSIONS_ENV,
+};
+pub use uri::{encode as uri_encode, is_uri, redact as redact_uri, ObjectType, Pkcs11Uri};

@@ -125,7 +125,7 @@ pub fn list(module: &Path, pin: Option<AuthPin>) -> Result<Vec<SlotEntry>, Pkcs1
                         token: Some(label.clone()),
                         ..Default::default()
                     };
-                    match token::login(&ctx, slot, &session, &uri, &label, pin.as_ref()) {
+                    match token::login(&ctx, slot, &session, module, &uri, &label, pin.as_ref()) {
                         Ok(()) => t.logged_in = true,
                         Err(e) => t.error = Some(e.to_string()),
                     }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -187,16 +188,112 @@ pub(crate) fn find_slot(ctx: &Pkcs11, uri: &Pkcs11Uri) -> Result<(Slot, String),
     })
 }
 
+/// A token whose user PIN it refused (CKR_PIN_INCORRECT or CKR_PIN_LOCKED): no login is
+/// tried again with the same PIN.
+struct Refusal {
+    /// SHA-256 of the process's salt and the refused PIN (the PIN itself is not kept).
+    digest: [u8; 32],
+    /// The token label, for messages and metrics.
+    label: String,
+    /// `CKR_PIN_INCORRECT` or `CKR_PIN_LOCKED`.
+    rv: &'static str,
+}
+
+/// (module path, token serial and label) → the refusal.
+type Refusals = Mutex<HashMap<(PathBuf, String), Refusal>>;
+
+static REFUSALS: OnceLock<Refusals> = OnceLock::new();
+static LOGINS_OK: AtomicU64 = AtomicU64::new(0);
+static LOGINS_REFUSED: AtomicU64 = AtomicU64::new(0);
+static LOGINS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+fn refusals() -> std::sync::MutexGuard<'static, HashMap<(PathBuf, String), Refusal>> {
+    REFUSALS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The salted SHA-256 of a PIN: compares PINs without keeping one. The salt is random per
+/// process, so the digest is no PIN table's entry.
+fn pin_digest(pin: &AuthPin) -> [u8; 32] {
+    use secrecy::ExposeSecret;
+    static SALT: OnceLock<[u8; 16]> = OnceLock::new();
+    let salt = SALT.get_or_init(|| {
+        let mut s = [0u8; 16];
+        // A failed fill leaves a zero salt: the digest still compares PINs.
+        let _ = aws_lc_rs::rand::fill(&mut s);
+        s
+    });
+    let mut ctx = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+    ctx.update(salt);
+    ctx.update(pin.expose_secret().as_bytes());
+    let mut out = [0u8; 32];
+    out.copy_from_slice(ctx.finish().as_ref());
+    out
+}
+
+/// A token whose PIN is refused, as [`pin_refusals`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRefusal {
+    /// The module.
+    pub module: PathBuf,
+    /// The token label (control characters escaped).
+    pub token: String,
+    /// `CKR_PIN_INCORRECT` or `CKR_PIN_LOCKED`.
+    pub rv: &'static str,
+}
+
+/// The process's login record: which tokens refused their PIN (no login is tried again on
+/// them until the PIN given changes), and how many logins succeeded, were refused by a
+/// token, or were not tried because the PIN was one a token had refused. For metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoginStats {
+    /// Tokens whose PIN is refused now.
+    pub refused: Vec<PinRefusal>,
+    /// C_Login calls that succeeded (or found the user logged in).
+    pub ok: u64,
+    /// C_Login calls a token answered CKR_PIN_INCORRECT or CKR_PIN_LOCKED.
+    pub refused_total: u64,
+    /// Logins not tried: the PIN was the one the token refused.
+    pub skipped: u64,
+}
+
+/// See [`LoginStats`].
+pub fn login_stats() -> LoginStats {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut refused: Vec<PinRefusal> = refusals()
+        .iter()
+        .map(|((module, _), r)| PinRefusal {
+            module: module.clone(),
+            token: r.label.clone(),
+            rv: r.rv,
+        })
+        .collect();
+    refused.sort_by(|a, b| (&a.module, &a.token).cmp(&(&b.module, &b.token)));
+    LoginStats {
+        refused,
+        ok: LOGINS_OK.load(Relaxed),
+        refused_total: LOGINS_REFUSED.load(Relaxed),
+        skipped: LOGINS_SKIPPED.load(Relaxed),
+    }
+}
+
 /// Log in as the user on `session`. CKR_USER_ALREADY_LOGGED_IN is success (the login is
-/// per application); CKR_PIN_INCORRECT is final.
+/// per application); CKR_PIN_INCORRECT and CKR_PIN_LOCKED are final: the token is
+/// remembered with (a digest of) the refused PIN, and no login is tried again with that
+/// PIN, whatever key, reload or command of this process asks; a different PIN (the
+/// operator changed the URI, the PIN file or `TLSKIT_PKCS11_PIN`) is tried once.
 pub(crate) fn login(
     ctx: &Pkcs11,
     slot: Slot,
     session: &Session,
+    module: &Path,
     uri: &Pkcs11Uri,
     label: &str,
     pin: Option<&AuthPin>,
 ) -> Result<(), Pkcs11Error> {
+    use std::sync::atomic::Ordering::Relaxed;
     let u = redact(&uri.to_string());
     let info = ctx.get_token_info(slot).map_err(|e| Pkcs11Error::Call {
         uri: u.clone(),
@@ -224,17 +321,48 @@ pub(crate) fn login(
     let Some(pin) = pin else {
         return Err(Pkcs11Error::NoPin { uri: u, token });
     };
-    match session.login(UserType::User, Some(pin)) {
-        Ok(()) => Ok(()),
-        Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => Ok(()),
-        Err(CkError::Pkcs11(RvError::PinIncorrect, _)) => {
-            Err(Pkcs11Error::PinIncorrect { uri: u, token })
-        }
-        Err(CkError::Pkcs11(RvError::PinLocked, _)) => Err(Pkcs11Error::PinLocked {
+    let who = (
+        module.to_path_buf(),
+        format!("{}\0{label}", info.serial_number().trim_end()),
+    );
+    let digest = pin_digest(pin);
+    if let Some(r) = refusals().get(&who).filter(|r| r.digest == digest) {
+        LOGINS_SKIPPED.fetch_add(1, Relaxed);
+        return Err(Pkcs11Error::PinRefused {
             uri: u,
             token,
-            reason: "the user PIN is locked (CKR_PIN_LOCKED)".into(),
-        }),
+            rv: r.rv.to_string(),
+        });
+    }
+    let refused = |rv: &'static str| {
+        LOGINS_REFUSED.fetch_add(1, Relaxed);
+        refusals().insert(
+            who.clone(),
+            Refusal {
+                digest,
+                label: token.clone(),
+                rv,
+            },
+        );
+    };
+    match session.login(UserType::User, Some(pin)) {
+        Ok(()) | Err(CkError::Pkcs11(RvError::UserAlreadyLoggedIn, _)) => {
+            LOGINS_OK.fetch_add(1, Relaxed);
+            refusals().remove(&who);
+            Ok(())
+        }
+        Err(CkError::Pkcs11(RvError::PinIncorrect, _)) => {
+            refused("CKR_PIN_INCORRECT");
+            Err(Pkcs11Error::PinIncorrect { uri: u, token })
+        }
+        Err(CkError::Pkcs11(RvError::PinLocked, _)) => {
+            refused("CKR_PIN_LOCKED");
+            Err(Pkcs11Error::PinLocked {
+                uri: u,
+                token,
+                reason: "the user PIN is locked (CKR_PIN_LOCKED)".into(),
+            })
+        }
         Err(e) => Err(Pkcs11Error::Call {
             uri: u,
             call: call_name(&e, "C_Login"),
@@ -494,7 +622,7 @@ impl TokenKey {
             call: call_name(&e, "C_OpenSession"),
             rv: rv_name(&e),
         })?;
-        login(&ctx, slot, &session, uri, &label, pin.as_ref())?;
+        login(&ctx, slot, &session, &path, uri, &label, pin.as_ref())?;
         let handle = find_key(&session, uri, &shown)?;
         let (kind, spki, public_raw) = public_of(&session, handle, &shown)?;
         let mechanisms = ctx.get_mechanism_list(slot).unwrap_or_default();
@@ -587,7 +715,15 @@ impl TokenKey {
                 uri: self.shown.clone(),
                 reason: format!("{}: {}", call_name(&e, "C_OpenSession"), rv_name(&e)),
             })?;
-        login(&ctx, slot, &session, &self.uri, &label, self.pin.as_ref())?;
+        login(
+            &ctx,
+            slot,
+            &session,
+            &self.module_path,
+            &self.uri,
+            &label,
+            self.pin.as_ref(),
+        )?;
         let handle = find_key(&session, &self.uri, &self.shown)?;
         let (_, spki, _) = public_of(&session, handle, &self.shown)?;
         if spki != self.spki {
@@ -638,7 +774,9 @@ impl TokenKey {
                     }
                     if matches!(
                         e,
-                        Pkcs11Error::PinIncorrect { .. } | Pkcs11Error::PinLocked { .. }
+                        Pkcs11Error::PinIncorrect { .. }
+                            | Pkcs11Error::PinLocked { .. }
+                            | Pkcs11Error::PinRefused { .. }
                     ) {
                         st.dead = Some(e.to_string());
                     } else {

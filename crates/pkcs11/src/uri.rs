@@ -86,24 +86,28 @@ pub fn is_uri(s: &str) -> bool {
 fn bad(input: &str, reason: impl Into<String>) -> Pkcs11Error {
     Pkcs11Error::BadUri {
         uri: redact(input),
-        reason: reason.into(),
+        reason: tlskit_io::redact(&reason.into()).into_owned(),
     }
 }
 
-/// The URI text with any `pin-value=` value replaced, control characters escaped: safe
-/// to put in a message or a log line.
-pub(crate) fn redact(input: &str) -> String {
-    let mut out = String::new();
-    let mut rest = input;
-    while let Some(i) = rest.find("pin-value=") {
-        out.push_str(&rest[..i + "pin-value=".len()]);
-        out.push_str("***");
-        rest = &rest[i + "pin-value=".len()..];
-        let end = rest.find(['&', ';']).unwrap_or(rest.len());
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out.chars().flat_map(char::escape_default).collect()
+/// The URI text (as typed: a key spec, a line of a key file) safe to put in a message or
+/// a log line: spaces %-encoded (so that the URI is one word and the redaction sees its
+/// end), control and non-ASCII characters escaped, then every secret hidden by the
+/// workspace's one redaction (`tlskit_io::redact`): `pin-value` in any spelling, any
+/// attribute that does not name a thing.
+pub fn redact(input: &str) -> String {
+    let one_word: String = input
+        .replace(' ', "%20")
+        .chars()
+        .flat_map(char::escape_default)
+        .collect();
+    tlskit_io::redact(&one_word).into_owned()
+}
+
+/// An attribute as a message may quote it (`"token=a"`, `"***"` for one without `=`).
+fn shown_attr(attr: &str) -> String {
+    let r = redact(&format!("pkcs11:?{attr}"));
+    format!("\"{}\"", r.get(8..).unwrap_or(""))
 }
 
 fn decode(input: &str, value: &str) -> Result<Vec<u8>, Pkcs11Error> {
@@ -182,9 +186,12 @@ impl Pkcs11Uri {
         };
         let mut u = Pkcs11Uri::default();
         for attr in path.split(';').filter(|a| !a.is_empty()) {
-            let (k, v) = attr
-                .split_once('=')
-                .ok_or_else(|| bad(input, format!("path attribute {attr:?} has no '='")))?;
+            let (k, v) = attr.split_once('=').ok_or_else(|| {
+                bad(
+                    input,
+                    format!("path attribute {} has no '='", shown_attr(attr)),
+                )
+            })?;
             match k {
                 "token" => set(input, &mut u.token, k, decode_str(input, k, v)?)?,
                 "manufacturer" => set(input, &mut u.manufacturer, k, decode_str(input, k, v)?)?,
@@ -227,9 +234,12 @@ impl Pkcs11Uri {
         }
         if let Some(q) = query {
             for attr in q.split('&').filter(|a| !a.is_empty()) {
-                let (k, v) = attr
-                    .split_once('=')
-                    .ok_or_else(|| bad(input, format!("query attribute {attr:?} has no '='")))?;
+                let (k, v) = attr.split_once('=').ok_or_else(|| {
+                    bad(
+                        input,
+                        format!("query attribute {} has no '='", shown_attr(attr)),
+                    )
+                })?;
                 match k {
                     "module-path" => set(
                         input,

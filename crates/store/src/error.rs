@@ -61,8 +61,13 @@ pub enum IssueKind {
     #[error("snapshot is stale: source {0}")]
     Stale(String),
     /// One anchor of a snapshot failed its integrity check and is never returned.
-    #[error("snapshot anchor #{index} failed its integrity check (SHA-256 or fields mismatch): not trusted")]
-    CorruptAnchor { index: u32 },
+    #[error("snapshot anchor #{index} failed its integrity check ({reason}): not trusted")]
+    CorruptAnchor {
+        /// Its position in the snapshot (0-based, as `store show --list` counts).
+        index: u32,
+        /// What is wrong with it.
+        reason: AnchorDamage,
+    },
 }
 
 impl IssueKind {
@@ -130,6 +135,26 @@ impl fmt::Display for LoadIssue {
 
 impl std::error::Error for LoadIssue {}
 
+/// Why a snapshot anchor failed its integrity check (the anchor is never trusted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnchorDamage {
+    /// Its DER does not hash to the SHA-256 fingerprint recorded for it.
+    #[error(
+        "its DER does not hash to its recorded SHA-256 fingerprint: bytes were changed in the file"
+    )]
+    Digest,
+    /// Its DER hashes right but is not a certificate tlskit reads (or its record points
+    /// outside the file's DER).
+    #[error("its DER is not a readable certificate")]
+    Unreadable,
+    /// Its DER differs from its index record (subject, key identifier, validity, CA flag).
+    #[error(
+        "its DER does not match its index record (subject, key identifier, validity or CA flag)"
+    )]
+    Record,
+}
+
 /// Why a snapshot file was rejected. A rejected snapshot is never trusted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -150,8 +175,13 @@ pub enum SnapshotError {
     Layout(&'static str),
     #[error("snapshot too large ({0} bytes)")]
     TooLarge(u64),
-    #[error("{count} snapshot anchor(s) failed their integrity check, first #{first}")]
-    CorruptAnchors { count: usize, first: u32 },
+    #[error("{count} snapshot anchor(s) failed their integrity check, first #{first} ({reason})")]
+    CorruptAnchors {
+        count: usize,
+        first: u32,
+        /// What is wrong with the first.
+        reason: AnchorDamage,
+    },
 }
 
 /// " (PATH: reason)" for the first issue, and the count of the others.

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
-use crate::error::StoreError;
+use crate::error::{IssueKind, LoadIssue, StoreError};
 use crate::source::{load, system_store, LoadReport, Source};
 use crate::store::TrustStore;
 
@@ -120,7 +120,20 @@ impl StoreHandle {
             load(&self.inner.sources)
         };
         match result {
-            Ok((store, report)) => {
+            Ok((store, mut report)) => {
+                // A snapshot's anchors are otherwise checked at first use: a reload checks
+                // them all, so a damaged one is reported now (by index and reason), not
+                // only refused when a chain needs it.
+                let path = store.snapshot_info().map(|(p, _)| p.to_path_buf());
+                if let Some(path) = path {
+                    for (index, reason) in store.damaged_anchors() {
+                        report.push_issue(LoadIssue::at(
+                            &path,
+                            index.saturating_add(1),
+                            IssueKind::CorruptAnchor { index, reason },
+                        ));
+                    }
+                }
                 let (generation, anchors_changed) = self.install(store);
                 if let Ok(mut g) = self.inner.last_error.lock() {
                     *g = None;

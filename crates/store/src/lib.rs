@@ -36,7 +36,8 @@ pub mod text;
 
 pub use builder::{Added, StoreBuilder};
 pub use error::{
-    IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
+    AnchorDamage, IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES,
+    MAX_ISSUES_PER_KIND,
 };
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};
 pub use lint::{

@@ -52,7 +52,7 @@ use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::arena::Arena;
-use crate::error::{IssueKind, LoadIssue, SnapshotError, StoreError};
+use crate::error::{AnchorDamage, IssueKind, LoadIssue, SnapshotError, StoreError};
 use crate::store::{Bytes, CaNames, Checker, Core, Layout, TrustStore};
 
 /// First 8 bytes of every snapshot.
@@ -347,31 +347,56 @@ impl TrustStore {
     }
 
     /// Check every anchor now (SHA-256 of its DER and its record). Built stores always
-    /// pass. Returns the indices of anchors that failed (they are never returned).
+    /// pass. The error names how many failed, the first and why (they are never
+    /// returned; [`TrustStore::damaged_anchors`] lists them all).
     pub fn verify_all(&self) -> Result<(), SnapshotError> {
+        let bad = self.damaged_anchors();
+        match bad.first() {
+            None => Ok(()),
+            Some(&(first, reason)) => Err(SnapshotError::CorruptAnchors {
+                count: bad.len(),
+                first,
+                reason,
+            }),
+        }
+    }
+
+    /// Check every anchor now, like [`TrustStore::verify_all`], and list those that fail
+    /// with why, in store order (empty for a built store). Two threads above 4,096
+    /// anchors; each anchor's verdict is kept, so lookups do not check it again.
+    pub fn damaged_anchors(&self) -> Vec<(u32, AnchorDamage)> {
         let n = self.core().lay.n;
-        let check = |range: std::ops::Range<u32>| -> Vec<u32> {
-            range.filter(|&i| self.core().anchor(i).is_none()).collect()
+        if self.core().check.is_none() {
+            return Vec::new();
+        }
+        let check = |range: std::ops::Range<u32>| -> Vec<(u32, AnchorDamage)> {
+            range
+                .filter_map(|i| self.core().damage(i).map(|d| (i, d)))
+                .collect()
         };
-        let bad: Vec<u32> = if n > 4096 {
+        if n > 4096 {
             let mid = n / 2;
             std::thread::scope(|s| {
                 let t = s.spawn(|| check(mid..n));
                 let mut a = check(0..mid);
                 // A panicked checker proves nothing: count its whole range as failed.
-                a.extend(t.join().unwrap_or_else(|_| (mid..n).collect()));
+                a.extend(
+                    t.join().unwrap_or_else(|_| {
+                        (mid..n).map(|i| (i, AnchorDamage::Unreadable)).collect()
+                    }),
+                );
                 a
             })
         } else {
             check(0..n)
-        };
-        match bad.first() {
-            None => Ok(()),
-            Some(&first) => Err(SnapshotError::CorruptAnchors {
-                count: bad.len(),
-                first,
-            }),
         }
+    }
+
+    /// Snapshot anchors found damaged so far, by [`TrustStore::damaged_anchors`] or at
+    /// their first use by a lookup (0 for a built store): what a server reports in its
+    /// metrics without checking every anchor itself.
+    pub fn damaged_seen(&self) -> usize {
+        self.core().damaged_seen()
     }
 
     /// For a snapshot: its path and when it was built (Unix seconds).

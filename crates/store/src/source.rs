@@ -18,7 +18,9 @@ use std::time::Instant;
 
 use crate::builder::{prepare, Added, Prepared, StoreBuilder};
 use crate::der;
-use crate::error::{IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND};
+use crate::error::{
+    AnchorDamage, IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
+};
 use crate::pem::{self, Block, PemScanner};
 use crate::snapshot::{self, SourceRecord};
 use crate::store::{now_unix, TrustStore};
@@ -561,7 +563,14 @@ impl StoreBuilder {
                 None => self.push_issue(
                     report,
                     file_idx,
-                    LoadIssue::at(path, i + 1, IssueKind::CorruptAnchor { index: i }),
+                    LoadIssue::at(
+                        path,
+                        i + 1,
+                        IssueKind::CorruptAnchor {
+                            index: i,
+                            reason: store.core().damage(i).unwrap_or(AnchorDamage::Record),
+                        },
+                    ),
                 ),
             }
         }

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::der;
+use crate::error::AnchorDamage;
 
 pub(crate) const REC_LEN: usize = 40;
 pub(crate) const NO_SKI: u32 = u32::MAX;
@@ -220,18 +221,30 @@ impl Checker {
     fn memory(&self) -> usize {
         (self.ok.len() + self.bad.len()) * 8
     }
+    /// Anchors found damaged so far.
+    fn bad_count(&self) -> usize {
+        self.bad
+            .iter()
+            .map(|w| w.load(Ordering::Acquire).count_ones() as usize)
+            .sum()
+    }
 }
 
 /// Does this anchor's DER hash to its recorded fingerprint, and do the recorded fields
 /// match what the DER says? (Used for snapshot anchors before their first use.)
 pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
+    anchor_damage(a, rec).is_none()
+}
+
+/// What is wrong with this anchor, if anything (see [`anchor_is_intact`]).
+pub(crate) fn anchor_damage(a: &Anchor<'_>, rec: &Rec) -> Option<AnchorDamage> {
     use sha2::Digest;
     let digest: [u8; 32] = sha2::Sha256::digest(a.der).into();
     if &digest != a.sha256 {
-        return false;
+        return Some(AnchorDamage::Digest);
     }
     let Ok(f) = der::parse_cert(a.der) else {
-        return false;
+        return Some(AnchorDamage::Unreadable);
     };
     let (ski_off, ski_len) = f.ski.unwrap_or((NO_SKI, 0));
     let self_issued = a
@@ -239,11 +252,12 @@ pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
         .get(f.subject.0 as usize..(f.subject.0 + f.subject.1) as usize)
         == a.der
             .get(f.issuer.0 as usize..(f.issuer.0 + f.issuer.1) as usize);
-    (f.is_ca || self_issued)
+    let intact = (f.is_ca || self_issued)
         && f.subject == (rec.subj_off, rec.subj_len)
         && (ski_off, ski_len) == (rec.ski_off, rec.ski_len)
         && f.not_before == rec.not_before
-        && f.not_after == rec.not_after
+        && f.not_after == rec.not_after;
+    (!intact).then_some(AnchorDamage::Record)
 }
 
 /// The data of a store. Lives inside [`CaNames`] so that `ca_names()` can hand out a
@@ -335,6 +349,26 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// Why anchor `i` is not returned by [`Core::anchor`], if it is not (checks it).
+    pub(crate) fn damage(&self, i: u32) -> Option<AnchorDamage> {
+        if i >= self.lay.n || self.anchor(i).is_some() {
+            return None;
+        }
+        Some(
+            self.raw(i)
+                .map_or(Some(AnchorDamage::Unreadable), |(a, r)| {
+                    anchor_damage(&a, &r)
+                })
+                .unwrap_or(AnchorDamage::Record),
+        )
+    }
+
+    /// Snapshot anchors found damaged so far (at a check or at first use); 0 for a
+    /// built store.
+    pub(crate) fn damaged_seen(&self) -> usize {
+        self.check.as_ref().map_or(0, Checker::bad_count)
     }
 
     fn probe<'a>(

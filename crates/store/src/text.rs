@@ -14,6 +14,11 @@
 use std::borrow::Cow;
 use std::fmt;
 
+/// The one redaction of secrets (PKCS#11 PINs, URL passwords, `KEY=secret`), from the
+/// leaf crate tlskit-io so that the PKCS#11 crate reaches it too: every message that can
+/// carry user input or peer text goes through it next to [`escape`].
+pub use tlskit_io::redact::{redact, redact_known, Redacted, MASK};
+
 /// Whether `c` is shown escaped by [`escape`]: C0 controls (tab and newline included),
 /// DEL, C1 controls, and the Unicode bidirectional controls (U+200E/U+200F marks,
 /// U+202A-U+202E embeddings and overrides, U+2066-U+2069 isolates) and U+061C.

@@ -3,7 +3,8 @@
 //! For the end-entity certificate and every certificate the peer sent (plus any extra
 //! intermediates the caller supplies), the store is asked for anchors whose subject is
 //! that certificate's issuer name and anchors whose subjectKeyIdentifier is its
-//! authorityKeyIdentifier. Only those candidates, parsed with
+//! authorityKeyIdentifier, best key-identifier match first and at most
+//! [`MAX_ISSUER_CANDIDATES`] per certificate. Only those candidates, parsed with
 //! `webpki::anchor_from_trusted_cert`, are handed to rustls-webpki together with the
 //! intermediates; rustls-webpki does every signature, path-policy, EKU, name and CRL
 //! check and explores alternative paths (cross-signed intermediates, several anchors with
@@ -65,6 +66,16 @@ pub const MAX_SUPPORTED_DEPTH: usize = 16;
 /// The longest path rustls-webpki builds: the end entity, six intermediates, the anchor.
 /// Also the default `max_depth`.
 pub const WEBPKI_MAX_DEPTH: usize = 8;
+
+/// Most trust anchors tried as the issuer of one certificate. The store's candidates are
+/// ordered by key identifier, as Go's `crypto/x509` and Chromium's path builder order
+/// them: anchors whose subjectKeyIdentifier is the certificate's authorityKeyIdentifier
+/// first, then those where one side has no key identifier, then those whose key
+/// identifier contradicts it; the first this many are handed on. A genuine chain names
+/// its issuer's key, so its anchor comes first however many anchors share the name; a
+/// forged one costs at most this many signature checks per certificate, however many
+/// anchors share the name (see the crate README, "Limits").
+pub const MAX_ISSUER_CANDIDATES: usize = 8;
 
 /// A parsed certificate revocation list.
 #[derive(Debug, Clone)]
@@ -149,7 +160,8 @@ pub struct VerifierConfig {
     /// Verification cache limits; `None` disables the cache.
     pub cache: Option<CacheLimits>,
     /// The rule set checked on every candidate path on top of rustls-webpki (default
-    /// [`Profile::WebPki`]). See the crate README, "Profiles".
+    /// [`Profile::Browser`]: refusals where relying parties refuse, warnings for the
+    /// rest). See the crate README, "Profiles".
     pub profile: Profile,
     /// Rules not checked, on purpose (e.g. [`Rule::AkiMissing`] for a private PKI
     /// without key identifiers). Rules rustls-webpki enforces itself cannot be lifted.
@@ -166,7 +178,7 @@ impl Default for VerifierConfig {
             allow_unknown_revocation: true,
             enforce_crl_expiry: true,
             cache: Some(CacheLimits::default()),
-            profile: Profile::WebPki,
+            profile: Profile::Browser,
             allow: Vec::new(),
         }
     }
@@ -184,6 +196,11 @@ pub struct VerifiedChain {
     /// Earliest notAfter on the path (and CRL nextUpdate, when enforced): no answer is
     /// valid after it.
     pub valid_until: i64,
+    /// Rules this path breaks that the profile reports instead of refusing (the
+    /// `browser` profile's warnings), in path order: rule, position (0 = end entity),
+    /// role, subject and the sentence. Empty under `webpki` and `rfc5280`, which refuse
+    /// every rule they check. A cached answer keeps them.
+    pub warnings: Vec<Violation>,
 }
 
 impl VerifiedChain {
@@ -479,9 +496,7 @@ impl ChainVerifier {
         let crls_beyond_webpki = config.crls.iter().any(|c| c.inner.is_none());
         Self {
             rules: RuleSet::new(config.profile, &config.allow),
-            algs: rustls::crypto::aws_lc_rs::default_provider()
-                .signature_verification_algorithms
-                .all,
+            algs: crate::count::counted_algorithms(),
             config,
             cache,
             crl_deadline,
@@ -618,7 +633,7 @@ impl ChainVerifier {
         let ee = match EndEntityCert::try_from(end_entity) {
             Ok(ee) => Some(ee),
             Err(e) => {
-                let err = match profile::diagnose(&e, &[end_entity.as_ref()]) {
+                let err = match profile::diagnose(&e, &[end_entity.as_ref()], &[]) {
                     Some(v) => VerifyError::Rule(v),
                     None => VerifyError::BadEncoding(format!(
                         "end-entity certificate: {}",
@@ -705,6 +720,9 @@ impl ChainVerifier {
         };
         let too_deep = Cell::new(false);
         let broken: RefCell<Option<Violation>> = RefCell::new(None);
+        // The warnings of the last candidate path the profile passed: rustls-webpki
+        // returns the first path whose callback says Ok, so that path's.
+        let passed: RefCell<Vec<Violation>> = RefCell::new(Vec::new());
         let max_depth = self.config.max_depth;
         let rules = self.rules;
         let crls = &self.config.crls[..];
@@ -732,7 +750,10 @@ impl ChainVerifier {
                 purpose,
                 crls,
             ) {
-                Ok(()) => Ok(()),
+                Ok(w) => {
+                    *passed.borrow_mut() = w;
+                    Ok(())
+                }
                 Err(v) => {
                     let mut b = broken.borrow_mut();
                     if b.is_none() {
@@ -768,7 +789,8 @@ impl ChainVerifier {
             let mut all: Vec<&[u8]> = Vec::with_capacity(1 + intermediates.len());
             all.push(leaf_der);
             all.extend(intermediates.iter().map(|c| c.as_ref()));
-            if let Some(v) = profile::diagnose(&e, &all) {
+            let anchor_ders: Vec<&[u8]> = usable.iter().map(|a| a.der()).collect();
+            if let Some(v) = profile::diagnose(&e, &all, &anchor_ders) {
                 return VerifyError::Rule(v);
             }
             let mut e = map_webpki(e, purpose);
@@ -837,9 +859,9 @@ impl ChainVerifier {
                 false,
             )),
         };
-        let (idx, inter) = match webpki_answer {
-            Ok(Some((idx, inter))) => (Some(idx), inter),
-            Ok(None) => (None, Vec::new()),
+        let (idx, inter, warnings) = match webpki_answer {
+            Ok(Some((idx, inter))) => (Some(idx), inter, passed.take()),
+            Ok(None) => (None, Vec::new(), Vec::new()),
             Err((e, true)) => return Err(e),
             Err((e, false)) => {
                 // RFC 5280 6.1 for what rustls-webpki cannot do (see rfc5280.rs).
@@ -887,9 +909,9 @@ impl ChainVerifier {
                     .filter_map(|&i| presented_ders.get(i).copied())
                     .collect();
                 let anchor_der = usable[found.anchor].der();
-                profile_check(leaf_der, &inter, anchor_der, rules, purpose, crls)
+                let warnings = profile_check(leaf_der, &inter, anchor_der, rules, purpose, crls)
                     .map_err(VerifyError::Rule)?;
-                (Some(found.anchor), inter)
+                (Some(found.anchor), inter, warnings)
             }
         };
 
@@ -935,6 +957,7 @@ impl ChainVerifier {
                 anchor_sha256: *anchor.sha256(),
                 valid_from,
                 valid_until,
+                warnings,
             }),
             cached: false,
         })
@@ -952,7 +975,7 @@ fn profile_check(
     rules: RuleSet,
     purpose: Purpose,
     crls: &[Crl],
-) -> Result<(), Violation> {
+) -> Result<Vec<Violation>, Violation> {
     let mut path = Vec::with_capacity(inter.len() + 2);
     path.push(PathCert {
         der: leaf_der,
@@ -1096,20 +1119,55 @@ fn same_bytes<'i>(intermediates: &'i [CertificateDer<'_>], d: &[u8]) -> Option<&
         .or_else(|| all().find(|c| *c == d))
 }
 
-/// Add the anchors that may have issued `cert`: by issuer name, then by key identifier.
+/// Add the anchors that may have issued `cert`, at most [`MAX_ISSUER_CANDIDATES`] of
+/// them, best first: those whose subjectKeyIdentifier is `cert`'s authorityKeyIdentifier
+/// (looked up by key identifier, whatever their name: rustls-webpki skips a name that does
+/// not chain before any signature check), then anchors with `cert`'s issuer name where one
+/// side has no key identifier, then (only when no anchor with that name holds the named
+/// key) those whose key identifier contradicts it. Anchors already in `out` (candidates of another certificate of the chain) are not repeated.
 fn add_candidates<'s>(store: &'s TrustStore, cert: &der::CertView<'_>, out: &mut Vec<Anchor<'s>>) {
-    let mut push = |a: Anchor<'s>| {
+    let start = out.len();
+    let room = |out: &Vec<Anchor<'s>>| out.len() - start < MAX_ISSUER_CANDIDATES;
+    let push = |out: &mut Vec<Anchor<'s>>, a: Anchor<'s>| {
         if !out.iter().any(|b| b.sha256() == a.sha256()) {
             out.push(a);
         }
     };
-    for a in store.by_subject(cert.issuer) {
-        push(a);
-    }
+    let mut exact = false;
     if let Some(kid) = cert.aki {
         for a in store.by_key_id(kid) {
-            push(a);
+            if !room(out) {
+                return;
+            }
+            exact |= a.subject() == cert.issuer;
+            push(out, a);
         }
+    }
+    // One walk of the name's chain; it stops once enough anchors without a key
+    // identifier to compare are found (a mismatch can then no longer be reached).
+    let mut mismatched: Vec<Anchor<'s>> = Vec::new();
+    for a in store.by_subject(cert.issuer) {
+        if !room(out) {
+            return;
+        }
+        match (cert.aki, a.key_id()) {
+            (Some(aki), Some(ski)) if aki == ski => {} // added above
+            // The named key is in the store: an anchor with another key could only
+            // verify a certificate whose own AKI is wrong. Not tried.
+            (Some(_), Some(_)) if exact => {}
+            (Some(_), Some(_)) => {
+                if mismatched.len() < MAX_ISSUER_CANDIDATES {
+                    mismatched.push(a);
+                }
+            }
+            _ => push(out, a),
+        }
+    }
+    for a in mismatched {
+        if !room(out) {
+            return;
+        }
+        push(out, a);
     }
 }
 

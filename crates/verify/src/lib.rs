@@ -13,6 +13,7 @@
 
 mod cache;
 mod chain;
+mod count;
 mod input;
 mod profile;
 mod resume;
@@ -22,8 +23,9 @@ mod tls;
 pub use cache::CacheLimits;
 pub use chain::{
     format_name, ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
-    MAX_SUPPORTED_DEPTH, WEBPKI_MAX_DEPTH,
+    MAX_ISSUER_CANDIDATES, MAX_SUPPORTED_DEPTH, WEBPKI_MAX_DEPTH,
 };
+pub use count::{signature_checks, signature_checks_on_thread};
 pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};

@@ -34,18 +34,24 @@ use crate::chain::{format_name, Purpose};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
-    /// Every rule: RFC 5280 and the CA/Browser Forum Baseline Requirements (key sizes,
-    /// explicit TLS EKU, public-suffix wildcards, CN in SAN, ...). The default for TLS.
+    /// What mainstream relying parties (browsers, rustls) refuse is refused
+    /// ([`Rule::browser_refuses`]); every other rule is checked and reported as a
+    /// warning on the verified path ([`VerifiedChain::warnings`](crate::VerifiedChain)).
+    /// The default.
     #[default]
+    Browser,
+    /// Every rule refused: RFC 5280 and the CA/Browser Forum Baseline Requirements (key
+    /// sizes, explicit TLS EKU, public-suffix wildcards, CN in SAN, ...).
     WebPki,
     /// RFC 5280 rules only: for private PKIs that do not follow the CA/B Forum profile.
     Rfc5280,
 }
 
 impl Profile {
-    /// `"webpki"` or `"rfc5280"`.
+    /// `"browser"`, `"webpki"` or `"rfc5280"`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Browser => "browser",
             Self::WebPki => "webpki",
             Self::Rfc5280 => "rfc5280",
         }
@@ -62,11 +68,12 @@ impl std::str::FromStr for Profile {
     type Err = UnknownName;
     fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s {
+            "browser" => Ok(Self::Browser),
             "webpki" => Ok(Self::WebPki),
             "rfc5280" => Ok(Self::Rfc5280),
             _ => Err(UnknownName {
                 what: "profile",
-                expected: "webpki, rfc5280".into(),
+                expected: "browser, webpki, rfc5280".into(),
             }),
         }
     }
@@ -117,7 +124,7 @@ rules! {
     /// A self-signed root whose authorityKeyIdentifier is not only its own keyIdentifier
     /// (another key, none, or an authorityCertIssuer / authorityCertSerialNumber).
     AkiSelfSignedMismatch = ("aki-self-signed-mismatch", "RFC 5280 4.2.1.1", false,
-        "a self-signed root may only carry an authorityKeyIdentifier with just a keyIdentifier equal to its own subjectKeyIdentifier; reissue it"),
+        "a self-signed certificate's authorityKeyIdentifier, when present, should be only its own keyIdentifier; trust anchors are exempt (RFC 5280 6.1.1 (d)), so this is never held against a root"),
     /// subjectKeyIdentifier missing in a CA certificate.
     SkiMissing = ("ski-missing", "RFC 5280 4.2.1.2", false,
         "reissue the CA certificate with a subjectKeyIdentifier"),
@@ -171,7 +178,11 @@ rules! {
         "reissue the certificate with a non-critical extendedKeyUsage"),
     /// extendedKeyUsage in a root certificate.
     EkuInRoot = ("eku-in-root", "CA/B Forum BR 7.1.2.1.2", true,
-        "a root certificate must not carry extendedKeyUsage; use a root without it"),
+        "the Baseline Requirements keep extendedKeyUsage out of root certificates; trust anchors are exempt (RFC 5280 6.1.1 (d)), so this is never held against a root in verification"),
+    /// A trust anchor whose extendedKeyUsage leaves out the purpose verified (Chrome,
+    /// NSS and Go treat an anchor's EKU as a constraint on the whole path).
+    AnchorEkuPurpose = ("anchor-eku-purpose", "RFC 5280 4.2.1.12, RFC 5937 3.2", false,
+        "this trust anchor is constrained to other key purposes; use a trust anchor meant for this purpose, or accept it deliberately with --allow anchor-eku-purpose"),
     /// An RSA key under 2048 bits.
     RsaKeyTooSmall = ("rsa-key-too-small", "CA/B Forum BR 6.1.5", true,
         "replace the key with RSA of at least 2048 bits (or ECDSA P-256) and reissue"),
@@ -211,6 +222,10 @@ rules! {
     /// A signature algorithm that is not accepted (SHA-1, MD5, DSA, ...).
     SignatureAlgorithm = ("signature-algorithm", "RFC 9155, CA/B Forum BR 7.1.3.2", false,
         "reissue the certificate with a SHA-256 (or stronger) RSA, ECDSA or Ed25519 signature"),
+    /// A key of type id-RSASSA-PSS (an RSASSA-PSS-only key) that signed the path: not
+    /// supported, as in browsers (RSASSA-PSS signatures by rsaEncryption keys are).
+    RsaPssKey = ("rsa-pss-key", "RFC 4055 1.2, CA/B Forum BR 7.1.3.1.1", false,
+        "RSASSA-PSS-only keys (id-RSASSA-PSS) are not supported here, nor by browsers; the issuer needs an rsaEncryption RSA key (which may sign with RSASSA-PSS) or an ECDSA key"),
     /// A certificate used as an issuer that is not a CA (basicConstraints cA absent).
     IssuerNotCa = ("issuer-not-ca", "RFC 5280 4.2.1.9 and 6.1.4 (k)", false,
         "this certificate signed another one but is not a CA certificate (basicConstraints cA is not set); use the right intermediate, or reissue it as a CA"),
@@ -240,11 +255,38 @@ impl Rule {
             })
     }
 
+    /// Whether the `browser` profile refuses a breach (what mainstream relying parties
+    /// refuse: Chrome, Firefox/NSS or rustls-webpki; the crate README's rule table gives
+    /// the evidence); the other rules are reported as warnings. `ca-key-usage` and
+    /// `aia-malformed` are refused in part: a keyUsage without keyCertSign and a
+    /// critical authorityInfoAccess are refused, the rest of those rules warns.
+    pub fn browser_refuses(self) -> bool {
+        matches!(
+            self,
+            Rule::AkiCritical
+                | Rule::SkiCritical
+                | Rule::UnknownCriticalExtension
+                | Rule::AnchorEkuPurpose
+                | Rule::RsaKeyTooSmall
+                | Rule::DsaKey
+                | Rule::WeakCurve
+                | Rule::WildcardPublicSuffix
+                | Rule::CrlIssuerNotCrlSign
+                | Rule::CaAsEndEntity
+                | Rule::SignatureAlgorithm
+                | Rule::RsaPssKey
+                | Rule::IssuerNotCa
+                | Rule::PathLenExceeded
+                | Rule::NameConstraintViolated
+        )
+    }
+
     /// Whether `--allow` can lift it (rules rustls-webpki enforces itself cannot be).
     pub fn allowable(self) -> bool {
         !matches!(
             self,
             Rule::SignatureAlgorithm
+                | Rule::RsaPssKey
                 | Rule::IssuerNotCa
                 | Rule::PathLenExceeded
                 | Rule::NameConstraintViolated
@@ -263,38 +305,78 @@ impl fmt::Display for Rule {
     }
 }
 
-/// The rules a verification applies: a profile minus the allowed exceptions.
+/// The rules a verification applies: a profile minus the allowed exceptions. A rule
+/// is refused, reported as a warning, or not checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RuleSet(u64);
+pub(crate) struct RuleSet {
+    refuse: u64,
+    warn: u64,
+}
 
 impl RuleSet {
     pub(crate) fn new(profile: Profile, allow: &[Rule]) -> Self {
-        let mut bits = 0u64;
+        let (mut refuse, mut warn) = (0u64, 0u64);
         for r in Rule::ALL {
-            if profile == Profile::Rfc5280 && r.cabf_only() {
-                continue;
+            match profile {
+                Profile::Rfc5280 if r.cabf_only() => {}
+                Profile::Browser if !r.browser_refuses() => warn |= r.bit(),
+                _ => refuse |= r.bit(),
             }
-            bits |= r.bit();
         }
         for r in allow {
             if r.allowable() {
-                bits &= !r.bit();
+                refuse &= !r.bit();
+                warn &= !r.bit();
             }
         }
-        Self(bits)
+        Self { refuse, warn }
     }
     /// RFC 5280 rules only, minus the allowed ones (pinned certificates).
     pub(crate) fn without_cabf(self) -> Self {
-        let mut bits = self.0;
+        let mut s = self;
         for r in Rule::ALL {
             if r.cabf_only() {
-                bits &= !r.bit();
+                s.refuse &= !r.bit();
+                s.warn &= !r.bit();
             }
         }
-        Self(bits)
+        s
     }
+    /// Whether the rule is checked at all (refused or reported).
     pub(crate) fn has(self, r: Rule) -> bool {
-        self.0 & r.bit() != 0
+        (self.refuse | self.warn) & r.bit() != 0
+    }
+    /// Whether a breach of the rule rejects the path.
+    pub(crate) fn refuses(self, r: Rule) -> bool {
+        self.refuse & r.bit() != 0
+    }
+}
+
+/// Where a path's breaches go: refused rules stop the check, the others are kept as
+/// warnings.
+struct Findings<'w> {
+    rules: RuleSet,
+    warnings: &'w mut Vec<Violation>,
+}
+
+impl Findings<'_> {
+    /// Report a breach: `Err` when the rule is refused, a warning otherwise.
+    fn breach(&mut self, v: Violation) -> Result<(), Violation> {
+        if self.rules.refuses(v.rule) {
+            Err(v)
+        } else {
+            self.warnings.push(v);
+            Ok(())
+        }
+    }
+    /// The part of a rule every mainstream verifier refuses: refused whenever the rule
+    /// is checked at all, whatever the profile says of its milder breaches.
+    fn refuse_if_checked(&mut self, v: Violation) -> Result<(), Violation> {
+        if self.rules.has(v.rule) {
+            Err(v)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -348,8 +430,40 @@ impl fmt::Display for Violation {
             self.detail,
             self.rule.section(),
             self.rule.code(),
-            self.rule.advice()
+            self.advice()
         )
+    }
+}
+
+/// One JSON shape for a rule breach, refused or reported as a warning: `rule` (stable
+/// code), `section`, `position` (0 = end entity), `role` (`end-entity`,
+/// `intermediate`, `anchor`), `subject` (RFC 4514) and `message` (the sentence,
+/// [`Display`](fmt::Display)).
+impl serde::Serialize for Violation {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Violation", 6)?;
+        st.serialize_field("rule", self.rule.code())?;
+        st.serialize_field("section", self.rule.section())?;
+        st.serialize_field("position", &self.position)?;
+        st.serialize_field("role", &self.role)?;
+        st.serialize_field("subject", &self.subject)?;
+        st.serialize_field("message", &self.to_string())?;
+        st.end()
+    }
+}
+
+impl Violation {
+    /// What to do about it. A trust anchor is never to be reissued by whoever meets
+    /// it: the advice for an anchor's key is about the trust store, not the certificate.
+    pub fn advice(&self) -> &'static str {
+        match (self.role, self.rule) {
+            (
+                CertRole::Anchor,
+                Rule::RsaKeyTooSmall | Rule::RsaModulusSize | Rule::DsaKey | Rule::WeakCurve,
+            ) => "this trust anchor's key is too weak to rely on; use a chain that leads to another trust anchor",
+            _ => self.rule.advice(),
+        }
     }
 }
 
@@ -393,20 +507,26 @@ pub(crate) struct PathCert<'a> {
 
 /// Check every certificate of a path (end entity first, anchor last) against `rules`.
 /// Certificates x509-parser cannot read are left to rustls-webpki's judgement (it
-/// already accepted them).
+/// already accepted them). `Ok` carries the breaches of rules the profile reports
+/// rather than refuses (warnings), in path order.
 pub(crate) fn check_path(
     path: &[PathCert<'_>],
     rules: RuleSet,
     purpose: Purpose,
     crls: &[crate::chain::Crl],
-) -> Result<(), Violation> {
+) -> Result<Vec<Violation>, Violation> {
+    let mut warnings = Vec::new();
+    let mut out = Findings {
+        rules,
+        warnings: &mut warnings,
+    };
     let mut anchor_path_len: Option<(u32, String)> = None;
     for (i, pc) in path.iter().enumerate() {
         // Intermediates and anchors repeat from one verification to the next: a
         // certificate that passed as this role under these rules is not parsed again
-        // (positive answers only, compared byte for byte).
+        // (positive answers only, compared byte for byte; its warnings are kept).
         if pc.role != CertRole::EndEntity {
-            if let Some(len) = memo::get(pc.der, pc.role, rules) {
+            if let Some(len) = memo::get(pc.der, pc.role, rules, purpose, i, out.warnings) {
                 if pc.role == CertRole::Anchor {
                     anchor_path_len = len.map(|l| (l, String::new()));
                 }
@@ -416,7 +536,8 @@ pub(crate) fn check_path(
         let Ok((_, c)) = x509_parser::parse_x509_certificate(pc.der) else {
             continue;
         };
-        check_cert(&c, i, pc.role, rules, purpose)?;
+        let before = out.warnings.len();
+        check_cert(&c, i, pc.role, purpose, &mut out)?;
         let len = c
             .basic_constraints()
             .ok()
@@ -426,7 +547,14 @@ pub(crate) fn check_path(
             anchor_path_len = len.map(|l| (l, format_name(c.tbs_certificate.subject.as_raw())));
         }
         if pc.role != CertRole::EndEntity {
-            memo::put(pc.der, pc.role, rules, len);
+            memo::put(
+                pc.der,
+                pc.role,
+                rules,
+                purpose,
+                len,
+                &out.warnings[before..],
+            );
         }
     }
     if let Some((len, subject)) = anchor_path_len {
@@ -441,16 +569,16 @@ pub(crate) fn check_path(
                     .map(|(_, c)| c)
             })
             .collect();
-        check_crls(path, &parsed, rules, crls)?;
+        check_crls(path, &parsed, crls, &mut out)?;
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// A small per-thread memo of intermediates and anchors that passed the profile.
 mod memo {
     use std::cell::RefCell;
 
-    use super::{CertRole, RuleSet};
+    use super::{CertRole, Purpose, RuleSet, Violation};
 
     const ENTRIES: usize = 32;
 
@@ -458,33 +586,61 @@ mod memo {
         hash: u64,
         role: CertRole,
         rules: RuleSet,
+        purpose: Purpose,
         der: Box<[u8]>,
         path_len: Option<u32>,
+        /// The warnings it gave (positions are set again on each use).
+        warnings: Box<[Violation]>,
     }
 
     thread_local! {
         static MEMO: RefCell<(Vec<Entry>, usize)> = const { RefCell::new((Vec::new(), 0)) };
     }
 
-    /// `Some(pathLenConstraint)` when `der` passed as `role` under `rules` before.
-    pub(super) fn get(der: &[u8], role: CertRole, rules: RuleSet) -> Option<Option<u32>> {
+    /// `Some(pathLenConstraint)` when `der` passed as `role` under `rules` and
+    /// `purpose` before; its warnings are appended to `warnings` at `position`.
+    pub(super) fn get(
+        der: &[u8],
+        role: CertRole,
+        rules: RuleSet,
+        purpose: Purpose,
+        position: usize,
+        warnings: &mut Vec<Violation>,
+    ) -> Option<Option<u32>> {
         let hash = xxhash_rust::xxh3::xxh3_64(der);
         MEMO.with(|m| {
-            m.borrow()
-                .0
-                .iter()
-                .find(|e| e.hash == hash && e.role == role && e.rules == rules && *e.der == *der)
-                .map(|e| e.path_len)
+            let m = m.borrow();
+            let e = m.0.iter().find(|e| {
+                e.hash == hash
+                    && e.role == role
+                    && e.rules == rules
+                    && e.purpose == purpose
+                    && *e.der == *der
+            })?;
+            warnings.extend(e.warnings.iter().map(|w| Violation {
+                position,
+                ..w.clone()
+            }));
+            Some(e.path_len)
         })
     }
 
-    pub(super) fn put(der: &[u8], role: CertRole, rules: RuleSet, path_len: Option<u32>) {
+    pub(super) fn put(
+        der: &[u8],
+        role: CertRole,
+        rules: RuleSet,
+        purpose: Purpose,
+        path_len: Option<u32>,
+        warnings: &[Violation],
+    ) {
         let e = Entry {
             hash: xxhash_rust::xxh3::xxh3_64(der),
             role,
             rules,
+            purpose,
             der: der.into(),
             path_len,
+            warnings: warnings.into(),
         };
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
@@ -556,20 +712,65 @@ fn self_issued(c: &X509Certificate<'_>) -> bool {
     c.tbs_certificate.subject.as_raw() == c.tbs_certificate.issuer.as_raw()
 }
 
+/// RFC 5280 6.1.1 (d): a trust anchor is trusted by configuration, so no rule about
+/// how a certificate is formed applies to it (serial, key identifiers, criticality,
+/// keyUsage form, EKU presence, its self-signature). What it constrains still does:
+/// its key (it verifies the next signature), its pathLenConstraint
+/// ([`check_anchor_path_len`]), its name constraints (rustls-webpki and the RFC 5280
+/// validator apply them) and its extendedKeyUsage as a constraint on the purpose, as
+/// Chrome (BoringSSL pki `ApplyTrustAnchorConstraints`), NSS and Go
+/// (`checkChainForKeyUsage`) apply it.
+fn check_anchor(
+    c: &X509Certificate<'_>,
+    pos: usize,
+    purpose: Purpose,
+    out: &mut Findings<'_>,
+) -> Result<(), Violation> {
+    check_key(c, pos, CertRole::Anchor, out)?;
+    if !out.rules.has(Rule::AnchorEkuPurpose) {
+        return Ok(());
+    }
+    let Ok(Some(eku)) = c.extended_key_usage() else {
+        return Ok(());
+    };
+    let e = eku.value;
+    let allowed = e.any
+        || match purpose {
+            Purpose::Server => e.server_auth,
+            Purpose::Client => e.client_auth,
+        };
+    if !allowed {
+        out.breach(violation(
+            Rule::AnchorEkuPurpose,
+            pos,
+            CertRole::Anchor,
+            c,
+            format!(
+                "its extendedKeyUsage does not include id-kp-{}Auth, which constrains every certificate below it",
+                purpose.as_str()
+            ),
+        ))?;
+    }
+    Ok(())
+}
+
 fn check_cert(
     c: &X509Certificate<'_>,
     pos: usize,
     role: CertRole,
-    rules: RuleSet,
     purpose: Purpose,
+    out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
-    let v = |rule: Rule, detail: String| Err(violation(rule, pos, role, c, detail));
+    if role == CertRole::Anchor {
+        return check_anchor(c, pos, purpose, out);
+    }
+    let rules = out.rules;
+    let v = |rule: Rule, detail: String| violation(rule, pos, role, c, detail);
     let tbs = &c.tbs_certificate;
     let is_ca = c.is_ca();
     let leaf = role == CertRole::EndEntity;
-    let anchor = role == CertRole::Anchor;
 
-    // Serial number (RFC 5280 4.1.2.2); anchors are trusted by configuration, checked too.
+    // Serial number (RFC 5280 4.1.2.2).
     if rules.has(Rule::SerialInvalid) {
         let raw = tbs.raw_serial();
         let negative = raw.first().is_some_and(|b| b & 0x80 != 0);
@@ -585,13 +786,11 @@ fn check_cert(
             } else {
                 "the serial number is zero".into()
             };
-            return v(Rule::SerialInvalid, what);
+            out.breach(v(Rule::SerialInvalid, what))?;
         }
     }
 
     let mut aki: Option<(bool, Option<&[u8]>)> = None;
-    // authorityCertIssuer or authorityCertSerialNumber present in the AKI.
-    let mut aki_issuer_serial = false;
     let mut ski: Option<(bool, &[u8])> = None;
     let mut bc_critical = None;
     let mut ku = None;
@@ -601,8 +800,6 @@ fn check_cert(
         match ext.parsed_extension() {
             ParsedExtension::AuthorityKeyIdentifier(a) => {
                 aki = Some((ext.critical, a.key_identifier.as_ref().map(|k| k.0)));
-                aki_issuer_serial =
-                    a.authority_cert_issuer.is_some() || a.authority_cert_serial.is_some();
             }
             ParsedExtension::SubjectKeyIdentifier(k) => ski = Some((ext.critical, k.0)),
             ParsedExtension::BasicConstraints(_) => bc_critical = Some(ext.critical),
@@ -613,78 +810,78 @@ fn check_cert(
             }
             ParsedExtension::NameConstraints(nc) => {
                 if !is_ca && rules.has(Rule::NameConstraintsNotCa) {
-                    return v(
+                    out.breach(v(
                         Rule::NameConstraintsNotCa,
                         "it is not a CA certificate but carries nameConstraints".into(),
-                    );
+                    ))?;
                 }
                 if !ext.critical && rules.has(Rule::NameConstraintsNotCritical) {
-                    return v(
+                    out.breach(v(
                         Rule::NameConstraintsNotCritical,
                         "its nameConstraints extension is not critical".into(),
-                    );
+                    ))?;
                 }
                 let empty = |s: &Option<Vec<_>>| s.as_ref().is_none_or(|v| v.is_empty());
                 if empty(&nc.permitted_subtrees)
                     && empty(&nc.excluded_subtrees)
                     && rules.has(Rule::NameConstraintsEmpty)
                 {
-                    return v(
+                    out.breach(v(
                         Rule::NameConstraintsEmpty,
                         "its nameConstraints has neither permitted nor excluded subtrees".into(),
-                    );
+                    ))?;
                 }
             }
             ParsedExtension::PolicyConstraints(_)
                 if !ext.critical && rules.has(Rule::PolicyConstraintsNotCritical) =>
             {
-                return v(
+                out.breach(v(
                     Rule::PolicyConstraintsNotCritical,
                     "its policyConstraints extension is not critical".into(),
-                );
+                ))?;
             }
             ParsedExtension::AuthorityInfoAccess(aia) if rules.has(Rule::AiaMalformed) => {
                 if ext.critical {
-                    return v(
+                    // Chrome and rustls-webpki refuse a critical extension they do
+                    // not process: refused whatever the profile.
+                    out.refuse_if_checked(v(
                         Rule::AiaMalformed,
                         "its authorityInfoAccess is critical".into(),
-                    );
-                }
-                if aia.accessdescs.is_empty() {
-                    return v(
+                    ))?;
+                } else if aia.accessdescs.is_empty() {
+                    out.breach(v(
                         Rule::AiaMalformed,
                         "its authorityInfoAccess is empty".into(),
-                    );
-                }
-                if aia
+                    ))?;
+                } else if aia
                     .accessdescs
                     .iter()
                     .any(|d| !matches!(d.access_location, GeneralName::URI(_)))
                 {
-                    return v(
+                    out.breach(v(
                         Rule::AiaMalformed,
                         "its authorityInfoAccess has a location that is not a URI".into(),
-                    );
+                    ))?;
                 }
             }
             ParsedExtension::ParseError { .. }
                 if ext.oid == OID_PKIX_AUTHORITY_INFO_ACCESS && rules.has(Rule::AiaMalformed) =>
             {
-                return v(
+                out.breach(v(
                     Rule::AiaMalformed,
                     "its authorityInfoAccess cannot be parsed".into(),
-                );
+                ))?;
             }
             _ => {}
         }
         if ext.critical && !known_extension(&ext.oid) && rules.has(Rule::UnknownCriticalExtension) {
-            return v(
+            out.breach(v(
                 Rule::UnknownCriticalExtension,
                 format!(
                     "it has a critical extension this verifier does not process ({})",
                     ext.oid
                 ),
-            );
+            ))?;
         }
     }
 
@@ -696,59 +893,24 @@ fn check_cert(
         };
 
     // Authority key identifier (RFC 5280 4.2.1.1).
-    match aki {
-        Some((true, _)) if rules.has(Rule::AkiCritical) => {
-            return v(
+    if let Some((true, _)) = aki {
+        if rules.has(Rule::AkiCritical) {
+            out.breach(v(
                 Rule::AkiCritical,
                 "its authorityKeyIdentifier is critical".into(),
-            );
-        }
-        _ => {}
-    }
-    if self_issued(c) && rules.has(Rule::AkiSelfSignedMismatch) {
-        if let (Some((_, Some(a))), Some((_, s))) = (aki, ski) {
-            // A self-issued certificate whose AKI names another key is a key-rollover
-            // certificate (not self-signed), which is fine; a root must not do that.
-            if anchor && a != s {
-                return v(
-                    Rule::AkiSelfSignedMismatch,
-                    "this self-signed root's authorityKeyIdentifier is not its own subjectKeyIdentifier".into(),
-                );
-            }
-        }
-        if anchor {
-            if let Some((_, None)) = aki {
-                return v(
-                    Rule::AkiSelfSignedMismatch,
-                    "this self-signed root's authorityKeyIdentifier has no keyIdentifier".into(),
-                );
-            }
-            // A root's AKI, when present, is only its own key identifier: naming an
-            // issuer and serial number would name another certificate.
-            if aki_issuer_serial {
-                return v(
-                    Rule::AkiSelfSignedMismatch,
-                    "this self-signed root's authorityKeyIdentifier carries authorityCertIssuer \
-                     or authorityCertSerialNumber; only a keyIdentifier is allowed"
-                        .into(),
-                );
-            }
+            ))?;
         }
     }
-    if !anchor && !self_signed && rules.has(Rule::AkiMissing) {
+    if !self_signed && rules.has(Rule::AkiMissing) {
         match aki {
-            None => {
-                return v(
-                    Rule::AkiMissing,
-                    "it has no authorityKeyIdentifier (it is not self-signed)".into(),
-                )
-            }
-            Some((_, None)) => {
-                return v(
-                    Rule::AkiMissing,
-                    "its authorityKeyIdentifier has no keyIdentifier".into(),
-                )
-            }
+            None => out.breach(v(
+                Rule::AkiMissing,
+                "it has no authorityKeyIdentifier (it is not self-signed)".into(),
+            ))?,
+            Some((_, None)) => out.breach(v(
+                Rule::AkiMissing,
+                "its authorityKeyIdentifier has no keyIdentifier".into(),
+            ))?,
             _ => {}
         }
     }
@@ -756,97 +918,79 @@ fn check_cert(
     // Subject key identifier (RFC 5280 4.2.1.2).
     if let Some((true, _)) = ski {
         if rules.has(Rule::SkiCritical) {
-            return v(
+            out.breach(v(
                 Rule::SkiCritical,
                 "its subjectKeyIdentifier is critical".into(),
-            );
+            ))?;
         }
     }
-    if is_ca && !anchor && ski.is_none() && rules.has(Rule::SkiMissing) {
-        return v(
+    if is_ca && ski.is_none() && rules.has(Rule::SkiMissing) {
+        out.breach(v(
             Rule::SkiMissing,
             "it is a CA certificate without a subjectKeyIdentifier".into(),
-        );
+        ))?;
     }
 
     // basicConstraints critical in CA certificates (RFC 5280 4.2.1.9).
-    if is_ca
-        && !anchor
-        && bc_critical == Some(false)
-        && rules.has(Rule::BasicConstraintsNotCritical)
-    {
-        return v(
+    if is_ca && bc_critical == Some(false) && rules.has(Rule::BasicConstraintsNotCritical) {
+        out.breach(v(
             Rule::BasicConstraintsNotCritical,
             "it is a CA certificate whose basicConstraints is not critical".into(),
-        );
+        ))?;
     }
 
     // keyUsage consistent with cA (RFC 5280 4.2.1.3).
     if let Some(k) = ku {
         if k.key_cert_sign() && !is_ca && rules.has(Rule::KeyCertSignNotCa) {
-            return v(
+            out.breach(v(
                 Rule::KeyCertSignNotCa,
                 "its keyUsage asserts keyCertSign but it is not a CA certificate".into(),
-            );
+            ))?;
         }
     }
-    if is_ca && !anchor && rules.has(Rule::CaKeyUsage) {
+    if is_ca && rules.has(Rule::CaKeyUsage) {
         match ku {
-            None => {
-                return v(
-                    Rule::CaKeyUsage,
-                    "it is a CA certificate without a keyUsage extension".into(),
-                )
-            }
-            Some(k) if !k.key_cert_sign() => {
-                return v(
-                    Rule::CaKeyUsage,
-                    "it is a CA certificate whose keyUsage does not assert keyCertSign".into(),
-                )
-            }
+            None => out.breach(v(
+                Rule::CaKeyUsage,
+                "it is a CA certificate without a keyUsage extension".into(),
+            ))?,
+            // Chrome, NSS and OpenSSL refuse an issuer whose keyUsage leaves out
+            // keyCertSign: refused whatever the profile.
+            Some(k) if !k.key_cert_sign() => out.refuse_if_checked(v(
+                Rule::CaKeyUsage,
+                "it is a CA certificate whose keyUsage does not assert keyCertSign".into(),
+            ))?,
             _ => {}
         }
     }
 
     // Subject and subjectAltName (RFC 5280 4.2.1.6).
     let subject_empty = tbs.subject.iter().next().is_none();
-    if subject_empty
-        && !anchor
-        && rules.has(Rule::EmptySubjectSan)
-        && !matches!(san, Some((true, _)))
-    {
-        return v(
+    if subject_empty && rules.has(Rule::EmptySubjectSan) && !matches!(san, Some((true, _))) {
+        out.breach(v(
             Rule::EmptySubjectSan,
             "its subject is empty and it has no critical subjectAltName".into(),
-        );
+        ))?;
     }
-    if !subject_empty && !anchor && matches!(san, Some((true, _))) && rules.has(Rule::SanCritical) {
-        return v(
+    if !subject_empty && matches!(san, Some((true, _))) && rules.has(Rule::SanCritical) {
+        out.breach(v(
             Rule::SanCritical,
             "its subjectAltName is critical although the subject is not empty".into(),
-        );
+        ))?;
     }
 
     // Keys (BR 6.1.5).
-    check_key(c, pos, role, rules)?;
-
-    // EKU in roots (BR 7.1.2.1.2).
-    if anchor && self_signed && eku.is_some() && rules.has(Rule::EkuInRoot) {
-        return v(
-            Rule::EkuInRoot,
-            "this root certificate carries an extendedKeyUsage extension".into(),
-        );
-    }
+    check_key(c, pos, role, out)?;
 
     if leaf && !is_ca {
         check_leaf(
             c,
             pos,
             role,
-            rules,
             purpose,
             eku,
             san.as_ref().map(|s| &s.1[..]),
+            out,
         )?;
     }
     Ok(())
@@ -856,8 +1000,9 @@ fn check_key(
     c: &X509Certificate<'_>,
     pos: usize,
     role: CertRole,
-    rules: RuleSet,
+    out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
+    let rules = out.rules;
     let spki = c.public_key();
     let alg = &spki.algorithm.algorithm;
     if *alg == OID_PKCS1_RSAENCRYPTION {
@@ -869,27 +1014,27 @@ fn check_key(
                 .first()
                 .map_or(0, |b| (m.len() - 1) * 8 + (8 - b.leading_zeros() as usize));
             if bits < 2048 && rules.has(Rule::RsaKeyTooSmall) {
-                return Err(violation(
+                out.breach(violation(
                     Rule::RsaKeyTooSmall,
                     pos,
                     role,
                     c,
                     format!("its RSA key has {bits} bits (at least 2048 are required)"),
-                ));
+                ))?;
             }
             if bits % 8 != 0 && rules.has(Rule::RsaModulusSize) {
-                return Err(violation(
+                out.breach(violation(
                     Rule::RsaModulusSize,
                     pos,
                     role,
                     c,
                     format!("its RSA modulus has {bits} bits, not a multiple of 8"),
-                ));
+                ))?;
             }
         }
     } else if *alg == OID_KEY_TYPE_DSA {
         if rules.has(Rule::DsaKey) {
-            return Err(violation(Rule::DsaKey, pos, role, c, "it has a DSA key"));
+            out.breach(violation(Rule::DsaKey, pos, role, c, "it has a DSA key"))?;
         }
     } else if *alg == OID_KEY_TYPE_EC_PUBLIC_KEY && rules.has(Rule::WeakCurve) {
         let curve = spki
@@ -906,13 +1051,13 @@ fn check_key(
                 Some(o) => o.to_id_string(),
                 None => "unnamed curve".to_string(),
             };
-            return Err(violation(
+            out.breach(violation(
                 Rule::WeakCurve,
                 pos,
                 role,
                 c,
                 format!("its EC key is on {name} (P-256, P-384 or P-521 are accepted)"),
-            ));
+            ))?;
         }
     } else if !(oid_is(alg, OID_ED25519) || oid_is(alg, OID_ED448)) {
         // Other key types never verify in rustls-webpki; nothing to add.
@@ -926,23 +1071,27 @@ fn check_leaf(
     c: &X509Certificate<'_>,
     pos: usize,
     role: CertRole,
-    rules: RuleSet,
     purpose: Purpose,
     eku: Eku<'_>,
     san: Option<&[&GeneralName<'_>]>,
+    out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
-    let v = |rule: Rule, detail: String| Err(violation(rule, pos, role, c, detail));
+    let rules = out.rules;
+    let v = |rule: Rule, detail: String| violation(rule, pos, role, c, detail);
     // EKU (BR 7.1.2.7.10).
     match eku {
         Some((critical, e)) => {
             if e.any && rules.has(Rule::EkuAny) {
-                return v(
+                out.breach(v(
                     Rule::EkuAny,
                     "its extendedKeyUsage includes anyExtendedKeyUsage".into(),
-                );
+                ))?;
             }
             if critical && rules.has(Rule::EkuCritical) {
-                return v(Rule::EkuCritical, "its extendedKeyUsage is critical".into());
+                out.breach(v(
+                    Rule::EkuCritical,
+                    "its extendedKeyUsage is critical".into(),
+                ))?;
             }
         }
         None => {
@@ -951,14 +1100,14 @@ fn check_leaf(
                 Purpose::Client => Rule::EkuClientAuthMissing,
             };
             if rules.has(rule) {
-                return v(
+                out.breach(v(
                     rule,
                     format!(
                         "it has no extendedKeyUsage; TLS {} certificates must name id-kp-{}Auth explicitly",
                         purpose.as_str(),
                         purpose.as_str()
                     ),
-                );
+                ))?;
             }
         }
     }
@@ -971,10 +1120,10 @@ fn check_leaf(
     // SAN present (BR 7.1.2.7.12).
     let Some(san) = san else {
         if rules.has(Rule::SanMissing) {
-            return v(
+            out.breach(v(
                 Rule::SanMissing,
                 "it has no subjectAltName (a name only in the commonName is not matched)".into(),
-            );
+            ))?;
         }
         return Ok(());
     };
@@ -984,14 +1133,15 @@ fn check_leaf(
             if let GeneralName::DNSName(d) = n {
                 if let Some(base) = d.strip_prefix("*.") {
                     if is_public_suffix(base) {
-                        return v(
+                        out.breach(v(
                             Rule::WildcardPublicSuffix,
                             format!(
                                 "its wildcard name *.{} covers the public suffix {}",
                                 escape(base),
                                 escape(base)
                             ),
-                        );
+                        ))?;
+                        break;
                     }
                 }
             }
@@ -1001,7 +1151,8 @@ fn check_leaf(
     if rules.has(Rule::CnNotInSan) {
         for cn in c.tbs_certificate.subject.iter_common_name() {
             let Ok(cn) = cn.as_str() else {
-                return v(Rule::CnNotInSan, "its commonName is not a string".into());
+                out.breach(v(Rule::CnNotInSan, "its commonName is not a string".into()))?;
+                break;
             };
             let found = san.iter().any(|n| match n {
                 GeneralName::DNSName(d) => *d == cn,
@@ -1009,13 +1160,14 @@ fn check_leaf(
                 _ => false,
             });
             if !found {
-                return v(
+                out.breach(v(
                     Rule::CnNotInSan,
                     format!(
                         "its commonName {} is not one of its subjectAltNames",
                         escape(cn)
                     ),
-                );
+                ))?;
+                break;
             }
         }
     }
@@ -1065,9 +1217,10 @@ pub(crate) fn is_public_suffix(name: &str) -> bool {
 fn check_crls(
     path: &[PathCert<'_>],
     parsed: &[Option<X509Certificate<'_>>],
-    rules: RuleSet,
     crls: &[crate::chain::Crl],
+    out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
+    let rules = out.rules;
     for i in 0..path.len().saturating_sub(1) {
         let (Some(c), Some(issuer)) = (&parsed[i], &parsed[i + 1]) else {
             continue;
@@ -1076,22 +1229,22 @@ fn check_crls(
         for crl in crls.iter().filter(|k| k.issuer() == issuer_name) {
             let role = path[i + 1].role;
             if !crl.has_number && rules.has(Rule::CrlNumberMissing) {
-                return Err(violation(
+                out.breach(violation(
                     Rule::CrlNumberMissing,
                     i + 1,
                     role,
                     issuer,
                     "the CRL it issued has no CRLNumber extension",
-                ));
+                ))?;
             }
             if crl.number_critical && rules.has(Rule::CrlNumberCritical) {
-                return Err(violation(
+                out.breach(violation(
                     Rule::CrlNumberCritical,
                     i + 1,
                     role,
                     issuer,
                     "the CRL it issued has a critical CRLNumber extension",
-                ));
+                ))?;
             }
             // A CRL whose authorityKeyIdentifier names another key was signed by a
             // separate CRL signer with the same name, not by this certificate.
@@ -1111,13 +1264,13 @@ fn check_crls(
             }
             if let Ok(Some(ku)) = issuer.key_usage() {
                 if !ku.value.crl_sign() && rules.has(Rule::CrlIssuerNotCrlSign) {
-                    return Err(violation(
+                    out.breach(violation(
                         Rule::CrlIssuerNotCrlSign,
                         i + 1,
                         role,
                         issuer,
                         "it issued a CRL for this path but its keyUsage does not assert cRLSign",
-                    ));
+                    ))?;
                 }
             }
         }
@@ -1171,9 +1324,14 @@ pub(crate) fn crl_info(der: &[u8]) -> CrlInfo {
 /// After rustls-webpki refused a chain, name the certificate and rule behind errors it
 /// reports without saying which certificate (signature algorithm, an issuer that is not
 /// a CA, pathLenConstraint, name constraints, unknown critical extensions). `certs` is
-/// the end entity followed by the presented intermediates. Runs on the error path only.
+/// the end entity followed by the presented intermediates; `anchors` the candidate
+/// anchors (read only to name an id-RSASSA-PSS issuer). Runs on the error path only.
 #[allow(deprecated)]
-pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation> {
+pub(crate) fn diagnose(
+    err: &webpki::Error,
+    certs: &[&[u8]],
+    anchors: &[&[u8]],
+) -> Option<Violation> {
     use webpki::Error as E;
     let parsed: Vec<Option<X509Certificate<'_>>> = certs
         .iter()
@@ -1196,8 +1354,8 @@ pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation
         E::UnsupportedSignatureAlgorithm
         | E::UnsupportedSignatureAlgorithmContext(_)
         | E::UnsupportedSignatureAlgorithmForPublicKey
-        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => {
-            each().find_map(|(i, c)| {
+        | E::UnsupportedSignatureAlgorithmForPublicKeyContext(_) => each()
+            .find_map(|(i, c)| {
                 let name = weak_signature_name(&c.signature_algorithm.algorithm)?;
                 Some(violation(
                     Rule::SignatureAlgorithm,
@@ -1207,7 +1365,7 @@ pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation
                     format!("it is signed with {name}, which is not accepted"),
                 ))
             })
-        }
+            .or_else(|| rsa_pss_issuer(&parsed, anchors)),
         E::EndEntityUsedAsCa => each().skip(1).find(|(_, c)| !c.is_ca()).map(|(i, c)| {
             violation(
                 Rule::IssuerNotCa,
@@ -1288,6 +1446,55 @@ pub(crate) fn diagnose(err: &webpki::Error, certs: &[&[u8]]) -> Option<Violation
     }
 }
 
+/// id-RSASSA-PSS, 1.2.840.113549.1.1.10: as a key algorithm, an RSASSA-PSS-only key.
+const OID_RSASSA_PSS: &[u64] = &[1, 2, 840, 113549, 1, 1, 10];
+
+/// A presented certificate or candidate anchor whose id-RSASSA-PSS key signed a
+/// presented certificate: why rustls-webpki found no algorithm for that signature.
+fn rsa_pss_issuer(parsed: &[Option<X509Certificate<'_>>], anchors: &[&[u8]]) -> Option<Violation> {
+    let pss_key =
+        |c: &X509Certificate<'_>| oid_is(&c.public_key().algorithm.algorithm, OID_RSASSA_PSS);
+    let anchors: Vec<X509Certificate<'_>> = anchors
+        .iter()
+        .filter_map(|d| x509_parser::parse_x509_certificate(d).ok().map(|(_, c)| c))
+        .collect();
+    let presented = parsed.iter().flatten();
+    for c in presented.clone() {
+        let issuer = c.tbs_certificate.issuer.as_raw();
+        let signed_by =
+            |k: &X509Certificate<'_>| k.tbs_certificate.subject.as_raw() == issuer && pss_key(k);
+        if let Some((i, k)) = parsed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, k)| k.as_ref().map(|k| (i, k)))
+            .find(|(_, k)| signed_by(k))
+        {
+            let role = if i == 0 {
+                CertRole::EndEntity
+            } else {
+                CertRole::Intermediate
+            };
+            return Some(violation(
+                Rule::RsaPssKey,
+                i,
+                role,
+                k,
+                "its key is an RSASSA-PSS-only key (id-RSASSA-PSS), so the signature it made cannot be verified",
+            ));
+        }
+        if let Some(k) = anchors.iter().find(|k| signed_by(k)) {
+            return Some(violation(
+                Rule::RsaPssKey,
+                parsed.len(),
+                CertRole::Anchor,
+                k,
+                "its key is an RSASSA-PSS-only key (id-RSASSA-PSS), so the signature it made cannot be verified",
+            ));
+        }
+    }
+    None
+}
+
 /// The name of a signature algorithm rustls-webpki does not accept, if `oid` is one.
 fn weak_signature_name(oid: &Oid<'_>) -> Option<String> {
     // The broken hashes are tlskit-store's one table (shared with both lint commands);
@@ -1324,10 +1531,18 @@ mod tests {
     fn profiles_differ_in_cabf_rules_only() {
         let w = RuleSet::new(Profile::WebPki, &[]);
         let r = RuleSet::new(Profile::Rfc5280, &[]);
+        let b = RuleSet::new(Profile::Browser, &[]);
         for rule in Rule::ALL {
-            assert!(w.has(*rule));
+            assert!(w.has(*rule) && w.refuses(*rule));
             assert_eq!(r.has(*rule), !rule.cabf_only(), "{rule}");
+            assert_eq!(r.refuses(*rule), !rule.cabf_only(), "{rule}");
+            // browser checks every rule; it refuses only what relying parties refuse.
+            assert!(b.has(*rule));
+            assert_eq!(b.refuses(*rule), rule.browser_refuses(), "{rule}");
         }
+        assert!(!b.refuses(Rule::CnNotInSan) && !b.refuses(Rule::SerialInvalid));
+        let ba = RuleSet::new(Profile::Browser, &[Rule::CnNotInSan]);
+        assert!(!ba.has(Rule::CnNotInSan), "--allow silences a warning too");
         let a = RuleSet::new(Profile::WebPki, &[Rule::AkiMissing, Rule::IssuerNotCa]);
         assert!(!a.has(Rule::AkiMissing));
         assert!(

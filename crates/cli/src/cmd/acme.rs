@@ -58,12 +58,23 @@ pub(crate) struct CaArgs {
     /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
     #[arg(long, num_args = 1.., value_name = "SRC")]
     acme_roots: Vec<String>,
+    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
+    /// browser (default), webpki or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    acme_roots_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    acme_roots_allow: Vec<tlskit_verify::Rule>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
     #[arg(long, value_name = "LEVEL", default_value = "warn")]
     log_level: String,
+    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
+    /// against them is refused, exit 2 [default: not checked].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_issuer_roots: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -141,6 +152,15 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
     );
     s.email = ca.acme_email.clone();
     s.roots = ca.acme_roots.iter().map(|r| Source::from_arg(r)).collect();
+    if let Some(p) = ca.acme_roots_profile {
+        s.roots_profile = p;
+    }
+    s.roots_allow = ca.acme_roots_allow.clone();
+    s.issuer_roots = ca
+        .acme_issuer_roots
+        .iter()
+        .map(|r| Source::from_arg(r))
+        .collect();
     Ok(s)
 }
 

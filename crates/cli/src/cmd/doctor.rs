@@ -22,7 +22,7 @@ use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
 /// Arguments of `tlskit doctor`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit doctor\n  tlskit doctor example.com:443\n  tlskit doctor 10.0.0.5:8443 --servername web.internal --roots ca.pem\n  tlskit doctor --json | jq .sections.trust_store\n  SSL_CERT_FILE=/etc/myapp/cas.pem tlskit doctor\n\nExit: 0 the system trust store loads (findings are warnings), 2 none usable or the server could not be probed."
+    after_help = "Examples:\n  tlskit doctor\n  tlskit doctor example.com:443\n  tlskit doctor 10.0.0.5:8443 --servername web.internal --roots ca.pem\n  tlskit doctor --json | jq .sections.trust_store\n  tlskit doctor --metrics 127.0.0.1:9100   # a running serve: keys disabled by a refused PIN\n  SSL_CERT_FILE=/etc/myapp/cas.pem tlskit doctor\n\nExit: 0 the system trust store loads (findings are warnings), 2 none usable or the server could not be probed."
 )]
 pub(crate) struct DoctorArgs {
     /// A server to probe (HOST:PORT, HOST alone: port 443); without one, a built-in
@@ -35,6 +35,10 @@ pub(crate) struct DoctorArgs {
     /// [default: system].
     #[arg(long = "roots", value_name = "SRC", num_args = 1.., requires = "target")]
     pub(crate) roots: Vec<String>,
+    /// Also read a running `tlskit serve`'s metrics endpoint (HOST:PORT of its
+    /// --metrics): token keys disabled by a refused PIN, failed reloads.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<String>,
     /// Print one JSON object instead of the report.
     #[arg(long)]
     pub(crate) json: bool,
@@ -377,7 +381,7 @@ fn long_chain(
         let mut p = CertificateParams::new(Vec::<String>::new())?;
         p.distinguished_name.push(DnType::CommonName, cn);
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        // What the default (webpki) verification profile asks of a CA.
+        // What the strict (webpki) verification profile asks of a CA.
         p.key_usages = vec![
             rcgen::KeyUsagePurpose::KeyCertSign,
             rcgen::KeyUsagePurpose::CrlSign,
@@ -429,6 +433,9 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         Some(t) => sections.push(server_section(&args, &crate::cmd::with_default_port(t))),
         None => sections.push(loopback_section()),
     }
+    if let Some(addr) = &args.metrics {
+        sections.push(serve_metrics_section(addr));
+    }
     let worst = sections
         .iter()
         .map(|s| s.status)
@@ -470,7 +477,172 @@ pub(crate) fn run(args: DoctorArgs) -> CmdResult {
         {
             anyhow::bail!("the server could not be probed");
         }
+        if sections
+            .iter()
+            .any(|s| s.id == "serve_metrics" && s.status == Status::Bad)
+        {
+            anyhow::bail!("the server's metrics could not be read");
+        }
         anyhow::bail!("no usable system trust store");
     }
     Ok(Outcome::Success)
+}
+
+/// Largest metrics page read from a server.
+const MAX_METRICS_BYTES: u64 = 4 << 20;
+
+/// GET /metrics from a running `tlskit serve` (HTTP/1.0, 5 s deadlines, bounded read).
+fn fetch_metrics(addr: &str) -> anyhow::Result<String> {
+    use std::io::{Read, Write};
+    use std::net::ToSocketAddrs;
+    let wait = std::time::Duration::from_secs(5);
+    let sa = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no address for {addr}"))?;
+    let mut c = std::net::TcpStream::connect_timeout(&sa, wait)?;
+    c.set_read_timeout(Some(wait))?;
+    c.set_write_timeout(Some(wait))?;
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
+    let mut body = Vec::new();
+    c.take(MAX_METRICS_BYTES).read_to_end(&mut body)?;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    let (head, rest) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("not an HTTP answer"))?;
+    if !head.starts_with("HTTP/1.") || head.split(' ').nth(1).is_none_or(|c| c != "200") {
+        anyhow::bail!("the answer is not 200 OK");
+    }
+    Ok(rest.to_string())
+}
+
+/// The labels of one metric line (`name{k="v",...} value`), unescaped.
+fn metric_labels(line: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(open) = line.find('{') else {
+        return out;
+    };
+    let mut rest = &line[open + 1..];
+    while let Some(eq) = rest.find("=\"") {
+        let key = rest[..eq].trim_start_matches(',').to_string();
+        let mut value = String::new();
+        let mut chars = rest[eq + 2..].char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, c)) => value.push(c),
+                    None => break,
+                },
+                '"' => {
+                    end = Some(eq + 2 + i + 1);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        out.push((key, value));
+        match end {
+            Some(e) => rest = &rest[e..],
+            None => break,
+        }
+    }
+    out
+}
+
+/// The value of the unlabelled metric `name`.
+fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// `--metrics ADDR`: what a running server says about itself that the operator must act
+/// on: token keys disabled because the token refused their PIN (no login is tried again
+/// with the same PIN; the key comes back when the PIN source changes and the server
+/// reloads), and failed reloads.
+fn serve_metrics_section(addr: &str) -> Section {
+    let title = "A running server (its metrics)";
+    let text = match fetch_metrics(addr) {
+        Ok(t) => t,
+        Err(e) => {
+            return Section {
+                id: "serve_metrics",
+                title,
+                status: Status::Bad,
+                lines: vec![format!("{addr}: cannot read the metrics: {e:#}")],
+                json: json!({"address": addr, "error": format!("{e:#}")}),
+            }
+        }
+    };
+    let refused: Vec<Value> = text
+        .lines()
+        .filter(|l| l.starts_with("tlskit_pkcs11_pin_refused{"))
+        .map(|l| {
+            let labels: BTreeMap<String, String> = metric_labels(l).into_iter().collect();
+            json!({
+                "token": labels.get("token").cloned().unwrap_or_default(),
+                "rv": labels.get("rv").cloned().unwrap_or_default(),
+            })
+        })
+        .collect();
+    let reloads_failed = text.lines().find_map(|l| {
+        l.strip_prefix("tlskit_reloads_total{result=\"failed\"} ")
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    });
+    let mut lines = Vec::new();
+    for r in &refused {
+        lines.push(format!(
+            "token \"{}\" refused the PIN ({}): its key is disabled and no login is tried with the same PIN; correct the PIN (the URI's pin-value, the pin-source file or TLSKIT_PKCS11_PIN), then reload",
+            r["token"].as_str().unwrap_or(""),
+            r["rv"].as_str().unwrap_or("")
+        ));
+    }
+    if refused.is_empty() {
+        lines.push("no token refused its PIN".into());
+    }
+    if let Some(n) = reloads_failed.filter(|n| *n > 0.0) {
+        lines.push(format!(
+            "{n} reloads failed since the start (see reload_failed in the log)"
+        ));
+    }
+    let status = if refused.is_empty() {
+        Status::Ok
+    } else {
+        Status::Warn
+    };
+    Section {
+        id: "serve_metrics",
+        title,
+        status,
+        lines,
+        json: json!({
+            "address": addr,
+            "pkcs11_pin_refused": refused,
+            "pkcs11_logins_skipped": metric_value(&text, "tlskit_pkcs11_logins_total{result=\"skipped\"}"),
+            "reloads_failed": reloads_failed,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod serve_metrics_tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_unescaped() {
+        let l = metric_labels(
+            r#"tlskit_pkcs11_pin_refused{token="we\"b\\x",rv="CKR_PIN_INCORRECT"} 1"#,
+        );
+        assert_eq!(
+            l,
+            vec![
+                ("token".to_string(), "we\"b\\x".to_string()),
+                ("rv".to_string(), "CKR_PIN_INCORRECT".to_string())
+            ]
+        );
+        assert!(metric_labels("x 1").is_empty());
+        assert_eq!(metric_value("a 1\nb{c=\"d\"} 2\nb 3\n", "b"), Some(3.0));
+    }
 }

@@ -37,10 +37,11 @@ pub(crate) struct PeerArgs {
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
     #[arg(long, value_name = "PROTO", value_parser = parse_starttls)]
     starttls: Option<Starttls>,
-    /// How the server's chain is verified: webpki (RFC 5280 + CA/B Forum BR, default) or
-    /// rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = verify::parse_profile)]
-    profile: tlskit_verify::Profile,
+    /// How the server's chain is verified: browser (default: refuses what browsers
+    /// refuse, reports the rest as warnings), webpki (refuses every RFC 5280 and CA/B
+    /// Forum BR rule) or rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = verify::parse_profile)]
+    pub(crate) profile: tlskit_verify::Profile,
     /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
     /// repeatable).
     #[arg(long, value_name = "RULE", value_parser = verify::parse_rule)]

@@ -122,7 +122,8 @@ struct ServeFlags {
     /// `required` (default) or `optional` client certificates.
     #[arg(long, value_name = "required|optional")]
     client_auth: Option<String>,
-    /// Rule set client certificates are checked against: webpki (default) or rfc5280.
+    /// Rule set client certificates are checked against: browser (default), webpki or
+    /// rfc5280.
     #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
     client_ca_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on client certificates (its code; repeatable).
@@ -210,6 +211,13 @@ struct ServeFlags {
     /// private CA; default: the system's roots).
     #[arg(long, value_name = "FILE")]
     shared_state_ca: Option<PathBuf>,
+    /// Rule set a rediss:// server's certificate is checked against (as connect's
+    /// --profile): browser (default), webpki or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    shared_state_ca_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on the rediss:// server's certificate (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    shared_state_ca_allow: Vec<tlskit_verify::Rule>,
     /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
     #[arg(long)]
     no_watch: bool,
@@ -232,6 +240,13 @@ struct ServeFlags {
     /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
     #[arg(long, num_args = 1.., value_name = "SRC")]
     acme_roots: Vec<String>,
+    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
+    /// browser (default), webpki or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    acme_roots_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    acme_roots_allow: Vec<tlskit_verify::Rule>,
     /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
     #[arg(long, value_name = "tls-alpn-01|http-01")]
     acme_challenge: Option<String>,
@@ -246,6 +261,10 @@ struct ServeFlags {
     /// (0.1 to 3600) [default: 5].
     #[arg(long, value_name = "SECS")]
     acme_retry: Option<f64>,
+    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
+    /// against them is refused [default: not checked].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_issuer_roots: Vec<String>,
     /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<String>,
@@ -359,6 +378,34 @@ fn count_setting<T: Into<u64>>(
     })
 }
 
+/// An outbound verification's profile and allowed rules: the flags when given, else the
+/// config file's `KEY_profile` / `KEY_allow`, else the verifier's defaults.
+fn profile_and_allow(
+    key: &str,
+    flags: (Option<tlskit_verify::Profile>, &[tlskit_verify::Rule]),
+    file: (Option<&str>, Option<&[String]>),
+) -> anyhow::Result<(tlskit_verify::Profile, Vec<tlskit_verify::Rule>)> {
+    let profile = match (flags.0, file.0) {
+        (Some(p), _) => p,
+        (None, Some(s)) => super::verify::parse_profile(s)
+            .map_err(|e| anyhow::anyhow!("{key}_profile {}: {e}", escape(s)))?,
+        (None, None) => tlskit_verify::Profile::default(),
+    };
+    let allow = if flags.1.is_empty() {
+        file.1
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                super::verify::parse_rule(s)
+                    .map_err(|e| anyhow::anyhow!("{key}_allow {}: {e}", escape(s)))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?
+    } else {
+        flags.1.to_vec()
+    };
+    Ok((profile, allow))
+}
+
 /// The log settings of `serve`: flag and config file kept apart (the flag wins over
 /// TLSKIT_LOG, the file does not).
 struct ServeLog {
@@ -421,6 +468,14 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
             a.acme_roots.clone()
         };
         s.roots = roots.iter().map(|r| Source::from_arg(r)).collect();
+        (s.roots_profile, s.roots_allow) = profile_and_allow(
+            "acme_roots",
+            (a.acme_roots_profile, &a.acme_roots_allow),
+            (
+                f.acme_roots_profile.as_deref(),
+                f.acme_roots_allow.as_deref(),
+            ),
+        )?;
         if let Some(c) = a.acme_challenge.clone().or(f.acme_challenge.clone()) {
             s.challenge = ChallengeKind::parse(&c)
                 .with_context(|| format!("--acme-challenge {c}: use tls-alpn-01 or http-01"))?;
@@ -433,9 +488,17 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         if let Some(v) = secs_setting(a.acme_retry, f.acme_retry, file, &ranges::ACME_RETRY)? {
             s.retry_base = v;
         }
+        let issuer_roots = if a.acme_issuer_roots.is_empty() {
+            f.acme_issuer_roots.clone().unwrap_or_default()
+        } else {
+            a.acme_issuer_roots.clone()
+        };
+        s.issuer_roots = issuer_roots.iter().map(|r| Source::from_arg(r)).collect();
         cfg.acme = Some(s);
     } else if !a.domain.is_empty() || a.acme_storage.is_some() {
         bail!("--domain and --acme-storage need --acme DIRECTORY_URL");
+    } else if a.acme_roots_profile.is_some() || !a.acme_roots_allow.is_empty() {
+        bail!("--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL");
     }
     if let Some(h) = a.http_listen.clone().or(f.http_listen.clone()) {
         cfg.http_listen = Some(
@@ -465,7 +528,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         (Some(p), _) => p,
         (None, Some(s)) => super::verify::parse_profile(s)
             .map_err(|e| anyhow::anyhow!("client_ca_profile {s:?}: {e}"))?,
-        (None, None) => tlskit_verify::Profile::WebPki,
+        (None, None) => tlskit_verify::Profile::Browser,
     };
     cfg.client_ca_allow = if a.client_ca_allow.is_empty() {
         f.client_ca_allow
@@ -586,10 +649,28 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         cfg.ticket_rotation = Duration::from_secs(u64::try_from(v).unwrap_or(u64::MAX));
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
+    let (ca_profile, ca_allow) = profile_and_allow(
+        "shared_state_ca",
+        (a.shared_state_ca_profile, &a.shared_state_ca_allow),
+        (
+            f.shared_state_ca_profile.as_deref(),
+            f.shared_state_ca_allow.as_deref(),
+        ),
+    )?;
+    let ca_check_given = a.shared_state_ca_profile.is_some()
+        || !a.shared_state_ca_allow.is_empty()
+        || f.shared_state_ca_profile.is_some()
+        || f.shared_state_ca_allow.is_some();
     match (
         a.shared_state.or(f.shared_state),
         a.shared_state_key.or(f.shared_state_key),
     ) {
+        (Some(url), _) if ca_check_given && !url.starts_with("rediss://") => {
+            bail!(
+                "--shared-state-ca-profile and --shared-state-ca-allow need a rediss:// URL (TLS), not {}",
+                tlskit_net::shared::redact(&url)
+            )
+        }
         (Some(url), Some(key_file)) => {
             cfg.shared_state = Some(tlskit_net::shared::SharedSettings {
                 url,
@@ -604,6 +685,8 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 )?
                 .unwrap_or(tlskit_net::shared::REREAD),
                 ca: a.shared_state_ca.or(f.shared_state_ca),
+                ca_profile,
+                ca_allow,
             })
         }
         (Some(_), None) => {
@@ -611,8 +694,8 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         }
         (None, Some(_)) => bail!("--shared-state-key needs --shared-state URL"),
         (None, None) => {
-            if a.shared_state_ca.is_some() || f.shared_state_ca.is_some() {
-                bail!("--shared-state-ca needs --shared-state rediss://URL");
+            if a.shared_state_ca.is_some() || f.shared_state_ca.is_some() || ca_check_given {
+                bail!("--shared-state-ca, --shared-state-ca-profile and --shared-state-ca-allow need --shared-state rediss://URL");
             }
         }
     }
@@ -663,6 +746,7 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
 
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let versions = versions(&a.peer.tls_version)?;
+    let profile = a.peer.profile;
     let opts = ConnectOptions {
         peer: a.peer.options(versions),
         alpn: a.alpn,
@@ -726,6 +810,7 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     for (i, s) in r.chain.iter().enumerate() {
         println!("    {i}: {}", Escaped(s));
     }
+    super::verify::print_warnings(&st, &r.warnings, profile);
     println!("---");
     if !r.verified {
         conn.close();

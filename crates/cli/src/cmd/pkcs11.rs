@@ -8,6 +8,7 @@ use serde::Serialize;
 use tlskit_pki::key::KeyType;
 
 use crate::output::{print_json, CmdResult, Escaped, Outcome};
+use tlskit_store::text::redact;
 
 /// `tlskit pkcs11` subcommands.
 #[derive(clap::Subcommand)]
@@ -90,7 +91,7 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
             };
             let slots = tlskit_pkcs11::list(&module, pin)?;
             let out = ListJson {
-                module: module.display().to_string(),
+                module: redact(&module.display().to_string()).into_owned(),
                 slots: slots
                     .into_iter()
                     .map(|s| SlotJson {
@@ -105,7 +106,7 @@ pub(crate) fn run(c: Pkcs11Cmd, global_module: Option<PathBuf>) -> CmdResult {
                             pin_locked: t.pin_locked,
                             pin_count_low: t.pin_count_low,
                             logged_in: t.logged_in,
-                            error: t.error,
+                            error: t.error.map(|e| redact(&e).into_owned()),
                             objects: t
                                 .objects
                                 .into_iter()

@@ -53,6 +53,7 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     } else {
         super::net::versions(&a.peer.tls_version)?
     };
+    let profile = a.peer.profile;
     let opts = ProbeOptions {
         peer: a.peer.options(versions),
         repeat: a.repeat,
@@ -64,7 +65,7 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     if a.json {
         print_json(&r)?;
     } else {
-        human(&r);
+        human(&r, profile);
         if a.timeline {
             timeline(&r);
         }
@@ -76,7 +77,7 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
     })
 }
 
-fn human(r: &ProbeReport) {
+fn human(r: &ProbeReport, profile: tlskit_verify::Profile) {
     let st = Style::stdout();
     println!(
         "{} {} ({}, name {})",
@@ -165,6 +166,7 @@ fn human(r: &ProbeReport) {
         ))
     };
     println!("  verification: {verdict}");
+    super::verify::print_warnings(&st, &r.warnings, profile);
     if !r.runs.is_empty() {
         println!(
             "  {} runs: median TCP {:.1} ms, handshake {:.1} ms",

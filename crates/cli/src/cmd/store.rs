@@ -201,15 +201,17 @@ pub(crate) fn load_or_explain(
     match tlskit_store::load(srcs) {
         Ok((store, mut report)) => {
             if store.is_snapshot() {
-                if let Err(e) = store.verify_all() {
-                    let p = store
-                        .snapshot_info()
-                        .map(|(p, _)| p.to_path_buf())
-                        .unwrap_or_default();
+                // Every anchor checked now: each damaged one is an issue naming its index
+                // and what is wrong (`corrupt-anchor`).
+                let p = store
+                    .snapshot_info()
+                    .map(|(p, _)| p.to_path_buf())
+                    .unwrap_or_default();
+                for (index, reason) in store.damaged_anchors() {
                     report.push_issue(LoadIssue {
-                        path: p,
-                        block: None,
-                        reason: tlskit_store::IssueKind::Snapshot(e),
+                        path: p.clone(),
+                        block: Some(index.saturating_add(1)),
+                        reason: tlskit_store::IssueKind::CorruptAnchor { index, reason },
                     });
                 }
             }

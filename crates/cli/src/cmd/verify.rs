@@ -37,16 +37,20 @@ Examples:
 would send (in any order: paths are built from the pieces present). --roots takes PEM or
 DER files, directories, tlskit snapshots, or the word `system`.
 
-Profiles: `webpki` (default) checks every certificate of the path against RFC 5280 and
-the CA/Browser Forum Baseline Requirements on top of rustls-webpki; `rfc5280` leaves out
-the CA/B Forum rules (key sizes, explicit TLS EKU, wildcard and commonName rules).
---allow RULE lifts one rule by its code (the `rule` of a refusal).
+Profiles: `browser` (default) refuses what browsers and rustls refuse and reports every
+other RFC 5280 / CA/Browser Forum rule the path breaks as a warning (printed, exit 0);
+`webpki` refuses every one of those rules; `rfc5280` refuses the RFC 5280 rules only
+(no key sizes, explicit TLS EKU, wildcard and commonName rules). Trust anchors are
+never held to how a certificate is formed (RFC 5280 6.1.1 (d)). --allow RULE lifts one
+rule by its code (the `rule` of a refusal or a warning).
 
-Exit status: 0 valid, 1 invalid (the reason is printed), 2 usage error or unreadable
-input. JSON fields: valid, reason (when invalid), rule (stable code of the reason, when
-invalid), certificate and certificate_subject (position 0 = end entity and subject of
-the certificate at fault, when known), chain (subjects, leaf to anchor, when valid), host
-(A-label) or ip, purpose, at, profile.";
+Exit status: 0 valid (with or without warnings: verify answers \"would this chain be
+trusted\"; `tlskit lint` answers \"is it clean\"), 1 invalid (the reason is printed), 2
+usage error or unreadable input. JSON fields: valid, reason (when invalid), rule (stable
+code of the reason, when invalid), certificate and certificate_subject (position 0 = end
+entity and subject of the certificate at fault, when known), chain (subjects, leaf to
+anchor, when valid), warnings (always; rule, section, position, role, subject, message),
+host (A-label) or ip, purpose, at, profile.";
 
 /// Arguments of `tlskit verify`.
 #[derive(clap::Args)]
@@ -79,8 +83,9 @@ pub(crate) struct VerifyArgs {
     /// Most certificates in a path, end entity and anchor included (2..=16).
     #[arg(long, value_name = "N", default_value_t = 8)]
     max_depth: usize,
-    /// Rule set on top of rustls-webpki: webpki (RFC 5280 + CA/B Forum BR) or rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "webpki", value_parser = parse_profile)]
+    /// Rule set on top of rustls-webpki: browser (default: refuse what browsers refuse,
+    /// warn about the rest), webpki (refuse every RFC 5280 + CA/B Forum BR rule) or rfc5280.
+    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = parse_profile)]
     profile: Profile,
     /// Do not check this rule (its code, e.g. aki-missing; repeatable).
     #[arg(long, value_name = "RULE", value_parser = parse_rule)]
@@ -228,6 +233,8 @@ struct VerifyJson {
     certificate_subject: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chain: Option<Vec<String>>,
+    /// Always present: empty when the chain is refused or breaks no reported rule.
+    warnings: Vec<tlskit_verify::Violation>,
     #[serde(skip_serializing_if = "Option::is_none")]
     host: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,6 +319,10 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
             .and_then(|e| e.violation())
             .map(|v| v.subject.clone()),
         chain: result.as_ref().ok().map(|v| v.chain.subjects()),
+        warnings: result
+            .as_ref()
+            .map(|v| v.chain.warnings.clone())
+            .unwrap_or_default(),
         host,
         host_unicode,
         ip,
@@ -366,6 +377,7 @@ fn print_human(r: &VerifyJson) {
         if let Some(sha) = &r.anchor_sha256 {
             println!("  anchor sha256 {sha}");
         }
+        print_warnings(&st, &r.warnings, r.profile);
     } else {
         println!(
             "{} {purpose} certificate{target} at {}",
@@ -378,6 +390,22 @@ fn print_human(r: &VerifyJson) {
         if let Some(rule) = r.rule {
             println!("  rule:   {rule} (profile {})", r.profile);
         }
+    }
+}
+
+/// The verified path's warnings, one sentence each (escaped: subjects come from
+/// certificates). Shared with `connect` and `probe`.
+pub(crate) fn print_warnings(st: &Style, warnings: &[tlskit_verify::Violation], profile: Profile) {
+    if warnings.is_empty() {
+        return;
+    }
+    println!(
+        "  {} {} (profile {profile}: reported, not refused)",
+        st.warn("warnings:"),
+        warnings.len()
+    );
+    for w in warnings {
+        println!("    - {}", escape(&w.to_string()));
     }
 }
 

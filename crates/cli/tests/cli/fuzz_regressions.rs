@@ -43,7 +43,7 @@ fn every_fuzz_target_has_regressions_and_a_replay() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     targets.sort();
-    assert!(targets.len() >= 12, "fuzz targets: {targets:?}");
+    assert!(targets.len() >= 14, "fuzz targets: {targets:?}");
     for t in &targets {
         assert!(!regressions(t).is_empty());
         assert!(
@@ -458,4 +458,29 @@ fn resp_reply_reads_fleet_shapes_and_refuses_hostile_ones() {
     let mut endless = b"\x00+".to_vec();
     endless.extend([b'O'; 200]);
     assert_eq!(resp_reply(&endless).end, "too_large");
+}
+
+/// Issue 27: ACME documents from a hostile CA (orders, authorizations, renewal
+/// information with windows in years 0001 and 9999, problems with control characters,
+/// a 51-certificate chain) replay through the same harness the fuzzer runs.
+#[test]
+fn acme_json_regressions() {
+    let seen = replay("acme_json", harness::acme_json);
+    assert!(
+        seen.iter()
+            .any(|(_, d)| matches!(d, Some(tlskit_net::fuzzing::AcmeDoc::RenewalInfo { .. }))),
+        "no renewal information among the saved inputs"
+    );
+}
+
+/// Issue 27: `Retry-After` of 2^64-1, HTTP-dates in years 1994 and 9999, and ARI windows
+/// far in the past and future replay without a panic, clamped.
+#[test]
+fn acme_time_regressions() {
+    let seen = replay("acme_time", harness::acme_time);
+    assert!(
+        seen.iter().any(|(_, (w, _))| *w == Some(86_400_000)),
+        "no clamped Retry-After among the saved inputs"
+    );
+    assert!(seen.iter().any(|(_, (_, d))| d.is_some()), "no window");
 }

@@ -26,3 +26,4 @@ mod pki_interop;
 mod serve_ranges;
 mod store_cli;
 mod verify_cli;
+mod verify_warnings_cli;

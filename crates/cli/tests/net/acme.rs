@@ -250,6 +250,7 @@ fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
     let mut cmd = vec!["acme"];
     cmd.extend(all);
     let o = tlskit(&cmd);
+    net_support::assert_sentences("tlskit acme", &String::from_utf8_lossy(&o.stderr));
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),

@@ -1,6 +1,8 @@
 //! The network commands against real peers: `serve` (terminator, reloads, limits,
 //! metrics), interop with curl, OpenSSL, GnuTLS, nginx, HAProxy, Chromium, nghttpd,
-//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2.
+//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2,
+//! outbound verification knobs and Pebble as shipped,
+//! and the synthetic shapes of every Mozilla root (mozilla_shapes).
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
@@ -11,8 +13,13 @@ mod hostile;
 mod net_support;
 
 mod acme;
+mod acme_hostile;
+mod hostile_ca;
+mod mozilla_shapes;
+mod net_bounds;
 mod net_interop;
 mod net_serve;
+mod outbound;
 mod pkcs11;
 mod probe_cli;
 mod probe_starttls;

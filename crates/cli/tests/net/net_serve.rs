@@ -2070,7 +2070,7 @@ fn net_serve_fifo_config_client_ca_or_key_refused_at_start() {
 }
 
 /// `serve --client-ca-profile` / `--client-ca-allow` (issue 13): a client certificate
-/// without an authority key identifier is refused under the default (webpki) profile and
+/// without an authority key identifier is refused under the webpki profile and
 /// accepted when the rule is allowed on purpose (a private PKI without key identifiers).
 #[test]
 fn net_serve_client_ca_profile_and_allow() {
@@ -2120,7 +2120,11 @@ fn net_serve_client_ca_profile_and_allow() {
         ])
         .0
     };
-    let strict = http_server(&pki, &["--client-ca", &s(&ca_pem)]);
+    // The strict profile, where aki-missing is refused (a warning under the default).
+    let strict = http_server(
+        &pki,
+        &["--client-ca", &s(&ca_pem), "--client-ca-profile", "webpki"],
+    );
     assert_eq!(try_connect(&strict), 2, "{}", strict.stderr());
     // The refusal is logged as tlskit's sentence with its rule code, never as the Rust
     // debug output rustls's Display gives it (`Other(OtherError(Rule(Violation {..`).
@@ -2165,6 +2169,8 @@ fn net_serve_client_ca_profile_and_allow() {
         &[
             "--client-ca",
             &s(&ca_pem),
+            "--client-ca-profile",
+            "webpki",
             "--client-ca-allow",
             "aki-missing",
         ],
@@ -2262,8 +2268,16 @@ fn net_serve_client_ca_profile_wiring_config_and_pinned() {
         .0
     };
 
-    // Flags: webpki (default) refuses the client certificate without EKU, rfc5280 takes it.
-    let webpki = http_server(&pki, &["--client-ca", &ca_pem]);
+    // Issue 23: the default (browser) profile takes a client certificate without EKU
+    // (no relying party refuses it; it is a warning).
+    let browser = http_server(&pki, &["--client-ca", &ca_pem]);
+    assert_eq!(try_connect(&browser, &no_eku), 0, "{}", browser.stderr());
+    drop(browser);
+    // Flags: webpki refuses the client certificate without EKU, rfc5280 takes it.
+    let webpki = http_server(
+        &pki,
+        &["--client-ca", &ca_pem, "--client-ca-profile", "webpki"],
+    );
     assert_eq!(try_connect(&webpki, &no_eku), 2, "{}", webpki.stderr());
     assert!(
         webpki.wait_log("rule=eku-client-auth-missing", Duration::from_secs(10)),
@@ -2295,7 +2309,10 @@ fn net_serve_client_ca_profile_wiring_config_and_pinned() {
     assert_eq!(try_connect(&f, &no_eku), 0, "{}", f.stderr());
     assert_eq!(try_connect(&f, &no_aki), 2, "{}", f.stderr());
     drop(f);
-    let f = Serve::start(&["--config", &conf("client_ca_allow = [\"aki-missing\"]\n")]);
+    let f = Serve::start(&[
+        "--config",
+        &conf("client_ca_profile = \"webpki\"\nclient_ca_allow = [\"aki-missing\"]\n"),
+    ]);
     assert_eq!(try_connect(&f, &no_aki), 0, "{}", f.stderr());
     assert_eq!(try_connect(&f, &no_eku), 2, "webpki still: {}", f.stderr());
     drop(f);
@@ -2324,7 +2341,8 @@ fn net_serve_client_ca_profile_wiring_config_and_pinned() {
 
 /// Issue 13: `connect --json` and `probe --json` carry the refusal's stable `rule` code
 /// next to its sentence: here a server certificate without an authority key identifier
-/// (RFC 5280 4.2.1.1), which the default profile refuses.
+/// (RFC 5280 4.2.1.1), which the webpki profile refuses; issue 23: the default (browser)
+/// profile verifies it and reports the rule in `warnings`.
 #[test]
 fn net_connect_and_probe_json_carry_the_rule_code() {
     use rcgen::{
@@ -2364,15 +2382,32 @@ fn net_connect_and_probe_json_carry_the_rule_code() {
         "http",
     ]);
     let target = srv.addr().to_string();
+    // Issue 23: under the default (browser) profile the missing AKI is a warning: verified,
+    // exit 0, and `warnings` names the rule and the certificate.
+    let (code, v) = connect_json(&[
+        target.as_str(),
+        "--roots",
+        &s(&ca_pem),
+        "--servername",
+        "test.example",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["warnings"][0]["rule"], "aki-missing", "{v}");
+    assert_eq!(v["warnings"][0]["position"], 0, "{v}");
+    assert_eq!(v["warnings"][0]["subject"], "CN=test.example", "{v}");
     let args = [
         target.as_str(),
         "--roots",
         &s(&ca_pem),
         "--servername",
         "test.example",
+        "--profile",
+        "webpki",
     ];
     let (code, v) = connect_json(&args);
     assert_eq!(code, 1, "{v}");
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
     assert_eq!(v["verified"], false, "{v}");
     assert_eq!(v["rule"], "aki-missing", "{v}");
     let reason = v["reason"].as_str().expect("reason");
@@ -2383,6 +2418,14 @@ fn net_connect_and_probe_json_carry_the_rule_code() {
     });
     assert_eq!(p["verified"], false, "{p}");
     assert_eq!(p["rule"], "aki-missing", "{p}");
+    assert_eq!(p["warnings"], serde_json::json!([]), "{p}");
+    // probe under the default: verified, the warning in its JSON too.
+    let out = tlskit(&[&["probe"][..], &args[..5], &["--json"][..]].concat());
+    let p: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(p["verified"], true, "{p}");
+    assert_eq!(p["warnings"][0]["rule"], "aki-missing", "{p}");
     // Verified: the rule is null.
     let pki = Pki::new();
     let ok = http_server(&pki, &[]);
@@ -2936,7 +2979,11 @@ fn net_serve_failed_handshake_log_rate_limited() {
         "tlskit_handshake_failures_total{reason=\"protocol\"}",
     )
     .unwrap_or(0.0);
-    let suppressed = metric(&text, "tlskit_log_lines_suppressed_total").unwrap_or(0.0);
+    let suppressed = metric(
+        &text,
+        "tlskit_log_lines_suppressed_total{event=\"handshake_failed\"}",
+    )
+    .unwrap_or(0.0);
     let lines = srv.stderr().matches("event=handshake_failed").count();
     eprintln!("{sent} failed handshakes in 3 s: {lines} log lines, {suppressed} suppressed");
     assert!(sent > 50, "only {sent} attempts");

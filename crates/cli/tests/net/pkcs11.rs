@@ -16,6 +16,10 @@ use std::time::Duration;
 
 use net_support::{run, Pki, Serve, BIN};
 
+// Secrets never printed, a refused PIN never retried (issue 27): uses `Token` below.
+#[path = "pkcs11_pin.rs"]
+mod pin;
+
 const PIN: &str = "24681357";
 const SO_PIN: &str = "13572468";
 
@@ -835,4 +839,72 @@ fn pkcs11_token_removed_while_serving_fails_with_alert_and_log_then_recovers() {
     }
     let (good, text) = s_client(&cert, srv.port(), &["-tls1_3"]);
     assert!(good, "{text}");
+}
+
+/// A token that went away fails every handshake; `pkcs11_unavailable` is logged within
+/// the global bound of its event (20 lines at once, then 5 per second), the rest counted
+/// in `tlskit_log_lines_suppressed_total{event="pkcs11_unavailable"}` (issue #27; before:
+/// one line per handshake, 5,713 lines in 5 s from one client).
+#[test]
+fn pkcs11_unavailable_log_is_bounded() {
+    use net_support::{metric, scrape};
+    use std::sync::Arc;
+    use tlskit_verify::rustls;
+    let t = Token::new("flood");
+    t.keygen("k", "p256");
+    let cert = t.self_signed("k", "k.pem");
+    let srv = t.serve(&[
+        "--cert",
+        &s(&cert),
+        "--key",
+        &t.uri("k"),
+        "--respond",
+        "http",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let maddr = srv.metrics_addr();
+    ok(&curl(&cert, srv.port()));
+    let tokens = t.path("tokens");
+    std::fs::rename(&tokens, t.path("tokens.away")).expect("move away");
+    std::fs::create_dir(&tokens).expect("mkdir");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut roots = rustls::RootCertStore::empty();
+    for c in tlskit_verify::load_certs(&cert).expect("cert") {
+        roots.add(c).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let cfg = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    );
+    let start = std::time::Instant::now();
+    let mut refused = 0u64;
+    while start.elapsed() < Duration::from_secs(3) {
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let mut conn = rustls::ClientConnection::new(cfg.clone(), name).expect("client");
+        let mut sock = std::net::TcpStream::connect(srv.addr()).expect("connect");
+        sock.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        if conn.complete_io(&mut sock).is_err() {
+            refused += 1;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = srv.stderr().matches("event=pkcs11_unavailable").count();
+    let text = scrape(&maddr);
+    let suppressed = metric(
+        &text,
+        "tlskit_log_lines_suppressed_total{event=\"pkcs11_unavailable\"}",
+    )
+    .unwrap_or(0.0);
+    eprintln!("{refused} refused handshakes in {secs:.1} s: {lines} pkcs11_unavailable lines, {suppressed} suppressed");
+    assert!(refused >= 50, "only {refused} handshakes");
+    let bound = 20.0 + 5.0 * (secs + 1.0);
+    assert!(lines as f64 <= bound, "{lines} lines (bound {bound:.0})");
+    assert!(lines >= 1 && suppressed >= 1.0, "{text}");
 }

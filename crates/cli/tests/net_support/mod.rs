@@ -337,6 +337,11 @@ impl Drop for Serve {
             .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // Every line the server logged is a sentence: no Rust Debug output (checked when
+        // the test has not failed already, so a failure is not hidden by a second panic).
+        if !std::thread::panicking() {
+            assert_sentences("tlskit serve", &self.stderr());
+        }
     }
 }
 
@@ -613,4 +618,92 @@ pub fn black_hole() -> u16 {
         }
     });
     port
+}
+
+/// The Rust `Debug` shapes that must never reach a log line, an error message or a JSON
+/// field (issue 23): `Name { field: ...`, `Other(`, `Some(`, `Err(`, `Ok(`, and byte
+/// arrays `[12, 34, 56`. Returns the shapes found in `line`.
+pub fn debug_shapes(line: &str) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    for (token, shape) in [
+        ("Other(", "Other("),
+        ("Some(", "Some("),
+        ("Err(", "Err("),
+        ("Ok(", "Ok("),
+    ] {
+        // A whole word: `Other(` but not `nOther(`.
+        let hit = line.match_indices(token).any(|(i, _)| {
+            !line[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if hit {
+            found.push(shape);
+        }
+    }
+    if struct_shape(line) {
+        found.push("Name { field:");
+    }
+    if byte_array(line) {
+        found.push("[1, 2, 3");
+    }
+    found
+}
+
+/// `Ident { ident:` — a struct printed with `{:?}`.
+fn struct_shape(line: &str) -> bool {
+    line.match_indices(" { ").any(|(i, _)| {
+        let before = line[..i]
+            .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        let after = &line[i + 3..];
+        let field: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        before.starts_with(|c: char| c.is_ascii_uppercase())
+            && !field.is_empty()
+            && after[field.len()..].starts_with(": ")
+    })
+}
+
+/// `[12, 34, 56` — three or more small integers in brackets (a byte array printed with
+/// `{:?}`).
+fn byte_array(line: &str) -> bool {
+    line.match_indices('[').any(|(i, _)| {
+        let mut n = 0;
+        for part in line[i + 1..].split(", ") {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            if digits.is_empty() || digits.len() > 3 {
+                break;
+            }
+            n += 1;
+            if n >= 3 {
+                return true;
+            }
+            if digits.len() != part.len() {
+                break;
+            }
+        }
+        false
+    })
+}
+
+/// Fail when any line of `text` (what `who` logged or printed) has a Debug shape.
+#[track_caller]
+pub fn assert_sentences(who: &str, text: &str) {
+    let bad: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            let s = debug_shapes(l);
+            (!s.is_empty()).then(|| format!("{s:?} in: {l}"))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{who} wrote Rust Debug output instead of sentences:\n{}",
+        bad.join("\n")
+    );
 }

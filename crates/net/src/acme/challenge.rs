@@ -29,7 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::storage::AcmeStorage;
 use super::AcmeError;
-use crate::log::{self, Level};
+use crate::log::Level;
 
 /// The ALPN protocol of TLS-ALPN-01.
 pub(crate) const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
@@ -346,7 +346,12 @@ where
         }
         let mut s = start.into_stream(acme.clone()).await?;
         let _ = s.shutdown().await;
-        log::event(Level::Info, "acme_tlsalpn01_answered", &[("sni", &sni)]);
+        crate::ratelimit::event(
+            crate::ratelimit::Noisy::AcmeChallenge,
+            Level::Info,
+            "acme_tlsalpn01_answered",
+            &[("sni", &sni)],
+        );
         return Ok(Accepted::Validation);
     }
     Ok(Accepted::Tls(Box::new(
@@ -438,7 +443,12 @@ async fn http_one(mut c: TcpStream, ch: &Challenges, other: HttpOther) -> std::i
     let resp = if let Some(token) = path.strip_prefix(CHALLENGE_PREFIX) {
         match ch.http_answer(token, &host).await {
             Some(ka) if method == "GET" || method == "HEAD" => {
-                log::event(Level::Info, "acme_http01_answered", &[("host", &host)]);
+                crate::ratelimit::event(
+                    crate::ratelimit::Noisy::AcmeChallenge,
+                    Level::Info,
+                    "acme_http01_answered",
+                    &[("host", &host)],
+                );
                 format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
                     ka.len(),

@@ -14,20 +14,22 @@ use tlskit_store::{Source, StoreHandle};
 use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use super::challenge::Challenges;
+use super::check;
 use super::storage::AcmeStorage;
-use super::{clean, AcmeError, ChallengeKind};
+use super::{clean, AcmeError, ChallengeKind, LeafInfo};
 use crate::log::{self, Level};
 
 /// How long one order may wait for validation and for the certificate.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
-/// ACME server against `roots` (empty: the system store) with tlskit's verifier.
-fn http_client(roots: &[Source]) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
-    let roots = if roots.is_empty() {
+/// ACME server against the endpoint's roots (empty: the system store) with tlskit's
+/// verifier, under the endpoint's profile and allowed rules.
+fn http_client(ep: &Endpoint<'_>) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
+    let roots = if ep.roots.is_empty() {
         vec![Source::System]
     } else {
-        roots.to_vec()
+        ep.roots.to_vec()
     };
     let (handle, report) =
         StoreHandle::new(roots).map_err(|e| AcmeError::Config(format!("ACME roots: {e}")))?;
@@ -42,7 +44,14 @@ fn http_client(roots: &[Source]) -> Result<Box<dyn instant_acme::HttpClient>, Ac
         )));
     }
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let verifier = StoreServerVerifier::new(Arc::new(handle), VerifierConfig::default());
+    let verifier = StoreServerVerifier::new(
+        Arc::new(handle),
+        VerifierConfig {
+            profile: ep.roots_profile,
+            allow: ep.roots_allow.to_vec(),
+            ..VerifierConfig::default()
+        },
+    );
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(AcmeError::Tls)?
@@ -92,7 +101,8 @@ impl instant_acme::HttpClient for Bounded {
                     .await
                     .map_err(|e| instant_acme::Error::Other(transport_error(&e).into()))?;
                 // Read the body here, under the same deadline and within the bound.
-                let (parts, body) = rsp.into_parts();
+                let (mut parts, body) = rsp.into_parts();
+                bound_retry_after(&mut parts.headers);
                 let bytes =
                     http_body_util::BodyExt::collect(http_body_util::Limited::new(body, MAX_BODY))
                         .await
@@ -114,22 +124,37 @@ impl instant_acme::HttpClient for Bounded {
     }
 }
 
-/// A transport error in words: the chain of causes, each said once, with a certificate
-/// refused by tlskit's verifier told as its sentence (rustls writes the verifier's own
-/// error with `Debug` inside `invalid peer certificate: Other(...)`).
-fn transport_error(e: &(dyn std::error::Error + 'static)) -> String {
+/// Replace the CA's `Retry-After` by its value clamped to one day, in delay-seconds
+/// (`check::retry_after`), before instant-acme reads it: it adds the value to the clock
+/// unchecked, and `18446744073709551615` panicked the renewal task. A value that is
+/// neither delay-seconds nor an HTTP-date is dropped, as if the CA had sent none.
+fn bound_retry_after(headers: &mut http::HeaderMap) {
+    let first = match headers.get(http::header::RETRY_AFTER) {
+        Some(v) => v.as_bytes().to_vec(),
+        None => return,
+    };
+    headers.remove(http::header::RETRY_AFTER);
+    if let Some(d) = check::retry_after(&first, SystemTime::now()) {
+        headers.insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from(d.as_secs()),
+        );
+    }
+}
+
+/// A transport error in words: the chain of causes, each said once, with a TLS error told
+/// as tlskit's sentence (rustls writes a certificate refusal with `Debug` inside
+/// `invalid peer certificate: Other(...)`, and an alert by its Rust name).
+pub(crate) fn transport_error(e: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur = Some(e);
     while let Some(err) = cur {
-        // tokio-rustls hands rustls's error over inside an io::Error, whose `source`
-        // skips it: look inside.
-        let tls = err.downcast_ref::<rustls::Error>().or_else(|| {
-            err.downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        });
-        if let Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(why))) = tls {
-            parts.push(format!("the CA's certificate was refused: {why}"));
+        if let Some(tls) = find_rustls(err) {
+            let text = match tlskit_verify::CertificateRefusal::of(tls) {
+                Some(r) => format!("the CA's certificate was refused: {r}"),
+                None => crate::error::tls_text(tls),
+            };
+            parts.push(text);
             break;
         }
         let text = err.to_string();
@@ -141,11 +166,29 @@ fn transport_error(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// The rustls error `e` is or wraps. tokio-rustls hands it over inside an `io::Error`
+/// (and a connector may wrap that in another one), whose `source` skips it: look inside.
+fn find_rustls<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut cur: &(dyn std::error::Error + 'static) = e;
+    // A few levels at most; each step goes one wrapper deeper.
+    for _ in 0..8 {
+        if let Some(t) = cur.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        cur = cur.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
+    None
+}
+
 /// Where the ACME server is and how to talk to it.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint<'a> {
     pub(crate) directory: &'a str,
     pub(crate) roots: &'a [Source],
+    /// The rule set the CA's HTTPS certificate is checked against.
+    pub(crate) roots_profile: tlskit_verify::Profile,
+    /// Rules not checked on it.
+    pub(crate) roots_allow: &'a [tlskit_verify::Rule],
     pub(crate) email: Option<&'a str>,
 }
 
@@ -161,7 +204,7 @@ pub(crate) async fn account(
     storage: &Arc<dyn AcmeStorage>,
     fresh: bool,
 ) -> Result<(Account, bool), AcmeError> {
-    let http = http_client(ep.roots)?;
+    let http = http_client(ep)?;
     let stored = if fresh {
         None
     } else {
@@ -287,7 +330,7 @@ pub(crate) async fn obtain(
                 other => {
                     return Err(AcmeError::Challenge {
                         domain: clean(&domain),
-                        problem: format!("authorization is {other:?}"),
+                        problem: format!("authorization is {}", authz_status(other)),
                     })
                 }
             }
@@ -334,7 +377,7 @@ pub(crate) async fn obtain(
             return Err(AcmeError::Challenge {
                 domain: clean(&what),
                 problem: if detail.is_empty() {
-                    format!("order is {status:?}")
+                    format!("order is {}", order_status(status))
                 } else {
                     detail
                 },
@@ -368,6 +411,29 @@ pub(crate) async fn obtain(
         .await
         .map_err(|e| AcmeError::acme("certificate download", &what, e))?;
     Ok(chain)
+}
+
+/// An authorization status as RFC 8555 7.1.6 names it.
+fn authz_status(s: AuthorizationStatus) -> &'static str {
+    match s {
+        AuthorizationStatus::Pending => "pending",
+        AuthorizationStatus::Valid => "valid",
+        AuthorizationStatus::Invalid => "invalid",
+        AuthorizationStatus::Revoked => "revoked",
+        AuthorizationStatus::Expired => "expired",
+        AuthorizationStatus::Deactivated => "deactivated",
+    }
+}
+
+/// An order status as RFC 8555 7.1.6 names it.
+fn order_status(s: OrderStatus) -> &'static str {
+    match s {
+        OrderStatus::Pending => "pending",
+        OrderStatus::Ready => "ready",
+        OrderStatus::Processing => "processing",
+        OrderStatus::Valid => "valid",
+        OrderStatus::Invalid => "invalid",
+    }
 }
 
 /// Order polling: first look after 100 ms, then doubling (instant-acme honours the CA's
@@ -415,28 +481,30 @@ pub(crate) fn problem_text(p: &instant_acme::Problem) -> String {
 }
 
 /// When to renew: a uniformly random instant inside the CA's suggested window (ARI),
-/// with the time to ask again; `None` when the CA has no ARI or does not know the
-/// certificate.
+/// the window first clamped to the certificate's lifetime (`check::renewal_due`), with
+/// the time to ask again (at least `check::ARI_RECHECK_MIN`); `None` when the CA has no
+/// ARI or does not know the certificate.
 pub(crate) async fn renewal_window(
     account: &Account,
     leaf: &CertificateDer<'_>,
+    info: &LeafInfo,
     rand01: f64,
 ) -> Result<Option<(SystemTime, Duration)>, AcmeError> {
     let Ok(id) = CertificateIdentifier::try_from(leaf) else {
         return Ok(None);
     };
     match account.renewal_info(&id).await {
-        Ok((info, retry)) => {
-            let start = SystemTime::from(info.suggested_window.start);
-            let end = SystemTime::from(info.suggested_window.end);
-            let span = end.duration_since(start).unwrap_or_default();
-            let at = start + span.mul_f64(rand01.clamp(0.0, 1.0));
+        Ok((info_ari, retry)) => {
+            let (start, end) = window_times(&info_ari.suggested_window);
+            let at = check::renewal_due(start, end, info, rand01);
+            let retry = retry.clamp(check::ARI_RECHECK_MIN, check::RETRY_AFTER_MAX);
             log::event(
                 Level::Info,
                 "acme_renewal_info",
                 &[
                     ("window_start", &super::unix(start)),
                     ("window_end", &super::unix(end)),
+                    ("due", &super::unix(at)),
                     ("retry_after_s", &retry.as_secs()),
                 ],
             );
@@ -455,6 +523,11 @@ pub(crate) async fn renewal_window(
         }
         Err(e) => Err(AcmeError::acme("renewal information", "", e)),
     }
+}
+
+/// An ARI window as clock times (any year `time` parses maps onto `SystemTime`).
+pub(crate) fn window_times(w: &instant_acme::SuggestedWindow) -> (SystemTime, SystemTime) {
+    (SystemTime::from(w.start), SystemTime::from(w.end))
 }
 
 /// The ARI identifier of a leaf (for `replaces`).

@@ -8,10 +8,25 @@
 //! the lifetime. A failure (CA down, validation refused) is retried after `retry_base`,
 //! doubled at each failure up to one hour, with equal jitter (half fixed, half random);
 //! the certificate being served is only replaced by a new one that was issued, checked
-//! against its key and stored.
+//! (`check::check_result`: valid now, our key, the names ordered, a chain the verifier
+//! accepts) and stored; a refused one is counted in
+//! `tlskit_acme_results_refused_total{reason}` and retried like any failure.
+//!
+//! Renewals of a served certificate are at least a twentieth of its lifetime apart, even
+//! after a success (`check::min_spacing`): a CA whose renewal window is always in the past
+//! gets one order per twentieth of the lifetime, not an order loop. The first renewal
+//! after start (or after a certificate was first obtained) is not delayed, so a
+//! certificate the CA revoked is replaced at once. `tlskit acme renew --force` (a
+//! separate process on the same storage) is never spaced.
+//!
+//! The task is supervised: when it ends for any reason but shutdown (a panic), it is
+//! logged (`acme_task_restarted`), counted (`tlskit_acme_errors_total`,
+//! `tlskit_acme_task_restarts_total`) and restarted with the same backoff as failures.
+//! `TLSKIT_TEST_ACME_PANICS=N` (tests only) makes the first N passes panic.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
 use rustls::crypto::CryptoProvider;
@@ -19,9 +34,10 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
 use super::challenge::{self, Challenges, HttpOther};
+use super::check::{self, two_thirds};
 use super::client::{self, Endpoint, OrderRequest};
 use super::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
-use super::{certified, clean, leaf_info, two_thirds, unix, AcmeError, AcmeSettings};
+use super::{certified, clean, leaf_info, unix, AcmeError, AcmeSettings};
 use crate::log::{self, Level};
 use crate::metrics::Metrics;
 
@@ -158,6 +174,13 @@ impl ServerAcme {
             provider,
             name,
             compress,
+            last_renewal: Mutex::new(None),
+            test_panics: AtomicU32::new(
+                std::env::var("TLSKIT_TEST_ACME_PANICS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            ),
         };
         Ok(Self {
             managed,
@@ -214,31 +237,70 @@ impl ServerAcme {
             ));
         }
         if let Some(m) = self.task.lock().ok().and_then(|mut t| t.take()) {
-            tokio::spawn(m.run(stop));
+            tokio::spawn(supervise(Arc::new(m), stop));
         }
         Ok(())
     }
 }
 
-/// A stored pair that can be served: parses, key matches, covers every name, not expired.
+/// A stored pair that can be served: a chain the verifier accepts, valid now, exactly the
+/// managed names (`check::check_result`), and the key matches.
 fn usable(
     stored: &StoredCert,
     names: &[String],
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, String> {
-    let ck = certified(&stored.chain_pem, &stored.key_pem, provider)?;
-    let info = ck
-        .cert
-        .first()
-        .and_then(|c| leaf_info(c))
-        .ok_or("the certificate cannot be parsed")?;
-    if info.not_after <= SystemTime::now() {
-        return Err(format!("expired at {}", unix(info.not_after)));
+    check::check_result(&stored.chain_pem, None, names, SystemTime::now(), false)
+        .map_err(|e| e.detail)?;
+    certified(&stored.chain_pem, &stored.key_pem, provider)
+}
+
+/// Run the renewal task, and run it again whenever it ends before shutdown (a panic):
+/// logged, counted, after the failure backoff. A task that ran an hour starts the
+/// backoff over.
+async fn supervise(m: Arc<Manager>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut restarts: u32 = 0;
+    loop {
+        let started = Instant::now();
+        let ended = tokio::spawn(m.clone().run(stop.clone())).await;
+        if *stop.borrow() {
+            return;
+        }
+        if started.elapsed() >= RETRY_MAX {
+            restarts = 0;
+        }
+        restarts = restarts.saturating_add(1);
+        let why = match ended {
+            Ok(()) => "it ended".to_string(),
+            Err(e) if e.is_panic() => {
+                let p = e.into_panic();
+                let text = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                format!("it panicked: {}", clean(&text))
+            }
+            Err(_) => "it was cancelled".to_string(),
+        };
+        m.metrics.acme_error();
+        m.metrics.acme_task_restart();
+        let d = m.retry_delay(restarts);
+        log::event(
+            Level::Error,
+            "acme_task_restarted",
+            &[
+                ("name", &clean(&m.name)),
+                ("restarts", &restarts),
+                ("restart_in_s", &format!("{:.1}", d.as_secs_f64())),
+                ("reason", &why),
+            ],
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stop.changed() => return,
+        }
     }
-    if let Some(missing) = names.iter().find(|n| !info.names.contains(n)) {
-        return Err(format!("does not cover {}", clean(missing)));
-    }
-    Ok(ck)
 }
 
 /// The renewal task.
@@ -251,6 +313,11 @@ struct Manager {
     provider: Arc<CryptoProvider>,
     name: String,
     compress: Vec<crate::server::Compression>,
+    /// When this process last renewed a served certificate (for the spacing rule); kept
+    /// across restarts of the task.
+    last_renewal: Mutex<Option<Instant>>,
+    /// Passes left that panic (`TLSKIT_TEST_ACME_PANICS`, tests only).
+    test_panics: AtomicU32,
 }
 
 impl Manager {
@@ -273,7 +340,7 @@ impl Manager {
         d / 2 + (d / 2).mul_f64(self.rand01())
     }
 
-    async fn run(self, mut stop: tokio::sync::watch::Receiver<bool>) {
+    async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut account: Option<instant_acme::Account> = None;
         let mut failures: u32 = 0;
         let mut fresh_account = false;
@@ -337,12 +404,20 @@ impl Manager {
         account: &mut Option<instant_acme::Account>,
         fresh_account: bool,
     ) -> Result<Duration, AcmeError> {
+        let injected = self
+            .test_panics
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if injected.is_ok() {
+            panic!("TLSKIT_TEST_ACME_PANICS: the renewal task panics on purpose");
+        }
         let acct = match account {
             Some(a) => a.clone(),
             None => {
                 let ep = Endpoint {
                     directory: &self.settings.directory,
                     roots: &self.settings.roots,
+                    roots_profile: self.settings.roots_profile,
+                    roots_allow: &self.settings.roots_allow,
                     email: self.settings.email.as_deref(),
                 };
                 let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
@@ -368,14 +443,10 @@ impl Manager {
             let info =
                 leaf_info(leaf).ok_or_else(|| AcmeError::Config("unparsable leaf".into()))?;
             let (due, recheck, why) =
-                match client::renewal_window(&acct, leaf, self.rand01()).await? {
+                match client::renewal_window(&acct, leaf, &info, self.rand01()).await? {
                     Some((at, retry)) => {
                         replaces = client::cert_id(leaf);
-                        (
-                            at.min(info.not_after),
-                            retry.min(self.settings.recheck),
-                            "ari",
-                        )
+                        (at, retry.min(self.settings.recheck), "ari")
                     }
                     None => (two_thirds(&info), self.settings.recheck, "lifetime"),
                 };
@@ -397,6 +468,28 @@ impl Manager {
                     ],
                 );
                 return Ok(sleep);
+            }
+            // Due: but not sooner than the spacing after this process's last renewal.
+            let last = self.last_renewal.lock().ok().and_then(|l| *l);
+            if let Some(last) = last {
+                let spacing = check::min_spacing(&info);
+                let since = last.elapsed();
+                if since < spacing {
+                    let sleep = (spacing - since)
+                        .min(recheck)
+                        .max(Duration::from_millis(200));
+                    log::event(
+                        Level::Info,
+                        "acme_renewal_spaced",
+                        &[
+                            ("name", &clean(&self.name)),
+                            ("by", &why),
+                            ("spacing_s", &format!("{:.1}", spacing.as_secs_f64())),
+                            ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
+                        ],
+                    );
+                    return Ok(sleep);
+                }
             }
             reason = why;
         }
@@ -433,11 +526,38 @@ impl Manager {
                 return Err(e);
             }
         };
+        // Checked before it is stored or served; the served certificate stays.
+        let checked = check::check_result(
+            &chain,
+            Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
+            &self.managed.names,
+            SystemTime::now(),
+            true,
+        )
+        .map_err(AcmeError::from)
+        .and_then(|c| {
+            if self.settings.issuer_roots.is_empty() {
+                return Ok(());
+            }
+            check::check_issuer(
+                &c,
+                &self.managed.names,
+                &self.settings.issuer_roots,
+                SystemTime::now(),
+            )
+        });
+        if let Err(e) = checked {
+            self.metrics.acme_order(false);
+            if let AcmeError::Refused(r) = &e {
+                self.metrics.acme_refused(r.reason);
+            }
+            return Err(e);
+        }
         let stored = StoredCert {
             chain_pem: chain,
             key_pem: key.serialize_pem(),
         };
-        let ck = usable(&stored, &self.managed.names, &self.provider).map_err(|why| {
+        let ck = certified(&stored.chain_pem, &stored.key_pem, &self.provider).map_err(|why| {
             AcmeError::Config(format!("the CA's certificate is not usable: {why}"))
         })?;
         {
@@ -450,6 +570,11 @@ impl Manager {
         }
         drop(lock);
         self.metrics.acme_order(true);
+        if reason != "missing" {
+            if let Ok(mut l) = self.last_renewal.lock() {
+                *l = Some(Instant::now());
+            }
+        }
         self.install(ck, "order").await;
         Ok(Duration::ZERO)
     }
@@ -539,6 +664,8 @@ mod tests {
             provider,
             name: "a.test".into(),
             compress: Vec::new(),
+            last_renewal: Mutex::new(None),
+            test_panics: AtomicU32::new(0),
         };
         for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
             let mut seen = std::collections::HashSet::new();

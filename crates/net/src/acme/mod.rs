@@ -7,7 +7,8 @@
 //! [`revoke`]; the server side is wired by `Server::bind` from [`AcmeSettings`].
 
 mod challenge;
-mod client;
+pub(crate) mod check;
+pub(crate) mod client;
 pub(crate) mod manager;
 pub mod storage;
 
@@ -22,6 +23,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tlskit_store::Source;
 
 pub(crate) use challenge::{accept, Accepted};
+pub use check::{Refusal, Refused};
 pub use manager::Managed;
 pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};
 
@@ -68,6 +70,14 @@ pub struct AcmeSettings {
     pub email: Option<String>,
     /// Trust anchors for the CA's HTTPS; empty: the system store.
     pub roots: Vec<Source>,
+    /// The rule set the CA's HTTPS certificate is checked against (`--acme-roots-profile`;
+    /// default: the verifier's default profile).
+    pub roots_profile: tlskit_verify::Profile,
+    /// Rules not checked on the CA's HTTPS certificate (`--acme-roots-allow`).
+    pub roots_allow: Vec<tlskit_verify::Rule>,
+    /// Trust anchors the CA's certificates must chain to (its issuing roots); empty: not
+    /// checked (an ACME directory does not publish them).
+    pub issuer_roots: Vec<Source>,
     /// Challenge type.
     pub challenge: ChallengeKind,
     /// Certificate profile to ask for (draft-ietf-acme-profiles), if any.
@@ -89,6 +99,9 @@ impl AcmeSettings {
             storage,
             email: None,
             roots: Vec::new(),
+            roots_profile: tlskit_verify::Profile::default(),
+            roots_allow: Vec::new(),
+            issuer_roots: Vec::new(),
             challenge: ChallengeKind::TlsAlpn01,
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
@@ -204,9 +217,13 @@ pub enum AcmeError {
         /// Why.
         reason: String,
     },
+    /// The CA's certificate failed a check: not written, not served.
+    #[error("{0}")]
+    Refused(#[from] Refused),
     /// rustls refused a key or configuration.
-    #[error("TLS: {0}")]
-    Tls(#[source] rustls::Error),
+    /// (Said through `tls_text`, not chained as a source: rustls's Display may be Debug.)
+    #[error("TLS: {}", crate::error::tls_text(.0))]
+    Tls(rustls::Error),
     /// Runtime start.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -216,17 +233,9 @@ impl AcmeError {
     pub(crate) fn acme(what: &'static str, subject: &str, e: instant_acme::Error) -> Self {
         let reason = match &e {
             instant_acme::Error::Api(p) => client::problem_text(p),
-            other => {
-                // hyper hides the cause ("connection refused") in the source chain.
-                let mut s = other.to_string();
-                let mut src = std::error::Error::source(other);
-                while let Some(c) = src {
-                    s.push_str(": ");
-                    s.push_str(&c.to_string());
-                    src = c.source();
-                }
-                clean(&s)
-            }
+            // hyper hides the cause ("connection refused") in the source chain; a TLS
+            // error in it is told as tlskit's sentence, never rustls's Debug text.
+            other => clean(&client::transport_error(other)),
         };
         Self::Protocol {
             what,
@@ -279,12 +288,13 @@ pub(crate) fn leaf_info(der: &[u8]) -> Option<LeafInfo> {
     use x509_parser::extensions::GeneralName;
     let (_, c) = x509_parser::parse_x509_certificate(der).ok()?;
     let v = c.validity();
+    // Before 1970 reads as 1970; X.509 times end in 9999, well inside SystemTime, and
+    // anything past it would read as 1970 too (expired: refused, never trusted longer).
     let t = |ts: i64| {
-        if ts >= 0 {
-            UNIX_EPOCH + Duration::from_secs(ts as u64)
-        } else {
-            UNIX_EPOCH
-        }
+        u64::try_from(ts)
+            .ok()
+            .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)))
+            .unwrap_or(UNIX_EPOCH)
     };
     let mut names = Vec::new();
     if let Ok(Some(san)) = c.subject_alternative_name() {
@@ -302,16 +312,7 @@ pub(crate) fn leaf_info(der: &[u8]) -> Option<LeafInfo> {
     })
 }
 
-/// The lifetime rule: two thirds of the way from notBefore to notAfter.
-pub(crate) fn two_thirds(info: &LeafInfo) -> SystemTime {
-    let life = info
-        .not_after
-        .duration_since(info.not_before)
-        .unwrap_or_default();
-    info.not_before + life.mul_f64(2.0 / 3.0)
-}
-
-fn unix(t: SystemTime) -> u64 {
+pub(crate) fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
@@ -485,6 +486,8 @@ async fn issue_async(
             let ep = client::Endpoint {
                 directory: &s.directory,
                 roots: &s.roots,
+                roots_profile: s.roots_profile,
+                roots_allow: &s.roots_allow,
                 email: s.email.as_deref(),
             };
             let (a, created) = client::account(&ep, &storage, false).await?;
@@ -506,6 +509,33 @@ async fn issue_async(
         replaces,
     };
     let chain = client::obtain(&account, &req, &key, &ch).await?;
+    // Checked before anything is written: a refused certificate leaves `out` as it was.
+    let checked = check::check_result(
+        &chain,
+        Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
+        &s.domains,
+        SystemTime::now(),
+        true,
+    )
+    .map_err(AcmeError::from)
+    .and_then(|c| {
+        if s.issuer_roots.is_empty() {
+            return Ok(());
+        }
+        check::check_issuer(&c, &s.domains, &s.issuer_roots, SystemTime::now())
+    });
+    if let Err(AcmeError::Refused(r)) = &checked {
+        log::event(
+            Level::Error,
+            "acme_result_refused",
+            &[
+                ("domains", &clean(&s.domains.join(","))),
+                ("reason", &r.reason.label()),
+                ("detail", &r.detail),
+            ],
+        );
+    }
+    checked?;
     let ck = certified(&chain, &key.serialize_pem(), &provider).map_err(|r| AcmeError::File {
         path: o.out.clone(),
         reason: format!("certificate from the CA: {r}"),
@@ -580,6 +610,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;
@@ -591,13 +623,13 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
                     path: o.out.clone(),
                     reason: "the certificate cannot be parsed".into(),
                 })?;
-                let ari = client::renewal_window(&account, l, 0.0).await?;
+                let ari = client::renewal_window(&account, l, &info, 0.0).await?;
                 if ari.is_some() {
                     replaces = client::cert_id(l);
                 }
                 match ari {
-                    Some((at, _)) => ("ari", at.min(info.not_after)),
-                    None => ("lifetime", two_thirds(&info)),
+                    Some((at, _)) => ("ari", at),
+                    None => ("lifetime", check::two_thirds(&info)),
                 }
             }
         };
@@ -617,7 +649,9 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             } else {
                 reason
             },
-            due: issued.not_before + (issued.not_after - issued.not_before) * 2 / 3,
+            due: issued
+                .not_before
+                .saturating_add(issued.not_after.saturating_sub(issued.not_before) / 3 * 2),
             issued: Some(issued),
         })
     })
@@ -655,6 +689,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
         let ep = client::Endpoint {
             directory: &s.directory,
             roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
             email: s.email.as_deref(),
         };
         let (account, _) = client::account(&ep, &storage, false).await?;

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod store_damage;
 mod store_incremental;
 mod store_large;
 mod store_snapshot;

@@ -24,9 +24,15 @@ pub(crate) const TIME: u64 = 1_704_067_200;
 /// issuance rule, not a path-validation one). `pkits.rs` checks that both are refused
 /// without the exception.
 pub(crate) fn pkits_config(crls: Vec<Crl>, allow: Vec<Rule>) -> VerifierConfig {
+    // `pkits_compare` measures other profiles with TLSKIT_PKITS_PROFILE (issue 23); the
+    // test suite always runs rfc5280.
+    let profile = std::env::var("TLSKIT_PKITS_PROFILE")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(Profile::Rfc5280);
     VerifierConfig {
         cache: None,
-        profile: Profile::Rfc5280,
+        profile,
         crls,
         allow_unknown_revocation: false,
         enforce_crl_expiry: true,

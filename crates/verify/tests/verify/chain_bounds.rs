@@ -114,9 +114,11 @@ fn wide_search_stops_at_a_budget() {
 }
 
 /// Many same-subject anchors in the store (a store an attacker does not control, but a
-/// messy one): each is a candidate; the signature budget still bounds the work.
+/// messy one): the one whose key identifier the chain names is tried first, so the real
+/// anchor is found at once (before issue #27 it came last among 301 candidates, past
+/// the 100-signature budget), with one signature check for the anchor's edge.
 #[test]
-fn many_same_subject_anchors_are_bounded_by_the_signature_budget() {
+fn many_same_subject_anchors_do_not_hide_the_real_one() {
     let key = KeyPair::generate().unwrap();
     let decoys: Vec<_> = (0..300)
         .map(|_| {
@@ -133,6 +135,7 @@ fn many_same_subject_anchors_are_bounded_by_the_signature_budget() {
     let mut refs: Vec<_> = decoys.iter().collect();
     refs.push(&real.der);
     let st = store(&refs);
+    let before = tlskit_verify::signature_checks_on_thread();
     let t = Instant::now();
     let r = uncached(16).verify(
         &st,
@@ -142,17 +145,14 @@ fn many_same_subject_anchors_are_bounded_by_the_signature_budget() {
         Purpose::Server,
         now(),
     );
+    let sigs = tlskit_verify::signature_checks_on_thread() - before;
     eprintln!(
-        "300 decoy anchors with one name + the real one: {r:?} in {:?}",
+        "300 decoy anchors with one name + the real one: {} in {:?}, {sigs} signature checks",
+        r.is_ok(),
         t.elapsed()
     );
-    // The real anchor comes last among 301 candidates: past the 100-signature budget.
-    assert_eq!(
-        r.unwrap_err(),
-        VerifyError::PathBuildingBudget {
-            limit: "100 signature checks"
-        }
-    );
+    assert!(r.is_ok(), "{:?}", r.err());
+    assert_eq!(sigs, 2, "leaf and intermediate signatures only");
 }
 
 /// The leaf names a real anchor as its issuer (so candidates exist), but what the peer

@@ -6,8 +6,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod anchors;
 mod chain;
 mod chain_bounds;
 mod pkits;
 mod profile;
+mod same_subject;
 mod tls;

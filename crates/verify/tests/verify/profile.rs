@@ -43,6 +43,18 @@ impl Case {
     ) -> Result<(), VerifyError> {
         self.run_allow(profile, purpose, host, &[])
     }
+    /// Verify under `profile` and give the warnings of the accepted path.
+    fn run_verified(
+        &self,
+        profile: Profile,
+        allow: &[Rule],
+    ) -> Result<Vec<tlskit_verify::Violation>, VerifyError> {
+        let refs: Vec<&CertificateDer<'_>> = self.anchors.iter().collect();
+        let s = store(&refs);
+        verifier(profile, allow)
+            .verify(&s, &self.ee, &self.chain, None, Purpose::Server, now())
+            .map(|v| v.chain.warnings.clone())
+    }
     fn run_allow(
         &self,
         profile: Profile,
@@ -87,16 +99,22 @@ struct RuleCase {
     bad: Case,
     good: Case,
     role: CertRole,
+    /// Whether the `browser` profile refuses this breach (else: a warning).
+    browser_refuses: bool,
 }
 
 fn rule_cases() -> Vec<RuleCase> {
     let mut v = Vec::new();
+    // Set before an `add` whose breach is the part of its rule that `browser` refuses
+    // although the rule otherwise warns there.
+    let hard = std::cell::Cell::new(false);
     let mut add = |rule: Rule, role: CertRole, bad: Case, good: Case| {
         v.push(RuleCase {
             rule,
             bad,
             good,
             role,
+            browser_refuses: rule.browser_refuses() || hard.replace(false),
         })
     };
 
@@ -205,39 +223,6 @@ fn rule_cases() -> Vec<RuleCase> {
         );
     }
 
-    // aki-self-signed-mismatch: a root whose AKI names another key.
-    let mut r = ca_params("R");
-    r.use_authority_key_identifier_extension = false;
-    r.custom_extensions
-        .push(ext(AKI, false, tlv(0x30, &tlv(0x80, &[0x42; 20]))));
-    add(
-        Rule::AkiSelfSignedMismatch,
-        CertRole::Anchor,
-        chain3(r, ca_params("I"), good_leaf()),
-        chain3(ca_params("R"), ca_params("I"), good_leaf()),
-    );
-
-    // aki-self-signed-mismatch: a root's AKI with its own keyIdentifier plus an
-    // authorityCertSerialNumber, or plus an authorityCertIssuer; the fix carries only the
-    // keyIdentifier.
-    let own = vec![0x42; 20];
-    let root_aki = |extra: &[u8]| {
-        let mut r = ca_params("R");
-        r.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(own.clone());
-        r.use_authority_key_identifier_extension = false;
-        let body = [tlv(0x80, &own), extra.to_vec()].concat();
-        r.custom_extensions.push(ext(AKI, false, tlv(0x30, &body)));
-        r
-    };
-    for extra in [tlv(0x82, &[0x01]), tlv(0xa1, &tlv(0x82, b"r.example"))] {
-        add(
-            Rule::AkiSelfSignedMismatch,
-            CertRole::Anchor,
-            chain3(root_aki(&extra), ca_params("I"), good_leaf()),
-            chain3(root_aki(&[]), ca_params("I"), good_leaf()),
-        );
-    }
-
     // ski-missing / ski-critical (intermediate).
     add(
         Rule::SkiMissing,
@@ -297,6 +282,7 @@ fn rule_cases() -> Vec<RuleCase> {
     );
     let mut i = ca_params("I");
     i.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
+    hard.set(true); // Chrome, NSS and OpenSSL refuse an issuer without keyCertSign.
     add(
         Rule::CaKeyUsage,
         CertRole::Intermediate,
@@ -319,26 +305,14 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), ca_params("I"), ok),
     );
 
-    // unknown-critical-extension: in the anchor (rustls-webpki never looks there) and
-    // in the leaf (rustls-webpki refuses; the refusal is traced to the certificate).
-    let mut r = ca_params("R");
-    r.custom_extensions
-        .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], true, vec![0x05, 0x00]));
-    let mut r_ok = ca_params("R");
-    r_ok.custom_extensions
-        .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], false, vec![0x05, 0x00]));
-    add(
-        Rule::UnknownCriticalExtension,
-        CertRole::Anchor,
-        chain3(r, ca_params("I"), good_leaf()),
-        chain3(r_ok, ca_params("I"), good_leaf()),
-    );
     let mut l = good_leaf();
     l.custom_extensions
         .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], true, vec![0x05, 0x00]));
     let mut l_ok = good_leaf();
     l_ok.custom_extensions
         .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], false, vec![0x05, 0x00]));
+    // unknown-critical-extension in the leaf (rustls-webpki refuses; the refusal is
+    // traced to the certificate).
     add(
         Rule::UnknownCriticalExtension,
         CertRole::EndEntity,
@@ -459,6 +433,7 @@ fn rule_cases() -> Vec<RuleCase> {
     let mut ok = good_leaf();
     ok.custom_extensions
         .push(ext(AIA, false, tlv(0x30, &tlv(0x30, &good_ad))));
+    hard.set(true); // a critical extension Chrome and rustls-webpki do not process.
     add(
         Rule::AiaMalformed,
         CertRole::EndEntity,
@@ -508,15 +483,6 @@ fn rule_cases() -> Vec<RuleCase> {
         chain3(ca_params("R"), ca_params("I"), l),
         chain3(ca_params("R"), ca_params("I"), ok),
     );
-    let mut r = ca_params("R");
-    r.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    add(
-        Rule::EkuInRoot,
-        CertRole::Anchor,
-        chain3(r, ca_params("I"), good_leaf()),
-        chain3(ca_params("R"), ca_params("I"), good_leaf()),
-    );
-
     // wildcard-public-suffix.
     let mut l = leaf_params(&["*.co.uk"]);
     l.distinguished_name = DistinguishedName::new();
@@ -659,6 +625,100 @@ fn rule_cases() -> Vec<RuleCase> {
     v
 }
 
+/// Trust anchors are anchors (RFC 5280 6.1.1 (d)): a root that breaks a rule about how
+/// a certificate is formed (the breaches the webpki profile refused in anchors before
+/// issue 23) anchors a valid path under every profile, without a warning.
+fn anchor_formation_cases() -> Vec<(Rule, Case)> {
+    let mut v = Vec::new();
+    let mut add = |rule: Rule, _role: CertRole, bad: Case, _good: Case| v.push((rule, bad));
+    // aki-self-signed-mismatch: a root whose AKI names another key.
+    let mut r = ca_params("R");
+    r.use_authority_key_identifier_extension = false;
+    r.custom_extensions
+        .push(ext(AKI, false, tlv(0x30, &tlv(0x80, &[0x42; 20]))));
+    add(
+        Rule::AkiSelfSignedMismatch,
+        CertRole::Anchor,
+        chain3(r, ca_params("I"), good_leaf()),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
+    // aki-self-signed-mismatch: a root's AKI with its own keyIdentifier plus an
+    // authorityCertSerialNumber, or plus an authorityCertIssuer; the fix carries only the
+    // keyIdentifier.
+    let own = vec![0x42; 20];
+    let root_aki = |extra: &[u8]| {
+        let mut r = ca_params("R");
+        r.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(own.clone());
+        r.use_authority_key_identifier_extension = false;
+        let body = [tlv(0x80, &own), extra.to_vec()].concat();
+        r.custom_extensions.push(ext(AKI, false, tlv(0x30, &body)));
+        r
+    };
+    for extra in [tlv(0x82, &[0x01]), tlv(0xa1, &tlv(0x82, b"r.example"))] {
+        add(
+            Rule::AkiSelfSignedMismatch,
+            CertRole::Anchor,
+            chain3(root_aki(&extra), ca_params("I"), good_leaf()),
+            chain3(root_aki(&[]), ca_params("I"), good_leaf()),
+        );
+    }
+
+    // unknown-critical-extension: in the anchor (rustls-webpki never looks there) and
+    // in the leaf (rustls-webpki refuses; the refusal is traced to the certificate).
+    let mut r = ca_params("R");
+    r.custom_extensions
+        .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], true, vec![0x05, 0x00]));
+    let mut r_ok = ca_params("R");
+    r_ok.custom_extensions
+        .push(ext(&[1, 3, 6, 1, 4, 1, 99999, 1], false, vec![0x05, 0x00]));
+    add(
+        Rule::UnknownCriticalExtension,
+        CertRole::Anchor,
+        chain3(r, ca_params("I"), good_leaf()),
+        chain3(r_ok, ca_params("I"), good_leaf()),
+    );
+    let mut r = ca_params("R");
+    r.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    add(
+        Rule::EkuInRoot,
+        CertRole::Anchor,
+        chain3(r, ca_params("I"), good_leaf()),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+
+    // serial 0 (9 Mozilla roots), no SKI, keyUsage without keyCertSign... in a root.
+    let mut r = ca_params("R");
+    r.serial_number = Some(SerialNumber::from_slice(&[0]));
+    add(
+        Rule::SerialInvalid,
+        CertRole::Anchor,
+        chain3(r, ca_params("I"), good_leaf()),
+        chain3(ca_params("R"), ca_params("I"), good_leaf()),
+    );
+    v
+}
+
+#[test]
+fn anchors_are_exempt_from_formation_rules_in_every_profile() {
+    let cases = anchor_formation_cases();
+    assert!(cases.len() >= 6);
+    for (rule, c) in &cases {
+        for p in [Profile::Browser, Profile::WebPki, Profile::Rfc5280] {
+            let refs: Vec<&CertificateDer<'_>> = c.anchors.iter().collect();
+            let s = store(&refs);
+            let v = verifier(p, &[])
+                .verify(&s, &c.ee, &c.chain, None, Purpose::Server, now())
+                .unwrap_or_else(|e| panic!("{rule} in an anchor under {p}: refused: {e}"));
+            assert!(
+                v.chain.warnings.is_empty(),
+                "{rule} in an anchor under {p}: warned {:?}",
+                v.chain.warnings
+            );
+        }
+    }
+}
+
 fn ski_of(der: &[u8]) -> Vec<u8> {
     let (_, c) = x509_parser::parse_x509_certificate(der).unwrap();
     c.extensions()
@@ -705,6 +765,29 @@ fn every_rule_refuses_its_breach_and_accepts_the_fix() {
                 .run(p, Purpose::Server, None)
                 .unwrap_or_else(|e| panic!("{} under {p}: fixed chain refused: {e}", c.rule));
         }
+        // browser: refused where relying parties refuse, else accepted with a warning
+        // that names the rule and the certificate; the fix gives no such warning.
+        let b = c.bad.run_verified(Profile::Browser, &[]);
+        if c.browser_refuses {
+            let err = b.expect_err(&format!("{} under browser: breach accepted", c.rule));
+            assert_eq!(err.rule(), c.rule.code(), "{} under browser: {err}", c.rule);
+        } else {
+            let w = b.unwrap_or_else(|e| panic!("{} under browser: refused: {e}", c.rule));
+            let hit = w
+                .iter()
+                .find(|v| v.rule == c.rule)
+                .unwrap_or_else(|| panic!("{} under browser: no warning in {w:?}", c.rule));
+            assert_eq!(hit.role, c.role, "{}", c.rule);
+            assert!(hit.to_string().contains(c.rule.code()), "{hit}");
+            // --allow silences the warning.
+            let quiet = c.bad.run_verified(Profile::Browser, &[c.rule]).unwrap();
+            assert!(quiet.iter().all(|v| v.rule != c.rule), "{quiet:?}");
+        }
+        if let Ok(w) = c.good.run_verified(Profile::Browser, &[]) {
+            assert!(w.iter().all(|v| v.rule != c.rule), "{}: {w:?}", c.rule);
+        } else {
+            panic!("{} under browser: fixed chain refused", c.rule);
+        }
         if c.rule.cabf_only() {
             // Not a rule of rfc5280: the breach passes there.
             c.bad
@@ -747,6 +830,13 @@ fn every_rule_refuses_its_breach_and_accepts_the_fix() {
                 | Rule::WeakCurve
                 | Rule::SignatureAlgorithm
                 | Rule::CaAsEndEntity
+                // anchors_are_exempt_from_formation_rules_in_every_profile: these
+                // rules only ever concerned roots.
+                | Rule::AkiSelfSignedMismatch
+                | Rule::EkuInRoot
+                // tests/verify/anchors.rs.
+                | Rule::AnchorEkuPurpose
+                | Rule::RsaPssKey
         ) {
             continue;
         }
@@ -953,9 +1043,10 @@ fn interop_cases_from_the_issue() {
 fn profile_names_parse_and_unknown_ones_are_refused() {
     assert_eq!("webpki".parse::<Profile>().unwrap(), Profile::WebPki);
     assert_eq!("rfc5280".parse::<Profile>().unwrap(), Profile::Rfc5280);
+    assert_eq!("browser".parse::<Profile>().unwrap(), Profile::Browser);
     assert!("strict".parse::<Profile>().is_err());
-    assert_eq!(Profile::default(), Profile::WebPki);
-    assert_eq!(VerifierConfig::default().profile, Profile::WebPki);
+    assert_eq!(Profile::default(), Profile::Browser);
+    assert_eq!(VerifierConfig::default().profile, Profile::Browser);
 }
 
 /// Interop case 6: a self-signed end-entity certificate given as a trust source (a dev
