@@ -500,9 +500,15 @@ impl Endpoint {
                 };
                 let mut s = rustls::StreamOwned::new(c, sock);
                 while s.conn.is_handshaking() {
-                    s.conn
-                        .complete_io(&mut s.sock)
-                        .map_err(|e| io_err("TLS handshake failed", e, timeout))?;
+                    s.conn.complete_io(&mut s.sock).map_err(|e| {
+                        // rustls writes a verifier's refusal with Debug inside its
+                        // Display: said as tlskit's sentence instead.
+                        let e = match crate::error::io_rustls(&e) {
+                            Some(_) => io::Error::new(e.kind(), crate::error::io_tls_text(&e)),
+                            None => e,
+                        };
+                        io_err("TLS handshake failed", e, timeout)
+                    })?;
                 }
                 Transport::Tls(Box::new(s))
             }
