@@ -1058,6 +1058,33 @@ pub fn pkcs11_uri(data: &[u8]) -> bool {
     true
 }
 
+/// Replies of the fleet's Redis as tlskit reads them (`crates/net/src/resp.rs`, through
+/// `tlskit_net::fuzzing::resp_replies`). The first byte picks the cap of each reply (64
+/// bytes, the 4 KiB of ticket keys, the 256 KiB of an ACME certificate) and the size of
+/// each read (a drip of one byte, 7 bytes, 4 KiB); the rest is what "Redis" sends.
+///
+/// Invariants: the reader's buffer never holds more than the cap; the replies read and
+/// how the stream ends do not depend on how the bytes arrive (the same bytes read with a
+/// drip of one byte give the same result).
+pub fn resp_reply(data: &[u8]) -> tlskit_net::fuzzing::RespRun {
+    use tlskit_net::fuzzing::resp_replies;
+    let (mode, rest) = data.split_first().map_or((0, &[][..]), |(m, r)| (*m, r));
+    let cap = [64, 4096, 262_144][usize::from(mode % 3)];
+    let chunk = [1, 7, 4096][usize::from(mode / 3 % 3)];
+    let run = resp_replies(rest, cap, chunk);
+    assert!(
+        run.buffered_max <= cap,
+        "buffer {} over the cap {cap}",
+        run.buffered_max
+    );
+    if chunk != 1 {
+        let drip = resp_replies(rest, cap, 1);
+        assert_eq!(drip.replies, run.replies, "replies depend on the read size");
+        assert_eq!(drip.end, run.end, "the end depends on the read size");
+    }
+    run
+}
+
 /// ACME documents as tlskit reads them from a CA (`tlskit_net::fuzzing::acme_json`, the
 /// types instant-acme deserializes, then what tlskit does with them). First byte: the
 /// document (mod 5: 0 order, 1 authorization, 2 renewal information, 3 problem, 4 a

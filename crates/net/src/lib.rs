@@ -24,6 +24,7 @@ pub mod probe;
 mod process;
 mod proxy;
 mod ratelimit;
+mod resp;
 mod server;
 pub mod shared;
 mod shared_tls;
@@ -36,7 +37,7 @@ pub use certs::{
     load_certified_key, load_signing_key, CertIndex, PairIssue, ServedCert, SniResolver,
 };
 pub use client::{connect, ConnectOptions, ConnectReport, Connected, PeerOptions};
-pub use config::FileConfig;
+pub use config::{ranges, FileConfig, Range};
 pub use error::NetError;
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;

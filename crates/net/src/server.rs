@@ -455,33 +455,40 @@ impl Server {
                 ],
             );
         }
-        if !(MIN_CLIENT_HELLO..=MAX_CLIENT_HELLO).contains(&cfg.max_client_hello) {
-            return Err(NetError::Config(format!(
-                "max_client_hello must be {MIN_CLIENT_HELLO} to {MAX_CLIENT_HELLO} bytes, not {}",
-                cfg.max_client_hello
-            )));
+        // Every number in range before any arithmetic on it (issue 27); the CLI checked
+        // them already, naming the flag or the file; library callers get the key.
+        {
+            use crate::config::ranges as r;
+            let count = |range: &crate::config::Range, v: usize| {
+                range
+                    .count(u64::try_from(v).unwrap_or(u64::MAX), range.key)
+                    .map(drop)
+            };
+            r::HANDSHAKE_TIMEOUT.duration(cfg.handshake_timeout)?;
+            r::HEADER_TIMEOUT.duration(cfg.header_timeout)?;
+            r::IDLE_TIMEOUT.duration(cfg.idle_timeout)?;
+            r::SHUTDOWN_GRACE.duration(cfg.shutdown_grace)?;
+            r::TICKET_ROTATION.duration(cfg.ticket_rotation)?;
+            count(&r::MAX_CLIENT_HELLO, cfg.max_client_hello)?;
+            count(&r::HANDSHAKE_BUDGET, cfg.handshake_budget)?;
+            count(&r::MAX_CONNECTIONS, cfg.max_connections)?;
+            r::EXPIRY_WARNING_DAYS.count(
+                u64::from(cfg.expiry_warning_days),
+                r::EXPIRY_WARNING_DAYS.key,
+            )?;
+            if let Some(s) = &cfg.shared_state {
+                r::SHARED_STATE_REREAD.duration(s.reread)?;
+            }
+            if let Some(a) = &cfg.acme {
+                r::ACME_RECHECK.duration(a.recheck)?;
+                r::ACME_RETRY.duration(a.retry_base)?;
+            }
         }
         if cfg.handshake_budget < cfg.max_client_hello {
             return Err(NetError::Config(format!(
                 "handshake_budget ({} bytes) must be at least max_client_hello ({} bytes)",
                 cfg.handshake_budget, cfg.max_client_hello
             )));
-        }
-        for (name, t) in [
-            ("handshake_timeout", cfg.handshake_timeout),
-            ("idle_timeout", cfg.idle_timeout),
-            ("header_timeout", cfg.header_timeout),
-        ] {
-            if t.is_zero() {
-                return Err(NetError::Config(format!(
-                    "{name} must be more than 0 seconds"
-                )));
-            }
-        }
-        if cfg.max_connections == 0 {
-            return Err(NetError::Config(
-                "max_connections must be at least 1".into(),
-            ));
         }
         let rotation = cfg.ticket_rotation.as_secs();
         if !(1..=crate::tickets::MAX_ROTATION_SECS).contains(&rotation) {
@@ -1204,10 +1211,6 @@ async fn accept_loop(l: TcpListener, s: Arc<Shared>, mut stop: watch::Receiver<b
         });
     }
 }
-
-/// Smallest and largest `max_client_hello` accepted (bytes).
-const MIN_CLIENT_HELLO: usize = 1024;
-const MAX_CLIENT_HELLO: usize = 64 * 1024 + 5 * 4;
 
 /// The TLS stream every connection state works on.
 type Tls = crate::conn::Guarded<crate::hello::Prefixed<TcpStream>>;

@@ -25,14 +25,18 @@
 //! node keeps the keys it has (tickets keep resuming across the fleet until the next
 //! rotation), logs `shared_state_down`, `tlskit_shared_state_up` is 0, and it resynchronises
 //! when Redis is back. Sealed keys that do not open with this node's KEK are refused
-//! (`shared_state_key_refused`): the node keeps its own keys and never overwrites the
-//! fleet's. Every Redis call has a deadline ([`OP_TIMEOUT`]); nothing waits on Redis in a
-//! handshake, and no runtime worker thread waits on the ACME storage's blocking calls.
+//! (`shared_state_key_refused`): the node keeps its own keys, rotates them locally and
+//! never overwrites the fleet's. A value that cannot be a sealed key set at all (garbage,
+//! over its cap: (`looks_sealed`)) is replaced by the node that wins the rotation lease,
+//! so rotation goes on. Every Redis operation has one deadline ([`OP_TIMEOUT`]: connect,
+//! log-in, command and reply together) and every reply a cap by key type ([`caps`]),
+//! read by tlskit's own RESP reader (`resp.rs`); nothing waits on Redis in a
+//! handshake, and no runtime worker thread waits on Redis at all.
 //!
 //! The sync is written against the [`TicketStore`] trait (get, set, set-if-absent with a
 //! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
-//! server against the system's roots, or against `--shared-state-ca` ([`redis_client`]),
-//! and with tlskit's verifier under `--shared-state-ca-profile` before each connection
+//! server against the system's roots, or against `--shared-state-ca` (`endpoint`), with
+//! tlskit's verifier under `--shared-state-ca-profile` / `--shared-state-ca-allow`
 //! (`shared_tls.rs`).
 
 use std::path::{Path, PathBuf};
@@ -42,7 +46,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
-use rustls::pki_types::pem::PemObject;
 use rustls::server::ProducesTickets;
 
 use crate::error::NetError;
@@ -53,8 +56,13 @@ pub const REREAD: Duration = Duration::from_secs(2);
 /// Channel a node publishes on after it writes a new key set (a rotation or a re-seed):
 /// the other nodes re-read at once instead of at their next periodic re-read.
 const CHANGED: &str = "tlskit:ticket-keys:changed";
-/// Deadline of one Redis connect or command.
+/// Deadline of one whole Redis operation: name resolution, connect, TLS, log-in, the
+/// command and its reply together.
 pub const OP_TIMEOUT: Duration = Duration::from_secs(2);
+/// Deadline of the first sync at start (read, seed or rotate under the lease, announce).
+/// With the ACME storage's first read (one [`OP_TIMEOUT`]), start-up waits at most about
+/// 4 s for an unresponsive Redis before `listening on`.
+pub const START_SYNC: Duration = Duration::from_secs(2);
 /// Lifetime of the rotation lease, or one rotation period when that is shorter: the lease
 /// only has to cover one node's read, seal and write (each command under [`OP_TIMEOUT`]);
 /// held longer than the period it would stretch the rotations to its own length, and a
@@ -108,54 +116,71 @@ impl std::fmt::Debug for SharedSettings {
     }
 }
 
-/// Largest `--shared-state-ca` file read.
-const MAX_CA_FILE: u64 = 1 << 20;
+/// Caps on Redis replies, per key type: bytes of the whole reply (the sealed value and its
+/// RESP framing). A reply over its cap is refused at its header, the error naming the key;
+/// a value this node would write over the cap is refused before it is written.
+pub mod caps {
+    /// `tlskit:ticket-keys` (two sealed keys are 118 bytes), the rotation lease, and every
+    /// other reply of the ticket-key sync.
+    pub const TICKET_KEYS: usize = 4096;
+    /// `tlskit:acme:account:*`: the ACME account's credentials (about 1 KiB).
+    pub const ACME_ACCOUNT: usize = 64 * 1024;
+    /// `tlskit:acme:cert:*`: a certificate chain with its key (a 16-certificate chain of
+    /// 4 KiB certificates fits four times).
+    pub const ACME_CERT: usize = 256 * 1024;
+    /// `tlskit:acme:challenge:*`: a key authorization (about 90 bytes).
+    pub const ACME_CHALLENGE: usize = 4096;
+    /// Replies that carry no stored value: `+OK`, integers, errors, pub/sub messages.
+    pub const OTHER: usize = crate::resp::SMALL_REPLY;
+}
 
-/// The Redis client for these settings: the URL checked, a `rediss://` server verified
-/// against `--shared-state-ca` when given (else the system's roots). Errors name the URL
-/// with its password masked.
-pub fn redis_client(s: &SharedSettings) -> Result<redis::Client, NetError> {
+/// The RESP endpoint for these settings: the URL checked (redis-rs's URL reader:
+/// `redis://`, `rediss://`, `redis+unix://`), a `rediss://` server verified against
+/// `--shared-state-ca` when given (else the system's roots). Errors name the URL with its
+/// password masked.
+pub(crate) fn endpoint(s: &SharedSettings) -> Result<crate::resp::Endpoint, NetError> {
+    use crate::resp::{Address, Endpoint};
     let shown = redact(&s.url);
-    let bad = |e: redis::RedisError| {
-        NetError::Config(format!(
-            "--shared-state {shown}: {}",
-            redact(&e.to_string())
-        ))
-    };
-    let Some(ca) = &s.ca else {
-        return redis::Client::open(s.url.as_str()).map_err(bad);
-    };
-    if !s.url.starts_with("rediss://") {
+    let bad =
+        |reason: &str| NetError::Config(format!("--shared-state {shown}: {}", redact(reason)));
+    if s.ca.is_some() && !s.url.starts_with("rediss://") {
         return Err(NetError::Config(format!(
             "--shared-state-ca needs a rediss:// URL (TLS), not {shown}"
         )));
     }
-    let pem = tlskit_io::read(ca, MAX_CA_FILE).map_err(|e| NetError::File {
-        path: ca.clone(),
-        reason: e.to_string(),
-    })?;
-    // Parsed as the rest of tlskit reads PEM (rustls-pki-types), so a damaged block is
-    // refused here with its reason rather than by the TLS library at the first connect.
-    let certs = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| NetError::File {
-            path: ca.clone(),
-            reason: tlskit_x509::text::pem_error_reason(&e),
-        })?;
-    if certs.is_empty() {
-        return Err(NetError::File {
-            path: ca.clone(),
-            reason: "no PEM certificate in it".into(),
-        });
-    }
-    redis::Client::build_with_tls(
-        s.url.as_str(),
-        redis::TlsCertificates {
-            client_tls: None,
-            root_cert: Some(pem),
-        },
-    )
-    .map_err(bad)
+    let client = redis::Client::open(s.url.as_str()).map_err(|e| bad(&e.to_string()))?;
+    let info = client.get_connection_info();
+    let address = match info.addr() {
+        redis::ConnectionAddr::Tcp(host, port) => Address::Tcp(host.clone(), *port),
+        redis::ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure,
+            ..
+        } => {
+            if *insecure {
+                return Err(bad(
+                    "certificate verification of the Redis server cannot be turned off",
+                ));
+            }
+            Address::Tls(host.clone(), *port, Arc::new(tls_config(s)?))
+        }
+        redis::ConnectionAddr::Unix(path) => Address::Unix(path.clone()),
+        _ => return Err(bad("an address kind tlskit does not connect to")),
+    };
+    let r = info.redis_settings();
+    Ok(Endpoint {
+        address,
+        username: r.username().map(str::to_string),
+        password: r.password().map(str::to_string),
+        db: r.db(),
+    })
+}
+
+/// The TLS client of a `rediss://` connection: the server's certificate must chain to
+/// `--shared-state-ca` when given, else to the system's roots.
+fn tls_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
+    crate::shared_tls::client_config(s)
 }
 
 /// The URL with any password replaced by `***` (for logs and errors): the workspace's
@@ -334,6 +359,8 @@ pub(crate) struct SharedTickets {
     up: AtomicBool,
     /// The last state logged, so that each change is logged once.
     said: Mutex<String>,
+    /// What was last said about an unreadable shared value.
+    unreadable: Mutex<Unreadable>,
 }
 
 impl std::fmt::Debug for SharedTickets {
@@ -350,7 +377,7 @@ impl SharedTickets {
     pub(crate) fn start(s: &SharedSettings, period: Duration) -> Result<Arc<Self>, NetError> {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
-        let client = redis_client(s)?;
+        let endpoint = endpoint(s)?;
         let rand_err = || NetError::Config("no randomness from the OS".into());
         let kek = Kek::new(&kek_raw).ok_or_else(rand_err)?;
         let first = TicketKey::fresh(u32::from_be_bytes(random().ok_or_else(rand_err)?))
@@ -363,20 +390,30 @@ impl SharedTickets {
         let me = Arc::new(Self {
             keys: ArcSwap::from_pointee(KeySet(vec![first])),
             kek,
-            store: Arc::new(RedisStore::checked(client, url.clone(), s)?),
+            store: Arc::new(RedisStore::new(endpoint, url.clone())),
             url: url.clone(),
             period,
             reread: s.reread,
             node,
             up: AtomicBool::new(false),
             said: Mutex::new(String::new()),
+            unreadable: Mutex::default(),
         });
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let state = rt.block_on(me.tick());
-        // That connection's driver lives on this short-lived runtime: the serving runtime
-        // opens its own.
+        // The first sync has one deadline in all, whatever it does (read, seed under the
+        // lease, publish): start-up waits at most START_SYNC for Redis. A call still in
+        // flight then ends by its own deadline on the blocking pool, left behind.
+        let state = rt
+            .block_on(async { tokio::time::timeout(START_SYNC, me.tick()).await })
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "Redis did not finish the first sync within {} s",
+                    START_SYNC.as_secs_f64()
+                ))
+            });
+        rt.shutdown_background();
         me.store.reset();
         if let Err(why) = state {
             if s.required {
@@ -450,32 +487,56 @@ impl SharedTickets {
 
     /// One sync: read the fleet's keys, adopt them, seed or rotate under the lease.
     async fn tick(&self) -> Result<(), String> {
-        let result = self.sync().await;
-        match &result {
-            Ok(()) => self.report(
-                true,
-                "shared_state_up",
-                "ticket keys in step with the fleet",
-            ),
-            Err(why) if why.starts_with("the shared ticket keys") => {
-                self.report(false, "shared_state_key_refused", why)
+        match self.sync().await {
+            Ok(()) => {
+                self.unreadable
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .last = None;
+                self.report(
+                    true,
+                    "shared_state_up",
+                    "ticket keys in step with the fleet",
+                );
+                Ok(())
             }
-            Err(why) => {
+            Err(Trouble::Sealed) => {
+                let why = "the shared ticket keys do not open with this --shared-state-key \
+                           (another key-encryption key than the fleet's): they are kept, never \
+                           overwritten, and this node rotates its own keys";
+                self.report(false, "shared_state_key_refused", why);
+                Err(why.to_string())
+            }
+            Err(Trouble::Unreadable(why)) => {
+                // Logged (rate-limited) where it was found; the next good sync is logged.
+                self.up.store(false, Ordering::Relaxed);
+                *self.said.lock().unwrap_or_else(|p| p.into_inner()) =
+                    format!("shared_ticket_keys_unreadable:{why}");
+                Err(why)
+            }
+            Err(Trouble::Down(why)) => {
                 self.store.reset();
-                self.report(false, "shared_state_down", why)
+                self.report(false, "shared_state_down", &why);
+                Err(why)
             }
         }
-        result
     }
 
-    async fn sync(&self) -> Result<(), String> {
-        let sealed = self.store.get(KEYS).await?;
+    async fn sync(&self) -> Result<(), Trouble> {
+        let sealed = match self.store.get(KEYS).await {
+            Ok(v) => v,
+            Err(StoreError::Unreadable(why)) => return self.replace_unreadable(why).await,
+            Err(StoreError::Down(why)) => return Err(Trouble::Down(why)),
+        };
         let Some(sealed) = sealed else {
             // Empty (first node of a fleet, or Redis restarted without its data): seed it
             // with the keys this node has, under the lease.
             if self.lease().await? {
                 let set = self.keys.load();
-                let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
+                let sealed = self
+                    .kek
+                    .seal(&set)
+                    .ok_or(Trouble::local("cannot seal the keys"))?;
                 self.store.set(KEYS, &sealed).await?;
                 self.announce().await;
                 log::event(
@@ -486,11 +547,20 @@ impl SharedTickets {
             }
             return Ok(());
         };
-        let set = self.kek.open(&sealed).ok_or_else(|| {
-            "the shared ticket keys do not open with this --shared-state-key (another \
-             key-encryption key than the fleet's, or not tlskit's value)"
-                .to_string()
-        })?;
+        let Some(set) = self.kek.open(&sealed) else {
+            if looks_sealed(&sealed) {
+                // Perhaps the fleet's keys under another KEK (this node misconfigured):
+                // never overwritten. This node's own keys still rotate, locally.
+                self.rotate_locally_if_due()?;
+                return Err(Trouble::Sealed);
+            }
+            return self
+                .replace_unreadable(format!(
+                    "{KEYS} holds {} bytes that are not a sealed key set",
+                    sealed.len()
+                ))
+                .await;
+        };
         if set.ids() != self.keys.load().ids() {
             log::event(
                 Level::Info,
@@ -499,15 +569,78 @@ impl SharedTickets {
             );
             self.keys.store(Arc::new(set));
         }
-        let newest = self.keys.load().0[0].created;
-        if now_secs().saturating_sub(newest) >= self.period.as_secs() && self.lease().await? {
+        if self.due() && self.lease().await? {
             self.rotate().await?;
         }
         Ok(())
     }
 
-    async fn lease(&self) -> Result<bool, String> {
-        self.store
+    /// Whether the current key is older than the rotation period.
+    fn due(&self) -> bool {
+        let newest = self.keys.load().0[0].created;
+        now_secs().saturating_sub(newest) >= self.period.as_secs()
+    }
+
+    /// The fleet's key holds something tlskit never wrote (garbage, a value over the cap,
+    /// another type): say so (rate-limited), and the node that wins the lease replaces it
+    /// with its own keys, rotated when due, so that rotation goes on.
+    async fn replace_unreadable(&self, why: String) -> Result<(), Trouble> {
+        self.say_unreadable(&why);
+        if !self.lease().await? {
+            return Err(Trouble::Unreadable(why));
+        }
+        if self.due() {
+            self.rotate().await?;
+        } else {
+            let set = self.keys.load();
+            let sealed = self
+                .kek
+                .seal(&set)
+                .ok_or(Trouble::local("cannot seal the keys"))?;
+            self.store.set(KEYS, &sealed).await?;
+            self.announce().await;
+        }
+        log::event(
+            Level::Info,
+            "shared_ticket_keys_replaced",
+            &[
+                ("node", &self.node),
+                ("current_key", &self.keys.load().0[0].id),
+                ("reason", &"the shared value was not a tlskit key set"),
+            ],
+        );
+        Ok(())
+    }
+
+    /// `shared_ticket_keys_unreadable`, once per change of what is found, and at most once
+    /// per [`UNREADABLE_LOG_EVERY`] (the lines held back are counted in the next).
+    fn say_unreadable(&self, why: &str) {
+        let mut u = self.unreadable.lock().unwrap_or_else(|p| p.into_inner());
+        if u.last.as_deref() == Some(why) {
+            return;
+        }
+        u.last = Some(why.to_string());
+        if u.at.is_some_and(|t| t.elapsed() < UNREADABLE_LOG_EVERY) {
+            u.suppressed = u.suppressed.saturating_add(1);
+            return;
+        }
+        u.at = Some(std::time::Instant::now());
+        let suppressed = std::mem::take(&mut u.suppressed);
+        log::event(
+            Level::Warn,
+            "shared_ticket_keys_unreadable",
+            &[
+                ("url", &self.url),
+                ("node", &self.node),
+                ("reason", &why),
+                ("suppressed", &suppressed),
+            ],
+        );
+    }
+
+    async fn lease(&self) -> Result<bool, Trouble> {
+        Ok(self
+            .store
             .set_if_absent(
                 LEASE,
                 self.node.as_bytes(),
@@ -517,17 +650,27 @@ impl SharedTickets {
                     .min(self.period)
                     .max(Duration::from_secs(1)),
             )
-            .await
+            .await?)
     }
 
-    async fn rotate(&self) -> Result<(), String> {
+    /// The current key and, as the previous one, the key it replaces.
+    fn rotated(&self) -> Result<KeySet, Trouble> {
         let old = self.keys.load();
         let id = old.0[0].id.wrapping_add(1);
-        let new = TicketKey::fresh(id).ok_or("no randomness from the OS")?;
+        let new = TicketKey::fresh(id).ok_or(Trouble::local("no randomness from the OS"))?;
         let prev = &old.0[0];
-        let keep = TicketKey::new(prev.id, prev.created, prev.raw).ok_or("bad key")?;
-        let set = KeySet(vec![new, keep]);
-        let sealed = self.kek.seal(&set).ok_or("cannot seal the keys")?;
+        let keep =
+            TicketKey::new(prev.id, prev.created, prev.raw).ok_or(Trouble::local("bad key"))?;
+        Ok(KeySet(vec![new, keep]))
+    }
+
+    async fn rotate(&self) -> Result<(), Trouble> {
+        let set = self.rotated()?;
+        let id = set.0[0].id;
+        let sealed = self
+            .kek
+            .seal(&set)
+            .ok_or(Trouble::local("cannot seal the keys"))?;
         self.store.set(KEYS, &sealed).await?;
         self.announce().await;
         log::event(
@@ -538,6 +681,69 @@ impl SharedTickets {
         self.keys.store(Arc::new(set));
         Ok(())
     }
+
+    /// Rotate this node's keys without writing them (the fleet's value is not ours to
+    /// replace).
+    fn rotate_locally_if_due(&self) -> Result<(), Trouble> {
+        if !self.due() {
+            return Ok(());
+        }
+        let set = self.rotated()?;
+        log::event(
+            Level::Info,
+            "ticket_key_rotated",
+            &[
+                ("node", &self.node),
+                ("current_key", &set.0[0].id),
+                ("shared", &false),
+            ],
+        );
+        self.keys.store(Arc::new(set));
+        Ok(())
+    }
+}
+
+/// How often `shared_ticket_keys_unreadable` may be logged at most.
+const UNREADABLE_LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// What was last said about an unreadable shared value.
+#[derive(Default)]
+struct Unreadable {
+    last: Option<String>,
+    at: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+/// Why a sync did not end in step with the fleet.
+enum Trouble {
+    /// Redis unreachable, too slow, broke the connection, or a local failure.
+    Down(String),
+    /// A sealed key set that this node's KEK does not open: kept, never overwritten.
+    Sealed,
+    /// A value tlskit never wrote, found by a node that did not win the lease.
+    Unreadable(String),
+}
+
+impl Trouble {
+    fn local(why: &str) -> Self {
+        Self::Down(why.to_string())
+    }
+}
+
+impl From<StoreError> for Trouble {
+    fn from(e: StoreError) -> Self {
+        Self::Down(e.to_string())
+    }
+}
+
+/// Whether `value` has the shape of a key set sealed by tlskit (its version byte, and a
+/// length between one sealed key and [`MAX_SEALED`]): such a value that does not open is
+/// taken for the fleet's keys under another key-encryption key and never overwritten.
+/// Anything else in the key (another version byte, shorter, longer) cannot be a key set
+/// any tlskit node wrote, and is replaced.
+fn looks_sealed(value: &[u8]) -> bool {
+    const ONE_KEY: usize = 1 + NONCE_LEN + 1 + 44 + 16;
+    value.first() == Some(&SEAL_VERSION) && (ONE_KEY..=MAX_SEALED).contains(&value.len())
 }
 
 /// Subscribe to [`CHANGED`] and wake the sync loop on each announcement by another node.
@@ -563,14 +769,37 @@ async fn listen(store: Arc<dyn TicketStore>, changed: Arc<tokio::sync::Notify>, 
 
 /// A boxed future of a [`TicketStore`] call.
 pub type StoreFuture<'a, T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, String>> + Send + 'a>>;
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Why a [`TicketStore`] call failed. Sentences, any password masked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached, did not answer in time, or broke the connection.
+    #[error("{0}")]
+    Down(String),
+    /// The store answered, but the value is not one tlskit could have written (over its
+    /// key type's cap, or not a string).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+impl From<crate::resp::RespError> for StoreError {
+    fn from(e: crate::resp::RespError) -> Self {
+        let text = redact(&e.to_string());
+        if e.is_bad_value() {
+            Self::Unreadable(text)
+        } else {
+            Self::Down(text)
+        }
+    }
+}
 
 /// What the ticket-key sync needs of a shared store: a value read and written whole, a
 /// set-if-absent with an expiry (the rotation lease), and a change channel. Redis
 /// ([`RedisStore`]) is the one implementation; etcd (a transaction on a lease, watch) or
 /// Consul (a session lock, blocking queries) would plug in here, and the sealing, the
 /// rotation and the failure handling above it stay the same. Every call has its own
-/// deadline; errors are text with any password masked.
+/// deadline and a bounded reply.
 pub trait TicketStore: Send + Sync {
     /// The value of `key`, None when absent.
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>>;
@@ -596,69 +825,40 @@ pub trait TicketStore: Send + Sync {
     fn reset(&self);
 }
 
-/// [`TicketStore`] on Redis: one multiplexed connection for commands (opened lazily,
-/// reopened after an error), one more for the subscription.
+/// [`TicketStore`] on Redis, through tlskit's own RESP reader (`resp.rs`): one
+/// connection for commands (opened lazily, reopened after an error), one more for the
+/// subscription. Each command runs on the blocking pool with one deadline
+/// ([`OP_TIMEOUT`]) for connect, log-in, command and reply; each reply is capped at
+/// [`caps::TICKET_KEYS`] bytes.
 pub struct RedisStore {
-    client: redis::Client,
+    redis: Arc<crate::resp::Redis>,
     url: String,
-    con: Mutex<Option<redis::aio::MultiplexedConnection>>,
-    /// tlskit's check of a `rediss://` server's certificate, before each connection.
-    tls: Option<Arc<crate::shared_tls::TlsCheck>>,
 }
+
+/// How often a subscription's reader looks up from its socket to see whether it is
+/// still wanted.
+const SUBSCRIPTION_POLL: Duration = Duration::from_millis(500);
 
 impl RedisStore {
     /// `url`: the URL with its password masked, for errors.
-    pub fn new(client: redis::Client, url: String) -> Self {
+    pub(crate) fn new(endpoint: crate::resp::Endpoint, url: String) -> Self {
         Self {
-            client,
+            redis: Arc::new(crate::resp::Redis::new(endpoint, OP_TIMEOUT)),
             url,
-            con: Mutex::new(None),
-            tls: None,
         }
     }
 
-    /// The same, with the `rediss://` server's certificate checked by tlskit's verifier
-    /// under the settings' profile before each connection.
-    pub fn checked(
-        client: redis::Client,
-        url: String,
-        s: &SharedSettings,
-    ) -> Result<Self, NetError> {
-        let tls = crate::shared_tls::TlsCheck::new(s, &client)?;
-        Ok(Self {
-            tls,
-            ..Self::new(client, url)
+    /// One command on the blocking pool (no runtime worker waits on Redis).
+    async fn call(&self, args: Vec<Vec<u8>>, key: &str) -> Result<crate::resp::Value, StoreError> {
+        let redis = self.redis.clone();
+        let key = key.to_string();
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            redis.call(&args, caps::TICKET_KEYS, &key)
         })
-    }
-
-    /// tlskit's verdict on the server's certificate (`Ok` for plain `redis://`).
-    async fn check_tls(&self) -> Result<(), String> {
-        match &self.tls {
-            Some(c) => c
-                .check(OP_TIMEOUT)
-                .await
-                .map_err(|e| format!("cannot connect: {e}")),
-            None => Ok(()),
-        }
-    }
-
-    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, String> {
-        let cached = self.con.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Some(c) = cached {
-            return Ok(c);
-        }
-        self.check_tls().await?;
-        let c = tokio::time::timeout(OP_TIMEOUT, self.client.get_multiplexed_async_connection())
-            .await
-            .map_err(|_| "connect timed out".to_string())?
-            .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
-        *self.con.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
-        Ok(c)
-    }
-
-    async fn run<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, String> {
-        let mut c = self.connection().await?;
-        op(&cmd, &mut c).await
+        .await
+        .map_err(|_| StoreError::Down("the Redis call was cancelled".into()))?
+        .map_err(StoreError::from)
     }
 }
 
@@ -670,19 +870,28 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+fn unexpected(key: &str) -> StoreError {
+    StoreError::Unreadable(format!(
+        "{key}: Redis answered with an unexpected reply type"
+    ))
+}
+
 impl TicketStore for RedisStore {
     fn get<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Vec<u8>>> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("GET");
-            cmd.arg(key);
-            self.run(cmd).await
+            use crate::resp::Value;
+            match self.call(vec![b"GET".to_vec(), key.into()], key).await? {
+                Value::Nil => Ok(None),
+                Value::Bulk(v) => Ok(Some(v)),
+                _ => Err(unexpected(key)),
+            }
         })
     }
     fn set<'a>(&'a self, key: &'a str, value: &'a [u8]) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key).arg(value);
-            self.run(cmd).await
+            self.call(vec![b"SET".to_vec(), key.into(), value.to_vec()], key)
+                .await
+                .map(drop)
         })
     }
     fn set_if_absent<'a>(
@@ -693,17 +902,29 @@ impl TicketStore for RedisStore {
     ) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key).arg(value).arg("NX").arg("PX").arg(ms);
-            let got: Option<String> = self.run(cmd).await?;
-            Ok(got.is_some())
+            let args = vec![
+                b"SET".to_vec(),
+                key.into(),
+                value.to_vec(),
+                b"NX".to_vec(),
+                b"PX".to_vec(),
+                ms.to_string().into_bytes(),
+            ];
+            match self.call(args, key).await? {
+                crate::resp::Value::Nil => Ok(false),
+                crate::resp::Value::Status(_) => Ok(true),
+                _ => Err(unexpected(key)),
+            }
         })
     }
     fn publish<'a>(&'a self, channel: &'a str, message: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let mut cmd = redis::cmd("PUBLISH");
-            cmd.arg(channel).arg(message);
-            self.run::<i64>(cmd).await.map(drop)
+            self.call(
+                vec![b"PUBLISH".to_vec(), channel.into(), message.into()],
+                channel,
+            )
+            .await
+            .map(drop)
         })
     }
     fn subscribe<'a>(
@@ -712,36 +933,48 @@ impl TicketStore for RedisStore {
         on_message: Box<dyn Fn(String) + Send + Sync + 'a>,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            use futures_util::StreamExt;
-            self.check_tls().await?;
-            let mut ps = tokio::time::timeout(OP_TIMEOUT, self.client.get_async_pubsub())
-                .await
-                .map_err(|_| "connect timed out".to_string())?
-                .map_err(|e| format!("cannot connect: {}", redact(&e.to_string())))?;
-            tokio::time::timeout(OP_TIMEOUT, ps.subscribe(channel))
-                .await
-                .map_err(|_| "subscribe timed out".to_string())?
-                .map_err(|e| format!("Redis: {}", redact(&e.to_string())))?;
-            let mut messages = ps.on_message();
-            while let Some(m) = messages.next().await {
-                on_message(m.get_payload().unwrap_or_default());
+            // The subscription's socket is read by a thread of its own (waiting for a
+            // message has no deadline; a runtime worker never waits on it); it ends
+            // within SUBSCRIPTION_POLL once this future is dropped.
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, StoreError>>(16);
+            let redis = self.redis.clone();
+            let ch = channel.to_string();
+            std::thread::Builder::new()
+                .name("tlskit-redis-subscription".into())
+                .spawn(move || {
+                    let mut con = match redis.subscribe(&ch) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let _ = tx.blocking_send(Err(e.into()));
+                            return;
+                        }
+                    };
+                    loop {
+                        let stop = || tx.is_closed();
+                        match con.next_message(caps::OTHER, &ch, SUBSCRIPTION_POLL, &stop) {
+                            Ok(Some(m)) => {
+                                if tx.blocking_send(Ok(m)).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(None) => return,
+                            Err(e) => {
+                                let _ = tx.blocking_send(Err(e.into()));
+                                return;
+                            }
+                        }
+                    }
+                })
+                .map_err(|e| StoreError::Down(format!("cannot start a thread: {e}")))?;
+            while let Some(m) = rx.recv().await {
+                on_message(String::from_utf8_lossy(&m?).into_owned());
             }
             Ok(())
         })
     }
     fn reset(&self) {
-        *self.con.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.redis.reset();
     }
-}
-
-async fn op<T: redis::FromRedisValue>(
-    cmd: &redis::Cmd,
-    c: &mut redis::aio::MultiplexedConnection,
-) -> Result<T, String> {
-    tokio::time::timeout(OP_TIMEOUT, cmd.query_async::<T>(c))
-        .await
-        .map_err(|_| "Redis did not answer in time".to_string())?
-        .map_err(|e| format!("Redis: {}", redact(&e.to_string())))
 }
 
 impl ProducesTickets for SharedTickets {
@@ -872,6 +1105,7 @@ mod tests {
             node: name.into(),
             up: AtomicBool::new(false),
             said: Mutex::new(String::new()),
+            unreadable: Mutex::default(),
         }
     }
 
@@ -930,6 +1164,63 @@ mod tests {
         );
     }
 
+    /// Issue 27: garbage in the fleet's key (not tlskit's envelope) is replaced by the
+    /// node that wins the lease, rotated when due, so rotation goes on; a node without the
+    /// lease keeps its keys and says so. A sealed set under another KEK is never
+    /// overwritten, and the node that cannot open it still rotates its own keys.
+    #[tokio::test]
+    async fn garbage_is_replaced_and_rotation_goes_on_but_a_foreign_seal_is_kept() {
+        let store = Arc::new(MemoryStore::default());
+        let a = node(&store, "a", Duration::ZERO);
+        let b = node(&store, "b", Duration::ZERO);
+        store
+            .set(KEYS, b"not a key set at all")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let before = a.keys.load().0[0].id;
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(a.up());
+        assert_ne!(a.keys.load().0[0].id, before, "a rotated while replacing");
+        // b did not hold the lease; it adopts what a wrote at its next sync.
+        let written = store
+            .get(KEYS)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_default();
+        assert_eq!(
+            a.kek.open(&written).map(|s| s.ids()),
+            Some(a.keys.load().ids())
+        );
+        store
+            .set(KEYS, &[1u8; 20])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(b.tick().await.is_err(), "lease still held by a");
+        assert!(!b.up());
+        store.remove(LEASE);
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(b.up(), "b replaced the short value once the lease was free");
+        // Sealed under another KEK: kept byte for byte, local keys still rotate.
+        let foreign = Kek::new(&[9; 32])
+            .unwrap_or_else(|| unreachable!("key"))
+            .seal(&set(&[40, 41]))
+            .unwrap_or_else(|| unreachable!("seal"));
+        assert!(looks_sealed(&foreign));
+        store
+            .set(KEYS, &foreign)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        store.remove(LEASE);
+        let before = a.keys.load().0[0].id;
+        assert!(a.tick().await.is_err());
+        assert_eq!(
+            store.get(KEYS).await.unwrap_or_else(|e| panic!("{e}")),
+            Some(foreign),
+            "a foreign seal is never overwritten"
+        );
+        assert_ne!(a.keys.load().0[0].id, before, "rotated locally");
+    }
+
     fn set(ids: &[u32]) -> KeySet {
         KeySet(
             ids.iter()
@@ -967,6 +1258,7 @@ mod tests {
                 node: "t".into(),
                 up: AtomicBool::new(true),
                 said: Mutex::new(String::new()),
+                unreadable: Mutex::default(),
             }
         };
         let node = t(&[5]);
@@ -1010,19 +1302,19 @@ mod tests {
             ca_profile: tlskit_verify::Profile::default(),
             ca_allow: Vec::new(),
         };
-        let e = redis_client(&settings("redis://u:s3cret@127.0.0.1:1/2"))
+        let e = endpoint(&settings("redis://u:s3cret@127.0.0.1:1/2"))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("rediss://") && !e.contains("s3cret"), "{e}");
-        let e = redis_client(&settings("rediss://u:s3cret@127.0.0.1:1/2"))
+        let e = endpoint(&settings("rediss://u:s3cret@127.0.0.1:1/2"))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("no PEM certificate"), "{e}");
         let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
         none.ca = None;
-        assert!(redis_client(&none).is_ok());
+        assert!(endpoint(&none).is_ok());
         let shown = format!("{none:?}");
         assert!(
             shown.contains("u:***@") && !shown.contains("s3cret"),
@@ -1049,19 +1341,17 @@ mod tests {
 /// answers a validation, and an issuance lock (`SET NX PX`, 10 minutes, released only by
 /// its holder) so that the fleet orders each name once.
 ///
-/// Blocking calls on one connection, each with a deadline ([`OP_TIMEOUT`], the connect
-/// included: it runs on a helper thread waited for at most that long); the manager calls
-/// them from the blocking pool, as it does the filesystem storage, and the issuance lock
-/// is released there too. A lost connection is reopened at the next call.
+/// Blocking calls on one connection through tlskit's RESP reader (`resp.rs`), each
+/// with one deadline ([`OP_TIMEOUT`]) for connect, log-in, command and reply, and each
+/// reply capped by its key type ([`caps`]); the manager calls them from the blocking
+/// pool, as it does the filesystem storage, and the issuance lock is released there too.
+/// A lost connection is reopened at the next call.
 pub struct RedisAcmeStorage {
     inner: Arc<AcmeInner>,
 }
 
 struct AcmeInner {
-    client: redis::Client,
-    con: Mutex<Option<redis::Connection>>,
-    /// tlskit's check of a `rediss://` server's certificate, before each connection.
-    tls: Option<Arc<crate::shared_tls::TlsCheck>>,
+    redis: crate::resp::Redis,
     kek: Kek,
     url: String,
     node: String,
@@ -1079,9 +1369,12 @@ impl std::fmt::Debug for RedisAcmeStorage {
 const CHALLENGE_TTL_MS: u64 = 600_000;
 /// How long an issuance lock lives when its holder dies.
 const ISSUANCE_LOCK_MS: u64 = 600_000;
+/// Bytes sealing adds to a value (version, nonce, tag).
+const SEAL_OVERHEAD: usize = 1 + NONCE_LEN + 16;
 
 use crate::acme::storage::{AcmeStorage, IssuanceLock, StoredCert};
 use crate::acme::AcmeError;
+use crate::resp::Value;
 
 impl AcmeInner {
     fn err(&self, reason: impl std::fmt::Display) -> AcmeError {
@@ -1091,77 +1384,53 @@ impl AcmeInner {
         }
     }
 
-    fn with<T>(
-        &self,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
-    ) -> Result<T, AcmeError> {
-        let mut guard = self.con.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            // The redis crate's connect applies its timeout to the TCP connect and then
-            // to each reply of its setup (AUTH, CLIENT SETINFO, SELECT): against a server
-            // that never answers that is several deadlines. Connect on a helper thread and
-            // wait for it at most OP_TIMEOUT (the thread ends within its own timeouts).
-            let (tx, rx) = std::sync::mpsc::channel();
-            let client = self.client.clone();
-            let tls = self.tls.clone();
-            std::thread::Builder::new()
-                .name("tlskit-redis-connect".into())
-                .spawn(move || {
-                    let r = match tls.map(|c| c.check_blocking(OP_TIMEOUT)) {
-                        Some(Err(why)) => Err(why),
-                        _ => client
-                            .get_connection_with_timeout(OP_TIMEOUT)
-                            .map_err(|e| e.to_string()),
-                    };
-                    let _ = tx.send(r);
-                })
-                .map_err(|e| self.err(format!("cannot connect: {e}")))?;
-            // A rediss:// server: the TLS check and the connect each have OP_TIMEOUT.
-            let limit = if self.tls.is_some() {
-                OP_TIMEOUT * 2
-            } else {
-                OP_TIMEOUT
-            };
-            let c = match rx.recv_timeout(limit) {
-                Ok(r) => r.map_err(|e| self.err(format!("cannot connect: {e}")))?,
-                Err(_) => return Err(self.err("cannot connect: timed out")),
-            };
-            c.set_read_timeout(Some(OP_TIMEOUT))
-                .and_then(|()| c.set_write_timeout(Some(OP_TIMEOUT)))
-                .map_err(|e| self.err(e))?;
-            *guard = Some(c);
-        }
-        let Some(c) = guard.as_mut() else {
-            return Err(self.err("not connected"));
-        };
-        f(c).map_err(|e| {
-            *guard = None;
-            self.err(e)
-        })
+    /// One command, its reply capped at `cap` bytes.
+    fn call(&self, args: &[&[u8]], cap: usize, key: &str) -> Result<Value, AcmeError> {
+        self.redis.call(args, cap, key).map_err(|e| self.err(e))
+    }
+
+    fn unexpected(&self, key: &str) -> AcmeError {
+        self.err(format!(
+            "{key}: Redis answered with an unexpected reply type"
+        ))
     }
 
     fn aad(key: &str) -> Vec<u8> {
         [b"tlskit acme v1 ".as_slice(), key.as_bytes()].concat()
     }
 
-    fn get_sealed(&self, key: &str) -> Result<Option<Vec<u8>>, AcmeError> {
-        let v: Option<Vec<u8>> = self.with(|c| redis::cmd("GET").arg(key).query(c))?;
-        match v {
-            None => Ok(None),
-            Some(v) => self.kek.open_bytes(&v, &Self::aad(key)).map(Some).ok_or_else(|| {
+    fn get_sealed(&self, key: &str, cap: usize) -> Result<Option<Vec<u8>>, AcmeError> {
+        match self.call(&[b"GET", key.as_bytes()], cap, key)? {
+            Value::Nil => Ok(None),
+            Value::Bulk(v) => self.kek.open_bytes(&v, &Self::aad(key)).map(Some).ok_or_else(|| {
                 self.err(format!(
                     "{key} does not open with this --shared-state-key (another key-encryption key than the fleet's?)"
                 ))
             }),
+            _ => Err(self.unexpected(key)),
         }
     }
 
-    fn set_sealed(&self, key: &str, plain: &[u8]) -> Result<(), AcmeError> {
+    /// Seal and store `plain` under `key`, refused when the reply that reads it back
+    /// would be over `cap` (no node could read it).
+    fn set_sealed(&self, key: &str, plain: &[u8], cap: usize) -> Result<(), AcmeError> {
+        let size = plain
+            .len()
+            .saturating_add(SEAL_OVERHEAD)
+            .saturating_add(crate::resp::FRAMING);
+        if size > cap {
+            return Err(self.err(format!(
+                "{key}: {size} bytes sealed, more than the {cap} bytes allowed for it"
+            )));
+        }
         let sealed = self
             .kek
             .seal_bytes(plain, &Self::aad(key))
             .ok_or_else(|| self.err("cannot seal"))?;
-        self.with(|c| redis::cmd("SET").arg(key).arg(sealed).query::<()>(c))
+        match self.call(&[b"SET", key.as_bytes(), &sealed], caps::OTHER, key)? {
+            Value::Status(_) => Ok(()),
+            _ => Err(self.unexpected(key)),
+        }
     }
 }
 
@@ -1170,8 +1439,7 @@ impl RedisAcmeStorage {
     pub fn open(s: &SharedSettings) -> Result<Self, NetError> {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
-        let client = redis_client(s)?;
-        let tls = crate::shared_tls::TlsCheck::new(s, &client)?;
+        let endpoint = endpoint(s)?;
         let kek = Kek::new(&kek_raw).ok_or_else(|| NetError::Config("bad key".into()))?;
         let node = format!(
             "{}-{:08x}",
@@ -1180,9 +1448,7 @@ impl RedisAcmeStorage {
         );
         Ok(Self {
             inner: Arc::new(AcmeInner {
-                client,
-                con: Mutex::new(None),
-                tls,
+                redis: crate::resp::Redis::new(endpoint, OP_TIMEOUT),
                 kek,
                 url,
                 node,
@@ -1215,14 +1481,17 @@ impl Drop for RedisLock {
         let key = std::mem::take(&mut self.key);
         let token = std::mem::take(&mut self.token);
         let release = move || {
-            let _ = inner.with(|c| {
-                redis::cmd("EVAL")
-                    .arg(RELEASE)
-                    .arg(1)
-                    .arg(&key)
-                    .arg(&token)
-                    .query::<i64>(c)
-            });
+            let _ = inner.call(
+                &[
+                    b"EVAL",
+                    RELEASE.as_bytes(),
+                    b"1",
+                    key.as_bytes(),
+                    token.as_bytes(),
+                ],
+                caps::OTHER,
+                &key,
+            );
         };
         // Dropped on a runtime worker thread (the manager's task): released on the
         // blocking pool, never waiting on Redis there. Elsewhere: here, with the deadline
@@ -1240,7 +1509,7 @@ impl AcmeStorage for RedisAcmeStorage {
             "tlskit:acme:account:{}",
             crate::acme::storage::hex16(directory)
         );
-        self.inner.get_sealed(&key)
+        self.inner.get_sealed(&key, caps::ACME_ACCOUNT)
     }
 
     fn store_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
@@ -1248,17 +1517,17 @@ impl AcmeStorage for RedisAcmeStorage {
             "tlskit:acme:account:{}",
             crate::acme::storage::hex16(directory)
         );
-        if let Some(old) = self.inner.get_sealed(&key)? {
+        if let Some(old) = self.inner.get_sealed(&key, caps::ACME_ACCOUNT)? {
             // Never just overwritten: the old credentials stay beside the new ones.
             let backup = format!("{key}:backup:{}", now_secs());
-            self.inner.set_sealed(&backup, &old)?;
+            self.inner.set_sealed(&backup, &old, caps::ACME_ACCOUNT)?;
         }
-        self.inner.set_sealed(&key, credentials)
+        self.inner.set_sealed(&key, credentials, caps::ACME_ACCOUNT)
     }
 
     fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError> {
         let key = format!("tlskit:acme:cert:{name}");
-        let Some(plain) = self.inner.get_sealed(&key)? else {
+        let Some(plain) = self.inner.get_sealed(&key, caps::ACME_CERT)? else {
             return Ok(None);
         };
         let c: SealedCert = serde_json::from_slice(&plain)
@@ -1276,34 +1545,50 @@ impl AcmeStorage for RedisAcmeStorage {
             key_pem: cert.key_pem.clone(),
         })
         .map_err(|e| self.inner.err(e))?;
-        self.inner.set_sealed(&key, &plain)
+        self.inner.set_sealed(&key, &plain, caps::ACME_CERT)
     }
 
     fn put_challenge(&self, key: &str, answer: &str) -> Result<(), AcmeError> {
         let k = format!("tlskit:acme:challenge:{key}");
-        self.inner.with(|c| {
-            redis::cmd("SET")
-                .arg(&k)
-                .arg(answer)
-                .arg("PX")
-                .arg(CHALLENGE_TTL_MS)
-                .query::<()>(c)
-        })
+        if answer.len().saturating_add(crate::resp::FRAMING) > caps::ACME_CHALLENGE {
+            return Err(self.inner.err(format!(
+                "{k}: an answer of {} bytes, more than the {} bytes allowed",
+                answer.len(),
+                caps::ACME_CHALLENGE
+            )));
+        }
+        let ttl = CHALLENGE_TTL_MS.to_string();
+        match self.inner.call(
+            &[
+                b"SET",
+                k.as_bytes(),
+                answer.as_bytes(),
+                b"PX",
+                ttl.as_bytes(),
+            ],
+            caps::OTHER,
+            &k,
+        )? {
+            Value::Status(_) => Ok(()),
+            _ => Err(self.inner.unexpected(&k)),
+        }
     }
 
     fn challenge(&self, key: &str) -> Option<String> {
         let k = format!("tlskit:acme:challenge:{key}");
-        self.inner
-            .with(|c| redis::cmd("GET").arg(&k).query::<Option<String>>(c))
-            .ok()
-            .flatten()
+        match self
+            .inner
+            .call(&[b"GET", k.as_bytes()], caps::ACME_CHALLENGE, &k)
+            .ok()?
+        {
+            Value::Bulk(v) => String::from_utf8(v).ok(),
+            _ => None,
+        }
     }
 
     fn remove_challenge(&self, key: &str) {
         let k = format!("tlskit:acme:challenge:{key}");
-        let _ = self
-            .inner
-            .with(|c| redis::cmd("DEL").arg(&k).query::<i64>(c));
+        let _ = self.inner.call(&[b"DEL", k.as_bytes()], caps::OTHER, &k);
     }
 
     fn lock(&self, name: &str, wait: Duration) -> Result<Box<dyn IssuanceLock>, AcmeError> {
@@ -1315,17 +1600,21 @@ impl AcmeStorage for RedisAcmeStorage {
         );
         let t0 = std::time::Instant::now();
         let mut said = false;
+        let ttl = ISSUANCE_LOCK_MS.to_string();
         loop {
-            let got: Option<String> = self.inner.with(|c| {
-                redis::cmd("SET")
-                    .arg(&key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ISSUANCE_LOCK_MS)
-                    .query(c)
-            })?;
-            if got.is_some() {
+            let got = self.inner.call(
+                &[
+                    b"SET",
+                    key.as_bytes(),
+                    token.as_bytes(),
+                    b"NX",
+                    b"PX",
+                    ttl.as_bytes(),
+                ],
+                caps::OTHER,
+                &key,
+            )?;
+            if matches!(got, Value::Status(_)) {
                 return Ok(Box::new(RedisLock {
                     inner: self.inner.clone(),
                     key,

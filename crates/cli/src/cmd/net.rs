@@ -7,7 +7,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use tlskit_net::acme::{AcmeSettings, ChallengeKind};
 use tlskit_net::{
-    CaHints, Compression, ConnectOptions, FileConfig, Mode, ServeConfig, Server, TlsVersion,
+    ranges, CaHints, Compression, ConnectOptions, FileConfig, Mode, Range, ServeConfig, Server,
+    TlsVersion,
 };
 use tlskit_store::Source;
 
@@ -64,6 +65,8 @@ Deadlines (every connection state has one; flag, or the same key in --config):
   TLS 1.2 renegotiation attempt           -                    none: refused and closed at once
   answer sent, unread body dropped        -                    1 s   (then close)
   SIGTERM -> open connections closed      --shutdown-grace     10 s
+Every duration and size is checked against its range at start (shown in each flag's help):
+out of range, serve exits 2 naming the flag (or the file and key) and the range.
 
 Memory before the handshake: a ClientHello may buffer at most --max-client-hello bytes
 (16384, records included; larger: refused with illegal_parameter), and all partial
@@ -154,15 +157,16 @@ struct ServeFlags {
     /// TOML file with any of these settings (keys as the flags, `_` for `-`).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Seconds a client has to finish the handshake [default: 10].
+    /// Seconds a client has to finish the handshake (0.001 to 86400) [default: 10].
     #[arg(long, value_name = "SECS")]
     handshake_timeout: Option<f64>,
     /// Seconds a connection may stay silent, nothing read or written either side (keep-alive,
-    /// echo, backend relay both ways) [default: 60].
+    /// echo, backend relay both ways; 0.001 to 604800) [default: 60].
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<f64>,
     /// Seconds for one whole HTTP request head (and a small body), from its first byte
-    /// (the first request: from the handshake), however slowly it arrives [default: 10].
+    /// (the first request: from the handshake), however slowly it arrives (0.001 to 86400)
+    /// [default: 10].
     #[arg(long, value_name = "SECS")]
     header_timeout: Option<f64>,
     /// Most bytes a connection may buffer before its ClientHello is complete (1024 to 65556)
@@ -170,13 +174,14 @@ struct ServeFlags {
     #[arg(long, value_name = "BYTES")]
     max_client_hello: Option<usize>,
     /// Most bytes of ClientHellos across all connections; when spent, a new connection
-    /// evicts the oldest partial ClientHello [default: 16777216].
+    /// evicts the oldest partial ClientHello (at least --max-client-hello, at most 1 GiB)
+    /// [default: 16777216].
     #[arg(long, value_name = "BYTES")]
     handshake_budget: Option<usize>,
-    /// Most open connections; more are closed at once [default: 10000].
+    /// Most open connections; more are closed at once (1 to 1048576) [default: 10000].
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
-    /// Seconds SIGTERM waits for open connections [default: 10].
+    /// Seconds SIGTERM waits for open connections (0 to 86400) [default: 10].
     #[arg(long, value_name = "SECS")]
     shutdown_grace: Option<f64>,
     /// Session ticket key rotation period in seconds (1 to 21600): tickets from the
@@ -199,7 +204,7 @@ struct ServeFlags {
     #[arg(long)]
     shared_state_required: bool,
     /// Seconds between re-reads of the shared ticket keys; nodes also re-read at once when
-    /// another node announces new keys (Redis pub/sub). Default 2.
+    /// another node announces new keys (Redis pub/sub); 0.1 to 3600. Default 2.
     #[arg(long, value_name = "SECS")]
     shared_state_reread: Option<f64>,
     /// PEM file of the CA that a rediss:// Redis server's certificate must chain to (a
@@ -248,10 +253,12 @@ struct ServeFlags {
     /// ACME certificate profile to ask for (e.g. `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
-    /// Most seconds between two renewal checks (the CA's Retry-After when shorter) [default: 21600].
+    /// Most seconds between two renewal checks (the CA's Retry-After when shorter; 1 to
+    /// 604800) [default: 21600].
     #[arg(long, value_name = "SECS")]
     acme_recheck: Option<f64>,
-    /// Seconds before the first retry after an ACME failure; doubles up to 1 h, jittered [default: 5].
+    /// Seconds before the first retry after an ACME failure; doubles up to 1 h, jittered
+    /// (0.1 to 3600) [default: 5].
     #[arg(long, value_name = "SECS")]
     acme_retry: Option<f64>,
     /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
@@ -262,7 +269,7 @@ struct ServeFlags {
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<String>,
     /// Warn (log event) at start and on every reload about served certificates that
-    /// expire within N days or have expired [default: 14].
+    /// expire within N days or have expired (0 to 3650) [default: 14].
     #[arg(long, value_name = "N")]
     expiry_warning_days: Option<u32>,
 }
@@ -322,9 +329,53 @@ fn addrs(list: &[String], what: &str) -> anyhow::Result<Vec<SocketAddr>> {
     Ok(out)
 }
 
-fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(v)
-        .map_err(|_| anyhow::anyhow!("{what}: {v} is not a number of seconds"))
+/// A numeric setting from its flag, else from the config file, with the name to refuse it
+/// under: the flag, or the key and the file. Checked against its range before any use
+/// (issue 27: `1e19` seconds or `u64::MAX` connections crashed the server).
+fn setting<T>(
+    flag: Option<T>,
+    file: Option<T>,
+    config: Option<&std::path::Path>,
+    range: &Range,
+) -> Option<(T, String)> {
+    match (flag, file) {
+        (Some(v), _) => Some((v, range.flag())),
+        (None, Some(v)) => Some((
+            v,
+            format!(
+                "{}: {} =",
+                config.map(|p| p.display().to_string()).unwrap_or_default(),
+                range.key
+            ),
+        )),
+        (None, None) => None,
+    }
+}
+
+/// A duration setting, checked.
+fn secs_setting(
+    flag: Option<f64>,
+    file: Option<f64>,
+    config: Option<&std::path::Path>,
+    range: &Range,
+) -> anyhow::Result<Option<Duration>> {
+    Ok(match setting(flag, file, config, range) {
+        Some((v, name)) => Some(range.secs(v, &name)?),
+        None => None,
+    })
+}
+
+/// A count or size setting, checked.
+fn count_setting<T: Into<u64>>(
+    flag: Option<T>,
+    file: Option<T>,
+    config: Option<&std::path::Path>,
+    range: &Range,
+) -> anyhow::Result<Option<usize>> {
+    Ok(match setting(flag, file, config, range) {
+        Some((v, name)) => Some(range.count(v.into(), &name)?),
+        None => None,
+    })
 }
 
 /// An outbound verification's profile and allowed rules: the flags when given, else the
@@ -369,6 +420,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         Some(p) => FileConfig::load(p)?,
         None => FileConfig::default(),
     };
+    let file = a.config.as_deref();
     let listen = if a.listen.is_empty() {
         f.listen.clone().unwrap_or_default()
     } else {
@@ -429,11 +481,12 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 .with_context(|| format!("--acme-challenge {c}: use tls-alpn-01 or http-01"))?;
         }
         s.profile = a.acme_profile.clone().or(f.acme_profile.clone());
-        if let Some(v) = a.acme_recheck.or(f.acme_recheck) {
-            s.recheck = secs(v, "--acme-recheck")?;
+        if let Some(v) = secs_setting(a.acme_recheck, f.acme_recheck, file, &ranges::ACME_RECHECK)?
+        {
+            s.recheck = v;
         }
-        if let Some(v) = a.acme_retry.or(f.acme_retry) {
-            s.retry_base = secs(v, "--acme-retry")?;
+        if let Some(v) = secs_setting(a.acme_retry, f.acme_retry, file, &ranges::ACME_RETRY)? {
+            s.retry_base = v;
         }
         let issuer_roots = if a.acme_issuer_roots.is_empty() {
             f.acme_issuer_roots.clone().unwrap_or_default()
@@ -535,29 +588,65 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 .context("--metrics: no address")?,
         );
     }
-    if let Some(v) = a.handshake_timeout.or(f.handshake_timeout) {
-        cfg.handshake_timeout = secs(v, "--handshake-timeout")?;
+    if let Some(v) = secs_setting(
+        a.handshake_timeout,
+        f.handshake_timeout,
+        file,
+        &ranges::HANDSHAKE_TIMEOUT,
+    )? {
+        cfg.handshake_timeout = v;
     }
-    if let Some(v) = a.idle_timeout.or(f.idle_timeout) {
-        cfg.idle_timeout = secs(v, "--idle-timeout")?;
+    if let Some(v) = secs_setting(a.idle_timeout, f.idle_timeout, file, &ranges::IDLE_TIMEOUT)? {
+        cfg.idle_timeout = v;
     }
-    if let Some(v) = a.header_timeout.or(f.header_timeout) {
-        cfg.header_timeout = secs(v, "--header-timeout")?;
+    if let Some(v) = secs_setting(
+        a.header_timeout,
+        f.header_timeout,
+        file,
+        &ranges::HEADER_TIMEOUT,
+    )? {
+        cfg.header_timeout = v;
     }
-    if let Some(v) = a.max_client_hello.or(f.max_client_hello) {
+    let as_u64 = |v: Option<usize>| v.map(|n| u64::try_from(n).unwrap_or(u64::MAX));
+    if let Some(v) = count_setting(
+        as_u64(a.max_client_hello),
+        as_u64(f.max_client_hello),
+        file,
+        &ranges::MAX_CLIENT_HELLO,
+    )? {
         cfg.max_client_hello = v;
     }
-    if let Some(v) = a.handshake_budget.or(f.handshake_budget) {
+    if let Some(v) = count_setting(
+        as_u64(a.handshake_budget),
+        as_u64(f.handshake_budget),
+        file,
+        &ranges::HANDSHAKE_BUDGET,
+    )? {
         cfg.handshake_budget = v;
     }
-    if let Some(v) = a.shutdown_grace.or(f.shutdown_grace) {
-        cfg.shutdown_grace = secs(v, "--shutdown-grace")?;
+    if let Some(v) = secs_setting(
+        a.shutdown_grace,
+        f.shutdown_grace,
+        file,
+        &ranges::SHUTDOWN_GRACE,
+    )? {
+        cfg.shutdown_grace = v;
     }
-    if let Some(v) = a.max_connections.or(f.max_connections) {
+    if let Some(v) = count_setting(
+        as_u64(a.max_connections),
+        as_u64(f.max_connections),
+        file,
+        &ranges::MAX_CONNECTIONS,
+    )? {
         cfg.max_connections = v;
     }
-    if let Some(v) = a.ticket_rotation.or(f.ticket_rotation) {
-        cfg.ticket_rotation = Duration::from_secs(v);
+    if let Some(v) = count_setting(
+        a.ticket_rotation,
+        f.ticket_rotation,
+        file,
+        &ranges::TICKET_ROTATION,
+    )? {
+        cfg.ticket_rotation = Duration::from_secs(u64::try_from(v).unwrap_or(u64::MAX));
     }
     cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
     let (ca_profile, ca_allow) = profile_and_allow(
@@ -587,12 +676,14 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                 url,
                 key_file,
                 required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
-                reread: match a.shared_state_reread.or(f.shared_state_reread) {
-                    // At least 0.1 s: a zero interval would hammer Redis.
-                    Some(v) if v >= 0.1 => secs(v, "--shared-state-reread")?,
-                    Some(v) => bail!("--shared-state-reread {v}: at least 0.1 seconds"),
-                    None => tlskit_net::shared::REREAD,
-                },
+                // At least 0.1 s: a zero interval would hammer Redis.
+                reread: secs_setting(
+                    a.shared_state_reread,
+                    f.shared_state_reread,
+                    file,
+                    &ranges::SHARED_STATE_REREAD,
+                )?
+                .unwrap_or(tlskit_net::shared::REREAD),
                 ca: a.shared_state_ca.or(f.shared_state_ca),
                 ca_profile,
                 ca_allow,
@@ -609,8 +700,13 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         }
     }
     cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
-    if let Some(v) = a.expiry_warning_days.or(f.expiry_warning_days) {
-        cfg.expiry_warning_days = v;
+    if let Some(v) = count_setting(
+        a.expiry_warning_days,
+        f.expiry_warning_days,
+        file,
+        &ranges::EXPIRY_WARNING_DAYS,
+    )? {
+        cfg.expiry_warning_days = u32::try_from(v).unwrap_or(u32::MAX);
     }
     if cfg.proxy_protocol && !matches!(cfg.mode, Mode::Backend(_)) {
         bail!("--proxy-protocol needs --backend");

@@ -43,7 +43,7 @@ fn every_fuzz_target_has_regressions_and_a_replay() {
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     targets.sort();
-    assert!(targets.len() >= 11, "fuzz targets: {targets:?}");
+    assert!(targets.len() >= 14, "fuzz targets: {targets:?}");
     for t in &targets {
         assert!(!regressions(t).is_empty());
         assert!(
@@ -431,6 +431,33 @@ fn snapshot_ca_name_counts_match_what_is_sent() {
         names.encoded_len(),
         sent.iter().map(|n| 2 + n.len()).sum::<usize>()
     );
+}
+
+#[test]
+fn resp_reply_regressions() {
+    replay("resp_reply", harness::resp_reply);
+}
+
+/// The `resp_reply` harness reads the shapes the fleet's Redis sends and refuses the
+/// hostile ones at their header, whatever the read size.
+#[test]
+fn resp_reply_reads_fleet_shapes_and_refuses_hostile_ones() {
+    use harness::resp_reply;
+    let r = resp_reply(b"\x04+OK\r\n:1\r\n$-1\r\n");
+    assert_eq!(r.replies, ["status", "int", "nil"]);
+    assert_eq!(r.end, "closed");
+    let pubsub = b"\x07*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$2\r\nhi\r\n";
+    assert_eq!(resp_reply(pubsub).replies, ["array 3"]);
+    // A 1 GB header under the ticket-key cap: refused before any body byte.
+    let r = resp_reply(b"\x01$1000000000\r\n");
+    assert_eq!((r.replies.len(), r.end), (0, "too_large"));
+    assert!(r.buffered_max <= 64);
+    assert_eq!(resp_reply(b"\x04*1\r\n*1\r\n*0\r\n").end, "malformed");
+    assert_eq!(resp_reply(b"\x04*17\r\n").end, "malformed");
+    // An endless status line: refused at the cap, not read on.
+    let mut endless = b"\x00+".to_vec();
+    endless.extend([b'O'; 200]);
+    assert_eq!(resp_reply(&endless).end, "too_large");
 }
 
 /// Issue 27: ACME documents from a hostile CA (orders, authorizations, renewal

@@ -23,6 +23,7 @@ mod doctor_cli;
 mod fuzz_regressions;
 mod pki_cli;
 mod pki_interop;
+mod serve_ranges;
 mod store_cli;
 mod verify_cli;
 mod verify_warnings_cli;

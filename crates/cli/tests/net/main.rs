@@ -1,6 +1,6 @@
 //! The network commands against real peers: `serve` (terminator, reloads, limits,
 //! metrics), interop with curl, OpenSSL, GnuTLS, nginx, HAProxy, Chromium, nghttpd,
-//! Redis, `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2,
+//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2,
 //! outbound verification knobs and Pebble as shipped,
 //! and the synthetic shapes of every Mozilla root (mozilla_shapes).
 //!
@@ -23,3 +23,4 @@ mod outbound;
 mod pkcs11;
 mod probe_cli;
 mod probe_starttls;
+mod redis_hostile;

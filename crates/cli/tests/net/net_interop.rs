@@ -1137,7 +1137,7 @@ fn net_interop_fleet_key_changes_announced_through_pubsub() {
         "0",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 0.1 seconds"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shared_state_reread must be 0.1 to"));
     let a = node("1");
     let b = node("120");
     let last = |n: &Serve, event: &str| {

@@ -225,7 +225,7 @@ fn net_serve_bad_configuration_exits_2_before_listening() {
         "{err}"
     );
     let err = run(&["--cert", &c, "--key", &k, "--header-timeout", "0"]);
-    assert!(err.contains("header_timeout must be more than 0"), "{err}");
+    assert!(err.contains("header_timeout must be 0.001 to"), "{err}");
     // A key that belongs to another certificate.
     let err = run(&["--cert", &c, "--key", &s(&pki.path("client.key"))]);
     assert!(err.contains("does not match"), "{err}");
