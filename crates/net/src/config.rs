@@ -92,9 +92,9 @@ pub mod ranges {
     /// Periodic re-read of the fleet's ticket keys.
     pub const SHARED_STATE_REREAD: Range = r("shared_state_reread", 0.1, 3600.0, "seconds");
     /// Most time between two ACME renewal checks.
-    pub const ACME_RECHECK: Range = r("acme_recheck", 1.0, 7.0 * DAY, "seconds");
+    pub const ACME_RECHECK: Range = r("acme_recheck", 0.1, 7.0 * DAY, "seconds");
     /// First retry after an ACME failure (doubles up to an hour).
-    pub const ACME_RETRY: Range = r("acme_retry", 0.1, 3600.0, "seconds");
+    pub const ACME_RETRY: Range = r("acme_retry", 0.01, 3600.0, "seconds");
     /// Expiry warning horizon: ten years.
     pub const EXPIRY_WARNING_DAYS: Range = r("expiry_warning_days", 0.0, 3650.0, "days");
 }

@@ -1311,7 +1311,7 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(e.contains("no PEM certificate"), "{e}");
+        assert!(e.contains("no certificate found"), "{e}");
         let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
         none.ca = None;
         assert!(endpoint(&none).is_ok());

@@ -107,7 +107,7 @@ const CASES: &[(&str, &str, &str, &[&str])] = &[
     (
         "acme_recheck",
         "1e19",
-        "must be 1 to 604800 seconds",
+        "must be 0.1 to 604800 seconds",
         &[
             "--acme",
             "https://127.0.0.1:1/directory",
@@ -120,7 +120,7 @@ const CASES: &[(&str, &str, &str, &[&str])] = &[
     (
         "acme_retry",
         "1e19",
-        "must be 0.1 to 3600 seconds",
+        "must be 0.01 to 3600 seconds",
         &[
             "--acme",
             "https://127.0.0.1:1/directory",
