@@ -151,6 +151,9 @@ fn normalise_key(k: &str) -> String {
 fn secret_key(n: &str) -> bool {
     (n.starts_with("pin") && !n.starts_with("pinsource"))
         || n.ends_with("pin")
+        // `x-pin-value=`, `aHpin-value=`: a PIN attribute glued to other text (the
+        // pkcs11_uri fuzz target found `...oken=aHpin-value=kcs1` shown whole).
+        || n.ends_with("pinvalue")
         || n.ends_with("password")
         || n.ends_with("passwd")
         || n.ends_with("requirepass")
@@ -415,6 +418,8 @@ mod tests {
             "tsig-secret:s3cret",
             "requirepass=s3cret",
             "PASSWORD=s3cret",
+            "p7oken=aHpin-value=s3cret",
+            "x_pin_value=s3cret",
         ] {
             hidden(s);
         }
