@@ -581,7 +581,7 @@ async fn handshake(
             Ok(Err(e)) => {
                 return Err(NetError::Handshake {
                     target: target.to_string(),
-                    reason: crate::error::io_tls_text(&e),
+                    reason: crate::tls_text::io_tls_text(&e),
                 })
             }
             Err(_) => {
@@ -635,7 +635,7 @@ impl Connected {
                         target,
                         reason: format!(
                             "server refused the connection after the handshake: {}",
-                            crate::error::io_tls_text(&e)
+                            crate::tls_text::io_tls_text(&e)
                         ),
                     })
                 }

@@ -27,11 +27,11 @@ mod ratelimit;
 mod resp;
 mod server;
 pub mod shared;
-mod shared_tls;
 mod sock;
 pub mod starttls;
 mod systemd;
 mod tickets;
+mod tls_text;
 
 pub use certs::{
     load_certified_key, load_signing_key, CertIndex, PairIssue, ServedCert, SniResolver,

@@ -564,7 +564,7 @@ fn one(
                         break;
                     }
                 }
-                return Err(herr(crate::error::tls_text(&e)));
+                return Err(herr(crate::tls_text::tls_text(&e)));
             }
         }
     })();
@@ -574,7 +574,7 @@ fn one(
         let _ = io.sock.shutdown(Shutdown::Both);
         let _ = reader.join();
         return Err(match e {
-            NetError::Io(io) => herr(crate::error::io_tls_text(&io)),
+            NetError::Io(io) => herr(crate::tls_text::io_tls_text(&io)),
             other => other,
         });
     }

@@ -503,8 +503,8 @@ impl Endpoint {
                     s.conn.complete_io(&mut s.sock).map_err(|e| {
                         // rustls writes a verifier's refusal with Debug inside its
                         // Display: said as tlskit's sentence instead.
-                        let e = match crate::error::io_rustls(&e) {
-                            Some(_) => io::Error::new(e.kind(), crate::error::io_tls_text(&e)),
+                        let e = match crate::tls_text::io_rustls(&e) {
+                            Some(_) => io::Error::new(e.kind(), crate::tls_text::io_tls_text(&e)),
                             None => e,
                         };
                         io_err("TLS handshake failed", e, timeout)

@@ -1396,7 +1396,7 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             // A refused client certificate: tlskit's sentence and rule code, never the
             // Rust debug output rustls's Display gives its certificate errors.
             let refusal =
-                crate::error::io_rustls(&e).and_then(tlskit_verify::CertificateRefusal::of);
+                crate::tls_text::io_rustls(&e).and_then(tlskit_verify::CertificateRefusal::of);
             match refusal {
                 Some(r) => handshake_failed_rule(
                     s,
@@ -1406,9 +1406,12 @@ async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
                     Some(r.rule),
                 ),
                 // rustls's Display names its errors with Rust identifiers: in words.
-                None => {
-                    handshake_failed(s, peer, FailReason::of(&e), &crate::error::io_tls_text(&e))
-                }
+                None => handshake_failed(
+                    s,
+                    peer,
+                    FailReason::of(&e),
+                    &crate::tls_text::io_tls_text(&e),
+                ),
             }
             return;
         }

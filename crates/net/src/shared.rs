@@ -37,7 +37,7 @@
 //! TTL, publish, subscribe); [`RedisStore`] implements it. `rediss://` verifies the
 //! server against the system's roots, or against `--shared-state-ca` (`endpoint`), with
 //! tlskit's verifier under `--shared-state-ca-profile` / `--shared-state-ca-allow`
-//! (`shared_tls.rs`).
+//! (`tls_config`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,6 +47,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use rustls::server::ProducesTickets;
+
+use tlskit_store::{Source, StoreHandle};
+use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use crate::error::NetError;
 use crate::log::{self, Level};
@@ -177,10 +180,41 @@ pub(crate) fn endpoint(s: &SharedSettings) -> Result<crate::resp::Endpoint, NetE
     })
 }
 
-/// The TLS client of a `rediss://` connection: the server's certificate must chain to
-/// `--shared-state-ca` when given, else to the system's roots.
+/// The TLS client of a `rediss://` connection (tlskit speaks RESP itself, `resp.rs`):
+/// [`tlskit_verify::StoreServerVerifier`] on `--shared-state-ca` when given, else on the
+/// system's roots, under `--shared-state-ca-profile` / `--shared-state-ca-allow`, so the
+/// server's chain is checked like every other chain tlskit verifies.
 fn tls_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
-    crate::shared_tls::client_config(s)
+    let sources = match &s.ca {
+        Some(p) => vec![Source::File(p.clone())],
+        None => vec![Source::System],
+    };
+    let (handle, report) =
+        StoreHandle::new(sources).map_err(|e| NetError::Store(format!("shared-state CA: {e}")))?;
+    if handle.current().is_empty() {
+        let why = report
+            .errors
+            .first()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "no certificates".into());
+        return Err(NetError::Store(format!(
+            "shared-state CA: nothing loadable ({why})"
+        )));
+    }
+    let verifier = StoreServerVerifier::new(
+        Arc::new(handle),
+        VerifierConfig {
+            profile: s.ca_profile,
+            allow: s.ca_allow.clone(),
+            ..VerifierConfig::default()
+        },
+    );
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .dangerous() // not a bypass: tlskit's own verifier on the given anchors
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth())
 }
 
 /// The URL with any password replaced by `***` (for logs and errors): the workspace's

@@ -152,7 +152,7 @@ pub(crate) fn transport_error(e: &(dyn std::error::Error + 'static)) -> String {
         if let Some(tls) = find_rustls(err) {
             let text = match tlskit_verify::CertificateRefusal::of(tls) {
                 Some(r) => format!("the CA's certificate was refused: {r}"),
-                None => crate::error::tls_text(tls),
+                None => crate::tls_text::tls_text(tls),
             };
             parts.push(text);
             break;

@@ -222,7 +222,7 @@ pub enum AcmeError {
     Refused(#[from] Refused),
     /// rustls refused a key or configuration.
     /// (Said through `tls_text`, not chained as a source: rustls's Display may be Debug.)
-    #[error("TLS: {}", crate::error::tls_text(.0))]
+    #[error("TLS: {}", crate::tls_text::tls_text(.0))]
     Tls(rustls::Error),
     /// Runtime start.
     #[error("{0}")]
