@@ -2,26 +2,19 @@
 //!
 //! Every signature check a [`crate::ChainVerifier`] asks for (rustls-webpki's and the
 //! RFC 5280 validator's) goes through a thin wrapper of the aws-lc-rs algorithm objects
-//! that adds one to a process-wide counter (for `/metrics`) and to a per-thread one (a
-//! verification runs on the calling thread, so tests and benchmarks can count the work
-//! one call did without timing it). The counters are the unit in which path-building
+//! that adds one to a per-thread counter (a verification runs on the calling thread, so
+//! tests and benchmarks can count the work one call did without timing it). No
+//! process-wide counter: nothing reads one, and it would be a cache line every core
+//! writes on the handshake path. The counters are the unit in which path-building
 //! cost is bounded (see the crate README, "Limits").
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use rustls_pki_types::{AlgorithmIdentifier, InvalidSignature, SignatureVerificationAlgorithm};
 
-static TOTAL: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
     static ON_THREAD: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Signature verifications made by chain verifiers in this process so far.
-pub fn signature_checks() -> u64 {
-    TOTAL.load(Ordering::Relaxed)
 }
 
 /// Signature verifications made by chain verifiers on the calling thread so far: the
@@ -40,7 +33,6 @@ impl SignatureVerificationAlgorithm for Counted {
         message: &[u8],
         signature: &[u8],
     ) -> Result<(), InvalidSignature> {
-        TOTAL.fetch_add(1, Ordering::Relaxed);
         ON_THREAD.with(|c| c.set(c.get().saturating_add(1)));
         self.0.verify_signature(public_key, message, signature)
     }

@@ -25,7 +25,7 @@ pub use chain::{
     ChainVerifier, Crl, Purpose, Verified, VerifiedChain, VerifierConfig, VerifyError,
     MAX_ISSUER_CANDIDATES, MAX_SUPPORTED_DEPTH, WEBPKI_MAX_DEPTH,
 };
-pub use count::{signature_checks, signature_checks_on_thread};
+pub use count::signature_checks_on_thread;
 pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};
 pub use resume::{GenerationClientSessions, GenerationSessionCache, GenerationTickets};
