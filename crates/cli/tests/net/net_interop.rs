@@ -1523,15 +1523,6 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
 }
 
-/// The key-encryption key file of these tests (mode 0600).
-fn fleet_kek(pki: &Pki, byte: u8) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [byte; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    p(&kek)
-}
-
 /// Redis that accepts connections and never answers (packets dropped): a node starts on
 /// local keys within a bounded time and says so, `--shared-state-required` refuses within
 /// a bounded time, and `acme-tls/1` handshakes (which answer from the shared ACME state)
@@ -1541,7 +1532,7 @@ fn fleet_kek(pki: &Pki, byte: u8) -> String {
 fn net_interop_fleet_redis_black_hole_stalls_nothing() {
     require("openssl");
     let pki = Pki::new();
-    let key = fleet_kek(&pki, 0x31);
+    let key = pki.fleet_kek(0x31);
     let hole = black_hole();
     let url = format!("redis://:hole-pw@127.0.0.1:{hole}/0");
     let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
@@ -1683,7 +1674,7 @@ fn net_interop_fleet_over_rediss_with_private_ca_acl_user_and_db() {
     require("openssl");
     let pki = Pki::new();
     let dir = pki.dir.path();
-    let key = fleet_kek(&pki, 0x77);
+    let key = pki.fleet_kek(0x77);
     let rport = free_port();
     let _redis = redis_server_tls(
         dir,
@@ -1803,7 +1794,7 @@ fn net_interop_fleet_previous_key_resumes_older_does_not() {
     require("openssl");
     let pki = Pki::new();
     let dir = pki.dir.path();
-    let key = fleet_kek(&pki, 0x5c);
+    let key = pki.fleet_kek(0x5c);
     let rport = free_port();
     let _redis = redis_server(dir, rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");

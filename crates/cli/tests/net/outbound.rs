@@ -403,12 +403,7 @@ fn outbound_shared_state_ca_profile_and_allow_reach_the_redis_verifier() {
     std::fs::write(pki.path("redis.pem"), leaf.pem()).expect("write");
     std::fs::write(pki.path("redis.key"), leaf_key.serialize_pem()).expect("write");
     std::fs::write(pki.path("redis-ca.pem"), root.pem()).expect("write");
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [0x23u8; 32]).expect("kek");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
+    let kek = pki.fleet_kek(0x23);
     let rport = net_support::free_port();
     let _redis = redis_server_tls(
         dir,
@@ -422,7 +417,7 @@ fn outbound_shared_state_ca_profile_and_allow_reach_the_redis_verifier() {
         s(&pki.path("chain.pem")),
         s(&pki.path("leaf.key")),
         s(&pki.path("redis-ca.pem")),
-        s(&kek),
+        kek,
     );
     let args = |extra: &[&str]| -> Vec<String> {
         let mut a: Vec<String> = [

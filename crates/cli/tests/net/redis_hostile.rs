@@ -111,14 +111,6 @@ fn hostile(mode: Hostile) -> u16 {
     port
 }
 
-fn fleet_key(pki: &Pki) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [0x27u8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    p(&kek)
-}
-
 fn p(path: &std::path::Path) -> String {
     path.to_string_lossy().into_owned()
 }
@@ -149,7 +141,7 @@ fn redis_hostile_gigabyte_reply_is_refused_at_its_header() {
     let pki = Pki::new();
     let port = hostile(Hostile::Gigabyte);
     let url = format!("redis://127.0.0.1:{port}/0");
-    let key = fleet_key(&pki);
+    let key = pki.fleet_kek(0x27);
     let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
     let mut args = vec![
         "--cert",
@@ -229,7 +221,7 @@ fn redis_hostile_drip_at_start_holds_nothing_back() {
     let pki = Pki::new();
     let port = hostile(Hostile::DripGet);
     let url = format!("redis://127.0.0.1:{port}/0");
-    let key = fleet_key(&pki);
+    let key = pki.fleet_kek(0x27);
     let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
     let base = vec![
         "--cert",
@@ -319,7 +311,7 @@ fn redis_hostile_garbage_in_ticket_keys_rotation_goes_on() {
         b"OK\n"
     );
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let key = fleet_key(&pki);
+    let key = pki.fleet_kek(0x27);
     let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
     let srv = Serve::start(&[
         "--cert",

@@ -100,6 +100,16 @@ impl Pki {
         self.dir.path().join(name)
     }
 
+    /// A fleet's key-encryption key file `fleet.kek` (32 bytes of `byte`, mode 0600, as
+    /// `--shared-state-key` requires); its path as text.
+    pub fn fleet_kek(&self, byte: u8) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let kek = self.path("fleet.kek");
+        std::fs::write(&kek, [byte; 32]).expect("kek");
+        std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        kek.to_string_lossy().into_owned()
+    }
+
     /// Write a server leaf (signed by the intermediate) + intermediate as `chain`, key as `key`.
     pub fn server_leaf(&self, chain: &str, key: &str, cn: &str, names: &[&str]) {
         let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
