@@ -572,6 +572,7 @@ pub fn probe_wire(data: &[u8]) -> WireOutcome {
                         Starttls::Smtp => b"EHLO tlskit.invalid\r\nSTARTTLS\r\n",
                         Starttls::Imap => b"a1 STARTTLS\r\n",
                         Starttls::Pop3 => b"STLS\r\n",
+                        _ => unreachable!("only SMTP, IMAP and POP3 are picked above"),
                     };
                     assert_eq!(peer.sent, expected, "commands sent");
                     let last = peer.at.checked_sub(1).and_then(|i| rest.get(i));

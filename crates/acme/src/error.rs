@@ -159,6 +159,7 @@ impl Refusal {
 /// A refused result: the reason and a sentence saying what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the CA's certificate was refused ({}): {detail}", reason.label())]
+#[non_exhaustive]
 pub struct Refused {
     /// The class, for metrics.
     pub reason: Refusal,

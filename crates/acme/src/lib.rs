@@ -6,6 +6,8 @@
 //! The public API is blocking, like the rest of the crate: [`issue`], [`renew`],
 //! [`revoke`]; the server side is wired by `Server::bind` from [`AcmeSettings`].
 
+#![warn(missing_docs)]
+
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 

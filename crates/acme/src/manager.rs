@@ -36,8 +36,8 @@ use rustls::ServerConfig;
 use crate::challenge::{self, Challenges, HttpOther};
 use crate::check::{self, two_thirds};
 use crate::client::{self, Endpoint, OrderRequest};
-use crate::error::{clean, AcmeError};
-use crate::settings::{certified, leaf_info, unix, AcmeSettings};
+use crate::error::{clean, AcmeError, Refused};
+use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
 use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
 use tlskit_tls::log::{self, Level};
 
@@ -253,10 +253,21 @@ fn usable(
     stored: &StoredCert,
     names: &[String],
     provider: &CryptoProvider,
-) -> Result<Arc<CertifiedKey>, String> {
+) -> Result<Arc<CertifiedKey>, Unusable> {
     check::check_result(&stored.chain_pem, None, names, SystemTime::now(), false)
-        .map_err(|e| e.detail)?;
-    certified(&stored.chain_pem, &stored.key_pem, provider)
+        .map_err(Unusable::Refused)?;
+    Ok(certified(&stored.chain_pem, &stored.key_pem, provider)?)
+}
+
+/// Why a stored pair is not served, as the log line's `reason` says it.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    /// The chain fails the checks of a CA's answer: said by its detail alone.
+    #[error("{}", .0.detail)]
+    Refused(Refused),
+    /// The chain and key are not a pair.
+    #[error(transparent)]
+    Pair(#[from] PairError),
 }
 
 /// Run the renewal task, and run it again whenever it ends before shutdown (a panic):

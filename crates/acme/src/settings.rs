@@ -15,6 +15,7 @@ use crate::error::{clean, AcmeError};
 
 /// How the CA checks that we control a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChallengeKind {
     /// A token served over plain HTTP on port 80 (RFC 8555 §8.3).
     Http01,
@@ -43,6 +44,7 @@ impl ChallengeKind {
 
 /// What the server (or a command) needs to get certificates from an ACME CA.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AcmeSettings {
     /// The CA's directory URL (`https://acme-v02.api.letsencrypt.org/directory`).
     pub directory: String,
@@ -197,27 +199,45 @@ pub(crate) fn unix(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// Why a chain and key (PEM) are not a pair that can be served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PairError {
+    /// The chain is not PEM.
+    #[error("bad certificate PEM: {0}")]
+    ChainPem(#[source] rustls_pki_types::pem::Error),
+    /// The chain holds no certificate.
+    #[error("no certificate")]
+    NoCertificate,
+    /// The key is not a PEM private key.
+    #[error("no usable private key: {0}")]
+    KeyPem(#[source] rustls_pki_types::pem::Error),
+    /// The provider cannot sign with the key.
+    #[error("unsupported private key: {0}")]
+    Unsupported(#[source] rustls::Error),
+    /// The key is not the certificate's.
+    #[error("key does not match the certificate: {0}")]
+    Mismatch(#[source] rustls::Error),
+}
+
 /// A chain (PEM) and key (PEM) as a rustls certified key, checked to belong together.
 pub(crate) fn certified(
     chain_pem: &str,
     key_pem: &str,
     provider: &rustls::crypto::CryptoProvider,
-) -> Result<Arc<CertifiedKey>, String> {
+) -> Result<Arc<CertifiedKey>, PairError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("bad certificate PEM: {e}"))?;
+        .map_err(PairError::ChainPem)?;
     if chain.is_empty() {
-        return Err("no certificate".into());
+        return Err(PairError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
-        .map_err(|e| format!("no usable private key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(PairError::KeyPem)?;
     let signing = provider
         .key_provider
         .load_private_key(key)
-        .map_err(|e| format!("unsupported private key: {e}"))?;
+        .map_err(PairError::Unsupported)?;
     let ck = CertifiedKey::new(chain, signing);
-    ck.keys_match()
-        .map_err(|e| format!("key does not match the certificate: {e}"))?;
+    ck.keys_match().map_err(PairError::Mismatch)?;
     Ok(Arc::new(ck))
 }
 

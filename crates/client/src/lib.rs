@@ -14,6 +14,8 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
+#![warn(missing_docs)]
+
 mod client;
 pub mod kx;
 pub mod probe;

@@ -10,6 +10,8 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
+#![warn(missing_docs)]
+
 #[cfg(feature = "acme")]
 pub mod acme_storage;
 #[doc(hidden)]

@@ -85,6 +85,7 @@ const MAX_SEALED: usize = 4096;
 /// Its `Debug` shows the URL with the password masked (a `ServeConfig` printed with
 /// `{:?}` holds it).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SharedSettings {
     /// `redis://[user:pass@]HOST:PORT[/db]` or `rediss://...` (TLS).
     pub url: String,
@@ -103,6 +104,23 @@ pub struct SharedSettings {
     pub ca_profile: tlskit_verify::Profile,
     /// `--shared-state-ca-allow`: rules not checked on it.
     pub ca_allow: Vec<tlskit_verify::Rule>,
+}
+
+impl SharedSettings {
+    /// Redis at `url` with the key-encryption key in `key_file`, and the defaults: not
+    /// required, re-read every [`REREAD`], the system's roots under the verifier's
+    /// default profile.
+    pub fn new(url: impl Into<String>, key_file: impl Into<PathBuf>) -> Self {
+        Self {
+            url: url.into(),
+            key_file: key_file.into(),
+            required: false,
+            reread: REREAD,
+            ca: None,
+            ca_profile: tlskit_verify::Profile::default(),
+            ca_allow: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedSettings {
@@ -189,15 +207,17 @@ fn tls_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
         Some(p) => vec![Source::File(p.clone())],
         None => vec![Source::System],
     };
-    let (handle, report) =
-        StoreHandle::new(sources).map_err(|e| NetError::Store(format!("shared-state CA: {e}")))?;
+    let (handle, report) = StoreHandle::new(sources).map_err(|source| NetError::StoreOf {
+        what: "shared-state CA",
+        source,
+    })?;
     if handle.current().is_empty() {
         let why = report
             .errors
             .first()
             .map(|e| e.to_string())
             .unwrap_or_else(|| "no certificates".into());
-        return Err(NetError::Store(format!(
+        return Err(NetError::StoreUnusable(format!(
             "shared-state CA: nothing loadable ({why})"
         )));
     }
@@ -441,12 +461,7 @@ impl SharedTickets {
         // flight then ends by its own deadline on the blocking pool, left behind.
         let state = rt
             .block_on(async { tokio::time::timeout(START_SYNC, me.tick()).await })
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "Redis did not finish the first sync within {} s",
-                    START_SYNC.as_secs_f64()
-                ))
-            });
+            .unwrap_or(Err(Trouble::Late));
         rt.shutdown_background();
         me.store.reset();
         if let Err(why) = state {
@@ -520,7 +535,7 @@ impl SharedTickets {
     }
 
     /// One sync: read the fleet's keys, adopt them, seed or rotate under the lease.
-    async fn tick(&self) -> Result<(), String> {
+    async fn tick(&self) -> Result<(), Trouble> {
         match self.sync().await {
             Ok(()) => {
                 self.unreadable
@@ -535,24 +550,23 @@ impl SharedTickets {
                 Ok(())
             }
             Err(Trouble::Sealed) => {
-                let why = "the shared ticket keys do not open with this --shared-state-key \
-                           (another key-encryption key than the fleet's): they are kept, never \
-                           overwritten, and this node rotates its own keys";
-                self.report(false, "shared_state_key_refused", why);
-                Err(why.to_string())
+                self.report(false, "shared_state_key_refused", SEALED);
+                Err(Trouble::Sealed)
             }
             Err(Trouble::Unreadable(why)) => {
                 // Logged (rate-limited) where it was found; the next good sync is logged.
                 self.up.store(false, Ordering::Relaxed);
                 *self.said.lock().unwrap_or_else(|p| p.into_inner()) =
                     format!("shared_ticket_keys_unreadable:{why}");
-                Err(why)
+                Err(Trouble::Unreadable(why))
             }
             Err(Trouble::Down(why)) => {
                 self.store.reset();
                 self.report(false, "shared_state_down", &why);
-                Err(why)
+                Err(Trouble::Down(why))
             }
+            // Only start-up's deadline says this, never a sync.
+            Err(Trouble::Late) => Err(Trouble::Late),
         }
     }
 
@@ -748,15 +762,30 @@ struct Unreadable {
     suppressed: u64,
 }
 
-/// Why a sync did not end in step with the fleet.
+/// Why a sync did not end in step with the fleet, as start-up and the log say it.
+#[derive(Debug, thiserror::Error)]
 enum Trouble {
     /// Redis unreachable, too slow, broke the connection, or a local failure.
+    #[error("{0}")]
     Down(String),
     /// A sealed key set that this node's KEK does not open: kept, never overwritten.
+    #[error("{SEALED}")]
     Sealed,
     /// A value tlskit never wrote, found by a node that did not win the lease.
+    #[error("{0}")]
     Unreadable(String),
+    /// The first sync at start-up did not end within [`START_SYNC`].
+    #[error(
+        "Redis did not finish the first sync within {} s",
+        START_SYNC.as_secs_f64()
+    )]
+    Late,
 }
+
+/// What a node says when the fleet's sealed keys do not open with its key-encryption key.
+const SEALED: &str = "the shared ticket keys do not open with this --shared-state-key \
+                      (another key-encryption key than the fleet's): they are kept, never \
+                      overwritten, and this node rotates its own keys";
 
 impl Trouble {
     fn local(why: &str) -> Self {
@@ -807,6 +836,7 @@ pub type StoreFuture<'a, T> =
 
 /// Why a [`TicketStore`] call failed. Sentences, any password masked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The store cannot be reached, did not answer in time, or broke the connection.
     #[error("{0}")]

@@ -483,7 +483,7 @@ impl Server {
             None
         } else {
             let (handle, report) = StoreHandle::new(cfg.client_ca.clone())
-                .map_err(|e| NetError::Store(e.to_string()))?;
+                .map_err(NetError::Store)?;
             for e in &report.errors {
                 log::event(
                     Level::Warn,
@@ -492,7 +492,7 @@ impl Server {
                 );
             }
             if handle.current().is_empty() {
-                return Err(NetError::Store(
+                return Err(NetError::StoreUnusable(
                     "--client-ca: no CA certificate could be loaded".into(),
                 ));
             }

@@ -11,6 +11,7 @@ use crate::tls_text::tls_text;
 
 /// Everything that can stop `serve` or `connect`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetError {
     /// A certificate or key file could not be read or parsed.
     #[error("{}: {reason}", shown_path(path))]
@@ -49,7 +50,20 @@ pub enum NetError {
     Config(String),
     /// The trust store for client authentication or server verification could not load.
     #[error("trust store: {0}")]
-    Store(String),
+    Store(#[source] tlskit_store::StoreError),
+    /// A named trust store (the shared-state CA, say) could not load.
+    #[error("trust store: {what}: {source}")]
+    StoreOf {
+        /// Which store: `shared-state CA`.
+        what: &'static str,
+        /// Why it did not load.
+        #[source]
+        source: tlskit_store::StoreError,
+    },
+    /// A trust store loaded but holds nothing usable, or its problems are told in a
+    /// sentence of their own (the first few issues of each file).
+    #[error("trust store: {0}")]
+    StoreUnusable(String),
     /// rustls refused the configuration. Said through `tls_text` and not chained as a
     /// source: rustls's own Display names some errors with Rust `Debug` text.
     #[error("TLS configuration: {}", tls_text(.0))]
@@ -91,7 +105,7 @@ pub enum NetError {
 /// A file name or key spec as messages show it: a `pkcs11:` URI with its PIN and every
 /// other secret hidden (`tlskit_pkcs11::redact_uri`), any other text through the one
 /// redaction (`tlskit_x509::text::redact`).
-pub fn shown_path(p: &std::path::Path) -> String {
+pub(crate) fn shown_path(p: &std::path::Path) -> String {
     let text = p.to_string_lossy();
     if tlskit_pkcs11::is_uri(&text) {
         tlskit_pkcs11::redact_uri(&text)

@@ -50,7 +50,7 @@ fn is_rsa_pss_only_key(der: &PrivateKeyDer<'_>) -> bool {
 }
 
 /// Largest certificate chain or key file read: tlskit-io's input limit (64 MiB).
-pub const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
+pub(crate) const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
 
 /// Read a certificate or key file: a regular file (a FIFO or device is refused without
 /// blocking on it: a reload must never wait on a file) of at most [`MAX_PEM_BYTES`].
@@ -59,7 +59,7 @@ fn read_pem(path: &Path) -> Result<Vec<u8>, NetError> {
 }
 
 /// Read a PEM file holding the leaf certificate followed by its chain.
-pub fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let data = read_pem(path)?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()

@@ -13,6 +13,8 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
+#![warn(missing_docs)]
+
 pub mod compress;
 pub mod error;
 pub mod keys;
