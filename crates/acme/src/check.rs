@@ -2,15 +2,16 @@
 //! arithmetic, and the certificate it hands back is checked before it is written or
 //! served.
 //!
-//! The rules (documented in the crate README, "ACME"):
+//! The rules (documented in the crate README, "How it works"):
 //! - `Retry-After` (delay-seconds or HTTP-date, on orders and on renewal information) is
-//!   read here, saturating, and clamped to at most [`RETRY_AFTER_MAX`]; renewal
-//!   information is asked again no sooner than [`ARI_RECHECK_MIN`].
+//!   read here, saturating, and clamped to at most `RETRY_AFTER_MAX` (one day); renewal
+//!   information is asked again no sooner than `ARI_RECHECK_MIN` (a minute).
 //! - An ARI window is clamped to the certificate's lifetime: not before notBefore, and
-//!   not after notAfter less a tenth of the lifetime ([`renewal_due`]).
+//!   not after notAfter less a tenth of the lifetime (`renewal_due`).
 //! - A new certificate must be valid now (notBefore at most a little ahead, at least
 //!   half of its lifetime left), carry the key we generated, name exactly the names
-//!   ordered, and come in a chain of at most [`MAX_CHAIN`] certificates ([`check_result`]).
+//!   ordered, and come in a chain of at most `MAX_CHAIN` (16) certificates
+//!   (`check_result`).
 
 use std::time::{Duration, SystemTime};
 

@@ -488,8 +488,9 @@ impl SharedTickets {
         self.up.load(Ordering::Relaxed)
     }
 
-    /// Re-read when another node announces new keys on [`CHANGED`], and every `reread`
-    /// in any case, until `stop` changes.
+    /// Re-read when another node announces new keys on the change channel
+    /// (`tlskit:ticket-keys:changed`), and every `reread` in any case, until `stop`
+    /// changes.
     pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let changed = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(

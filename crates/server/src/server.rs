@@ -482,8 +482,8 @@ impl Server {
         let store = if cfg.client_ca.is_empty() {
             None
         } else {
-            let (handle, report) = StoreHandle::new(cfg.client_ca.clone())
-                .map_err(NetError::Store)?;
+            let (handle, report) =
+                StoreHandle::new(cfg.client_ca.clone()).map_err(NetError::Store)?;
             for e in &report.errors {
                 log::event(
                     Level::Warn,

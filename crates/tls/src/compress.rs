@@ -63,7 +63,7 @@ impl Compression {
 const MAX_CACHE_BYTES: usize = 64 << 20;
 /// Chains compressed ahead of time per start or reload; the rest are compressed (and
 /// cached) on first use.
-pub(crate) const MAX_WARM_CHAINS: usize = 256;
+pub const MAX_WARM_CHAINS: usize = 256;
 
 struct Entry {
     original: Vec<u8>,
@@ -183,14 +183,12 @@ impl CachedCompressor {
     }
 
     /// Certificate messages served from the cache so far.
-    #[cfg(test)]
-    pub(crate) fn hits(&self) -> u64 {
+    pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
     }
 
     /// Certificate messages that had to be compressed (ahead of time or on a handshake).
-    #[cfg(test)]
-    pub(crate) fn misses(&self) -> u64 {
+    pub fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
     }
 
@@ -232,7 +230,7 @@ pub fn compressor(c: Compression) -> &'static CachedCompressor {
 /// The TLS 1.3 Certificate message body rustls compresses for `ck` (RFC 8446 4.4.2:
 /// empty request context, each certificate with no extensions; tlskit staples no OCSP).
 /// If this ever differs from rustls's encoding the only cost is a cache miss.
-pub(crate) fn certificate_message(ck: &CertifiedKey) -> Vec<u8> {
+pub fn certificate_message(ck: &CertifiedKey) -> Vec<u8> {
     let list_len: usize = ck.cert.iter().map(|c| 3 + c.len() + 2).sum();
     let mut out = Vec::with_capacity(1 + 3 + list_len);
     out.push(0); // certificate_request_context: empty for server certificates

@@ -50,7 +50,7 @@ fn is_rsa_pss_only_key(der: &PrivateKeyDer<'_>) -> bool {
 }
 
 /// Largest certificate chain or key file read: tlskit-io's input limit (64 MiB).
-pub(crate) const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
+pub const MAX_PEM_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
 
 /// Read a certificate or key file: a regular file (a FIFO or device is refused without
 /// blocking on it: a reload must never wait on a file) of at most [`MAX_PEM_BYTES`].

@@ -93,7 +93,7 @@ fn tracing_level(level: Level) -> Option<tracing_core::Level> {
 }
 
 /// Longest value written, in characters; a longer one ends in `...`.
-pub(crate) const MAX_VALUE_CHARS: usize = 1024;
+pub const MAX_VALUE_CHARS: usize = 1024;
 
 fn push_value(line: &mut String, v: &str) {
     use std::fmt::Write;
@@ -136,10 +136,10 @@ pub const TARGET: &str = "tlskit_net";
 
 /// Most distinct (level, event, keys) callsites made; events beyond are dropped. The call
 /// sites pass literals, so the real number is the number of `log::event` calls (~40).
-pub(crate) const MAX_CALLSITES: usize = 1024;
+pub const MAX_CALLSITES: usize = 1024;
 
 /// Most fields per event (the event name included); further keys are not logged.
-pub(crate) const MAX_FIELDS: usize = 16;
+pub const MAX_FIELDS: usize = 16;
 
 /// A callsite made at run time for one (level, event, keys): leaked once, registered with
 /// `tracing-core`, which tells it whether the subscriber is interested.

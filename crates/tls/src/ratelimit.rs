@@ -27,18 +27,18 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Lines a source may log at once.
-pub(crate) const BURST: u32 = 5;
+pub const BURST: u32 = 5;
 /// One more line allowed per this much time.
 pub const REFILL: Duration = Duration::from_secs(10);
 /// Sources tracked one by one.
-pub(crate) const MAX_SOURCES: usize = 4096;
+pub const MAX_SOURCES: usize = 4096;
 
 /// Per-source summary lines written by one sweep; the other sources are folded into one.
 pub const MAX_SOURCE_SUMMARIES: usize = 8;
 /// Lines of one event the whole process may log at once.
-pub(crate) const GLOBAL_BURST: u32 = 20;
+pub const GLOBAL_BURST: u32 = 20;
 /// One more line of that event allowed per this much time (5 lines/s sustained).
-pub(crate) const GLOBAL_REFILL: Duration = Duration::from_millis(200);
+pub const GLOBAL_REFILL: Duration = Duration::from_millis(200);
 
 /// The per-connection events whose volume a peer (or a failing token) controls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
