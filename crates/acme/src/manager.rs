@@ -641,6 +641,22 @@ impl Manager {
 mod tests {
     use super::*;
 
+    /// A stored pair the checks refuse is logged with the refusal's detail alone (the
+    /// `reason` of `acme_stored_certificate_unusable`), not the CA-result sentence.
+    #[test]
+    fn an_unusable_stored_pair_is_told_by_its_detail() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let names = vec!["a.test".to_string()];
+        let stored = StoredCert::new("no certificate here".into(), String::new());
+        let refused =
+            check::check_result(&stored.chain_pem, None, &names, SystemTime::now(), false)
+                .err()
+                .unwrap_or_else(|| panic!("an empty chain was accepted"));
+        let e = usable(&stored, &names, &provider).err();
+        assert!(matches!(e, Some(Unusable::Refused(_))), "{e:?}");
+        assert_eq!(e.map(|e| e.to_string()), Some(refused.detail));
+    }
+
     #[test]
     fn managed_names_exact_and_wildcard() {
         let m = Managed {

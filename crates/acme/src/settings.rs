@@ -245,6 +245,46 @@ pub(crate) fn certified(
 mod tests {
     use super::*;
 
+    /// A self-signed certificate for `name` (PEM) and its key (PEM).
+    fn pair(name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .and_then(|p| p.self_signed(&key))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_pair_that_cannot_be_served_says_why() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let (chain, key) = pair("a.test");
+        assert!(certified(&chain, &key, &provider).is_ok());
+
+        let e = certified("", &key, &provider).err();
+        assert!(matches!(e, Some(PairError::NoCertificate)), "{e:?}");
+        assert_eq!(e.map(|e| e.to_string()).as_deref(), Some("no certificate"));
+
+        let e = certified(&chain, "not a key", &provider).err();
+        assert!(matches!(e, Some(PairError::KeyPem(_))), "{e:?}");
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.starts_with("no usable private key: "), "{text}");
+
+        // Another pair's key: refused, with rustls's error kept as the source.
+        let (_, other) = pair("a.test");
+        let e = certified(&chain, &other, &provider).err();
+        assert!(matches!(e, Some(PairError::Mismatch(_))), "{e:?}");
+        let source = e
+            .as_ref()
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<rustls::Error>());
+        assert!(source.is_some(), "{e:?}");
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.starts_with("key does not match the certificate: "),
+            "{text}"
+        );
+    }
+
     #[test]
     fn covers_exact_names_and_one_label_under_a_wildcard() {
         let names = [

@@ -1372,11 +1372,27 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("rediss://") && !e.contains("s3cret"), "{e}");
-        let e = endpoint(&settings("rediss://u:s3cret@127.0.0.1:1/2"))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("no certificate found"), "{e}");
+        let Err(e) = endpoint(&settings("rediss://u:s3cret@127.0.0.1:1/2")) else {
+            panic!("a CA file without a certificate was taken");
+        };
+        // The store's error is kept typed, under the text the CLI has always printed.
+        assert!(
+            matches!(
+                &e,
+                NetError::StoreOf {
+                    what: "shared-state CA",
+                    source: tlskit_store::StoreError::NothingLoadable { .. },
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.starts_with(
+                "trust store: shared-state CA: nothing loadable: no trust anchor found ("
+            ) && e.contains("no certificate found"),
+            "{e}"
+        );
         let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
         none.ca = None;
         assert!(endpoint(&none).is_ok());
@@ -1384,6 +1400,47 @@ mod tests {
         assert!(
             shown.contains("u:***@") && !shown.contains("s3cret"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn new_settings_hold_the_defaults() {
+        let s = SharedSettings::new("redis://127.0.0.1:6379", "/etc/tlskit/fleet.kek");
+        assert_eq!(
+            s,
+            SharedSettings {
+                url: "redis://127.0.0.1:6379".into(),
+                key_file: PathBuf::from("/etc/tlskit/fleet.kek"),
+                required: false,
+                reread: REREAD,
+                ca: None,
+                ca_profile: tlskit_verify::Profile::default(),
+                ca_allow: Vec::new(),
+            }
+        );
+    }
+
+    /// What a failed sync says at start-up and in the log: the same sentences as when
+    /// they were strings.
+    #[test]
+    fn sync_troubles_say_what_happened() {
+        assert_eq!(
+            Trouble::Sealed.to_string(),
+            "the shared ticket keys do not open with this --shared-state-key (another \
+             key-encryption key than the fleet's): they are kept, never overwritten, and this \
+             node rotates its own keys"
+        );
+        assert_eq!(
+            Trouble::Late.to_string(),
+            "Redis did not finish the first sync within 2 s"
+        );
+        assert_eq!(
+            Trouble::Down("connection refused".into()).to_string(),
+            "connection refused"
+        );
+        assert_eq!(
+            Trouble::Unreadable("tlskit:ticket-keys holds 3 bytes".into()).to_string(),
+            "tlskit:ticket-keys holds 3 bytes"
         );
     }
 

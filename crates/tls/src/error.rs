@@ -129,3 +129,48 @@ impl NetError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use tlskit_store::StoreError;
+
+    /// The store's error is kept as a typed source, and the text is the one the CLI has
+    /// always printed ("trust store: " and the store's sentence).
+    #[test]
+    fn a_store_error_is_kept_typed_with_the_same_text() {
+        let e = NetError::Store(StoreError::NoSystemStore);
+        assert_eq!(
+            e.to_string(),
+            format!("trust store: {}", StoreError::NoSystemStore)
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<StoreError>());
+        assert!(
+            matches!(source, Some(StoreError::NoSystemStore)),
+            "{source:?}"
+        );
+
+        let e = NetError::StoreOf {
+            what: "shared-state CA",
+            source: StoreError::NoSystemStore,
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "trust store: shared-state CA: {}",
+                StoreError::NoSystemStore
+            )
+        );
+        assert!(e
+            .source()
+            .is_some_and(|s| s.downcast_ref::<StoreError>().is_some()));
+
+        let e = NetError::StoreUnusable("roots: nothing loadable (no certificates)".into());
+        assert_eq!(
+            e.to_string(),
+            "trust store: roots: nothing loadable (no certificates)"
+        );
+        assert!(e.source().is_none());
+    }
+}
