@@ -300,6 +300,7 @@ fn build_tls(
 
 /// What the server offers in ALPN, and what it leaves out of `--alpn`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AlpnOffer {
     /// Offered, in preference order (the server picks by its own order).
     pub offered: Vec<String>,
