@@ -55,6 +55,16 @@ pub enum AcmeError {
     /// Inconsistent settings or unusable data.
     #[error("ACME: {0}")]
     Config(String),
+    /// A trust store (the roots the CA's HTTPS is verified on, the CA's issuing roots)
+    /// could not load.
+    #[error("ACME: {what}: {source}")]
+    Store {
+        /// Which store: `ACME roots`, `ACME issuer roots`.
+        what: &'static str,
+        /// Why it did not load.
+        #[source]
+        source: tlskit_store::StoreError,
+    },
     /// The shared state (Redis) of a fleet could not be read or written.
     #[error("ACME shared state {url}: {reason}")]
     Shared {
