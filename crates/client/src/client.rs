@@ -288,8 +288,7 @@ impl ClientSetup {
         );
         let (host, port) = split_target(target)?;
         let name_text = server_name.map_or_else(|| host.clone(), str::to_string);
-        let reference =
-            ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
+        let reference = ReferenceName::parse(&name_text).map_err(NetError::Name)?;
         let server_name: ServerName<'static> = match &reference {
             ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
             ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
@@ -737,6 +736,22 @@ mod tests {
         assert!(matches!(split_target("[::1]:8443"), Ok((h, 8443)) if h == "::1"));
         assert!(split_target("example.com").is_err());
         assert!(split_target(":443").is_err());
+    }
+
+    /// A name that is not one is refused before any connection, with the names crate's
+    /// error kept typed under the text `connect` has always printed.
+    #[test]
+    fn a_bad_server_name_keeps_its_name_error() {
+        let mut peer = PeerOptions::new("127.0.0.1:9");
+        peer.server_name = Some("a\u{2024}test".into());
+        let Err(e) = connect(&ConnectOptions::new(peer)) else {
+            panic!("a name with U+2024 was accepted");
+        };
+        let NetError::Name(name) = &e else {
+            panic!("not a name error: {e:?}");
+        };
+        assert_eq!(e.to_string(), format!("configuration: {name}"));
+        assert!(std::error::Error::source(&e).is_some());
     }
 }
 

@@ -48,6 +48,9 @@ pub enum NetError {
     /// Something in the configuration is inconsistent or invalid.
     #[error("configuration: {0}")]
     Config(String),
+    /// A name to connect to and verify is neither a DNS name nor an IP address (UTS #46).
+    #[error("configuration: {0}")]
+    Name(#[source] tlskit_verify::names::NameError),
     /// The trust store for client authentication or server verification could not load.
     #[error("trust store: {0}")]
     Store(#[source] tlskit_store::StoreError),
