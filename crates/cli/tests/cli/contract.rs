@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use crate::BIN;
 use net_support::*;
 
 fn s(p: &Path) -> String {

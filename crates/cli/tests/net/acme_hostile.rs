@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::hostile_ca::{Cert, HostileCa, Mode, Window, HUGE};
-use crate::net_support::{self, tlskit, Serve, BIN};
+use crate::net_support::{self, tlskit, Serve};
+use crate::BIN;
 
 fn s(p: &Path) -> String {
     p.display().to_string()

@@ -10,6 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::BIN;
 use net_support::*;
 
 fn s(p: &std::path::Path) -> String {

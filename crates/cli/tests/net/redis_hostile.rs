@@ -8,7 +8,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::net_support::{free_port, redis_server, require, Pki, Serve, BIN};
+use crate::net_support::{free_port, redis_server, require, Pki, Serve};
+use crate::BIN;
 
 /// How the hostile server answers each command.
 #[derive(Clone, Copy)]
