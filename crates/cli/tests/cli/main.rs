@@ -4,6 +4,10 @@
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
+//!
+//! Tiers: the tests that need an external program (a peer `scripts/setup` installs), a
+//! `cargo install` or a million files run only with `--features slow-tests` (the slow
+//! tier); plain `cargo test` (the fast tier) marks them ignored or leaves their module out.
 
 use tlskit_testkit::{hostile, net_support, run, show, store_pki, verify_pki};
 
@@ -15,6 +19,7 @@ mod contract;
 mod doctor_cli;
 mod fuzz_regressions;
 mod pki_cli;
+#[cfg(feature = "slow-tests")] // slow tier: OpenSSL and GnuTLS as peers
 mod pki_interop;
 mod serve_ranges;
 mod store_cli;

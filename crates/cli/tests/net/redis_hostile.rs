@@ -298,6 +298,7 @@ fn redis_cli(port: u16, args: &[&[u8]]) -> Vec<u8> {
 /// cap; then a list): rotation goes on (a 2 s period; before: 0 rotations in 61 s with a 10 s one),
 /// the node says so once and replaces the value with its sealed keys.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: redis-server")]
 fn redis_hostile_garbage_in_ticket_keys_rotation_goes_on() {
     require("redis-server");
     require("redis-cli");

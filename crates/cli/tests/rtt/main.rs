@@ -5,6 +5,8 @@
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
+//!
+//! The slow tier: built only with `--features slow-tests` (Cargo.toml `required-features`).
 
 use tlskit_testkit::net_support;
 
