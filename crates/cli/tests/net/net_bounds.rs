@@ -257,6 +257,7 @@ fn net_serve_5000_source_failure_flood_log_bounded() {
 /// the metric label values show them escaped, never raw, and `promtool check metrics`
 /// accepts the scrape.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: promtool")]
 fn net_serve_metric_labels_from_file_names_escaped() {
     let pki = Pki::new();
     std::fs::create_dir(pki.path("sni")).expect("mkdir");
