@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tlskit_net::probe::{ProbeOptions, ProbeReport};
 use tlskit_net::{Compression, ServeConfig, Server};
 
-use crate::cmd::store::{issue_json, load_or_explain, store_severity};
+use crate::cmd::store::{issue_json, load_or_explain};
 use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
 
 /// Arguments of `tlskit doctor`.
@@ -211,11 +211,12 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     } else {
         lines.push("details: tlskit store lint system".into());
     }
-    // One severity policy with `store lint`: only errors and warnings make this a warning.
+    // One severity policy with `store lint` (the store's): only errors and warnings make
+    // this a warning.
     let serious = r
         .findings
         .iter()
-        .filter(|f| store_severity(f.kind) != "info")
+        .filter(|f| f.severity() != tlskit_x509::Severity::Info)
         .count();
     let status = if serious > 0 {
         Status::Warn
