@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use tlskit_net::probe::{ProbeOptions, ProbeReport};
-use tlskit_net::{Compression, ServeConfig, Server};
+use tlskit_client::probe::{ProbeOptions, ProbeReport};
+use tlskit_server::{Compression, ServeConfig, Server};
 
 use crate::cmd::store::{issue_json, load_or_explain};
 use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
@@ -239,10 +239,10 @@ fn probe_options(
     roots: Vec<tlskit_store::Source>,
 ) -> ProbeOptions {
     ProbeOptions {
-        peer: tlskit_net::PeerOptions {
+        peer: tlskit_client::PeerOptions {
             server_name: name,
             roots,
-            ..tlskit_net::PeerOptions::new(target)
+            ..tlskit_client::PeerOptions::new(target)
         },
         repeat: 1,
     }
@@ -283,7 +283,7 @@ fn server_section(args: &DoctorArgs, target: &str) -> Section {
         .map(|s| tlskit_store::Source::from_arg(s))
         .collect();
     let mut lines = Vec::new();
-    match tlskit_net::probe::probe(&probe_options(target, args.servername.clone(), roots)) {
+    match tlskit_client::probe::probe(&probe_options(target, args.servername.clone(), roots)) {
         Ok(r) => {
             let status = if r.verified { Status::Ok } else { Status::Warn };
             let json = probe_lines("handshake", &r, &mut lines);
@@ -330,7 +330,7 @@ fn loopback_section() -> Section {
 fn loopback_probes() -> anyhow::Result<(Vec<String>, Value)> {
     let dir = tempfile::tempdir()?;
     let (root, chain, key) = long_chain(dir.path())?;
-    tlskit_net::log::set_level(tlskit_net::log::Level::Off);
+    tlskit_tls::log::set_level(tlskit_tls::log::Level::Off);
     let mut lines = vec![
         "a server on 127.0.0.1 with a leaf + intermediate chain over TCP's 14,600-byte".to_string(),
         "initial window, probed with certificate compression on and off:".to_string(),
@@ -362,7 +362,7 @@ fn loopback_probes() -> anyhow::Result<(Vec<String>, Value)> {
             Some("doctor.tlskit.test".into()),
             vec![tlskit_store::Source::File(root.clone())],
         );
-        let r = tlskit_net::probe::probe(&opts)?;
+        let r = tlskit_client::probe::probe(&opts)?;
         out.insert(label.replace(' ', "_"), probe_lines(label, &r, &mut lines));
     }
     lines.push(

@@ -1356,7 +1356,7 @@ fn serve_log_filter_from_tlskit_log() {
 }
 
 /// The library crates never write to stderr themselves: their logs are `tracing` events
-/// (tlskit_net::log), and only the binary decides where lines go.
+/// (tlskit_tls::log), and only the binary decides where lines go.
 #[test]
 fn library_crates_do_not_write_to_stderr() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

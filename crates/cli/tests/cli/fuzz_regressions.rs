@@ -468,7 +468,7 @@ fn acme_json_regressions() {
     let seen = replay("acme_json", harness::acme_json);
     assert!(
         seen.iter()
-            .any(|(_, d)| matches!(d, Some(tlskit_net::fuzzing::AcmeDoc::RenewalInfo { .. }))),
+            .any(|(_, d)| matches!(d, Some(tlskit_acme::fuzzing::AcmeDoc::RenewalInfo { .. }))),
         "no renewal information among the saved inputs"
     );
 }
