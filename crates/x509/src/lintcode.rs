@@ -169,3 +169,16 @@ impl std::fmt::Display for Severity {
         f.write_str(self.as_str())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Severity;
+
+    #[test]
+    fn severity_orders_and_reads_as_json_carries_it() {
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+        let all = [Severity::Info, Severity::Warning, Severity::Error];
+        assert_eq!(all.map(Severity::as_str), ["info", "warning", "error"]);
+        assert_eq!(all.map(|s| s.to_string()), ["info", "warning", "error"]);
+    }
+}
