@@ -12,7 +12,8 @@ use sha2::Digest;
 
 use crate::arena::{Arena, Buf, MAP_MIN};
 use crate::error::{IssueKind, LoadIssue};
-use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+use crate::origin::SourceRecord;
+use crate::store::{hash_bytes, hash_sha, slot_of, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
 use tlskit_x509::der;
 
 /// Result of adding one certificate.
@@ -33,12 +34,6 @@ pub enum Added {
 pub(crate) struct Table {
     slots: Buf<u64>,
     count: u32,
-}
-
-/// Home slot of a hash in a table of `cap` (a power of two) slots.
-#[inline]
-pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
-    (h >> 32) as usize & (cap - 1)
 }
 
 impl Table {
@@ -138,7 +133,7 @@ pub struct StoreBuilder {
     pub(crate) aliases: usize,
     pub(crate) duplicates: usize,
     pub(crate) read_buf: Vec<u8>,
-    pub(crate) snapshot_sources: Vec<crate::snapshot::SourceRecord>,
+    pub(crate) snapshot_sources: Vec<SourceRecord>,
     /// Whether to fill `snapshot_sources` (only `build_snapshot` needs them; skipping
     /// them saves about 90 bytes and a `getcwd` per file of a large directory).
     pub(crate) record_sources: bool,

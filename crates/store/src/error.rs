@@ -7,7 +7,7 @@ use std::path::PathBuf;
 /// Largest file the store reads (bundle, DER file or snapshot source file): 64 MiB.
 /// Larger files are reported as [`IssueKind::TooLarge`] and skipped. A snapshot file is
 /// read whole after its header is checked, and has its own limit
-/// ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
+/// ([`crate::MAX_SNAPSHOT_BYTES`]).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Most problems of one kind ([`IssueKind::tag`]) a load keeps with their paths; the

@@ -20,8 +20,9 @@ use crate::builder::{prepare, Added, Prepared, StoreBuilder};
 use crate::error::{
     AnchorDamage, IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
 };
+use crate::origin::SourceRecord;
 use crate::pem::{self, Block, PemScanner};
-use crate::snapshot::{self, SourceRecord};
+use crate::snapshot;
 use crate::store::{now_unix, TrustStore};
 use tlskit_x509::der;
 
@@ -1105,4 +1106,24 @@ pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> 
     let store = b.build();
     report.load_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok((store, report))
+}
+
+/// Load `sources` and write them as a snapshot at `out`. Returns the load report.
+pub fn build_snapshot(sources: &[Source], out: &Path) -> Result<LoadReport, StoreError> {
+    let started = std::time::Instant::now();
+    let mut b = StoreBuilder::new();
+    b.record_sources = true;
+    let mut report = LoadReport::default();
+    for s in sources {
+        b.add_source(s, &mut report);
+    }
+    b.finish_report(&mut report, started);
+    if b.is_empty() {
+        return Err(report.into_nothing_loadable());
+    }
+    let recs = std::mem::take(&mut b.snapshot_sources);
+    let store = b.build();
+    store.write_snapshot(out, &recs)?;
+    report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(report)
 }

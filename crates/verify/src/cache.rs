@@ -23,7 +23,8 @@ use arc_swap::ArcSwap;
 use rustls_pki_types::{CertificateDer, ServerName};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::chain::{Purpose, VerifiedChain};
+use crate::purpose::Purpose;
+use crate::verified::VerifiedChain;
 
 /// Bounds on the verification cache.
 #[derive(Debug, Clone, Copy)]

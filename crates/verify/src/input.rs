@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
-use crate::chain::Crl;
+use crate::crl::Crl;
 use tlskit_x509::text::pem_error_reason;
 
 /// A file that could not be used.

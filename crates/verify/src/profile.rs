@@ -28,7 +28,8 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer;
 
-use crate::chain::Purpose;
+use crate::crl::Crl;
+use crate::purpose::Purpose;
 use tlskit_x509::dn;
 
 /// Which rule set a verification applies on top of rustls-webpki.
@@ -514,7 +515,7 @@ pub(crate) fn check_path(
     path: &[PathCert<'_>],
     rules: RuleSet,
     purpose: Purpose,
-    crls: &[crate::chain::Crl],
+    crls: &[Crl],
 ) -> Result<Vec<Violation>, Violation> {
     let mut warnings = Vec::new();
     let mut out = Findings {
@@ -1218,7 +1219,7 @@ pub(crate) fn is_public_suffix(name: &str) -> bool {
 fn check_crls(
     path: &[PathCert<'_>],
     parsed: &[Option<X509Certificate<'_>>],
-    crls: &[crate::chain::Crl],
+    crls: &[Crl],
     out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
     let rules = out.rules;

@@ -24,7 +24,9 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use tlskit_store::{StoreHandle, TrustStore};
 
-use crate::chain::{ChainVerifier, Purpose, Verified, VerifierConfig, VerifyError};
+use crate::chain::{ChainVerifier, VerifierConfig, VerifyError};
+use crate::purpose::Purpose;
+use crate::verified::Verified;
 
 /// The most bytes the certificate_authorities list can take on the wire.
 pub const MAX_HINT_BYTES: usize = 65_535;
