@@ -18,6 +18,7 @@ use tlskit_x509::der;
 
 /// Result of adding one certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Added {
     /// A new anchor.
     New,
@@ -203,6 +204,7 @@ impl Default for StoreBuilder {
 }
 
 impl StoreBuilder {
+    /// An empty builder.
     pub fn new() -> Self {
         StoreBuilder {
             der: Arena::default(),
@@ -261,6 +263,7 @@ impl StoreBuilder {
     pub fn len(&self) -> usize {
         self.recs.len()
     }
+    /// No anchor added yet.
     pub fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }

@@ -1,6 +1,6 @@
-//! tlskit-store: trust anchors loaded from any CA source in linear time, indexed by
-//! subject, key identifier and fingerprint, compiled to a snapshot file that opens in a
-//! few milliseconds, and reloaded live.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The items at a glance
 //!
 //! * [`load`] / [`StoreBuilder`]: PEM bundles, DER files, directories (Debian and OpenSSL
 //!   hashed layouts), the system default, snapshots. Bad input is reported per file
@@ -17,6 +17,7 @@
 //! No unsafe code: a snapshot is read into memory, never mapped (a mapped file truncated
 //! or rewritten in place would crash the process with SIGBUS).
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 // Modules in layer order, bottom first: each uses only modules declared above it
 // (rustfmt keeps the order because every module is a group of its own).

@@ -13,10 +13,15 @@ use crate::arena::Bytes;
 /// One source a snapshot was built from, to detect staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceRecord {
+    /// The source's absolute path.
     pub path: PathBuf,
+    /// A directory source (its size is not compared).
     pub is_dir: bool,
+    /// The file's size in bytes when the snapshot was built (0 for a directory).
     pub size: u64,
+    /// Its modification time: seconds since the Unix epoch.
     pub mtime_s: i64,
+    /// Its modification time: the nanoseconds within that second.
     pub mtime_ns: i64,
 }
 

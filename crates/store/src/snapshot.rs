@@ -440,11 +440,8 @@ impl TrustStore {
 /// rename over `path`, fsync the directory (tlskit-io's [`tlskit_io::replace`]). The file
 /// is never written in place.
 pub fn atomic_write(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
-    tlskit_io::replace(path, parts, false).map_err(|e| StoreError::Write {
+    tlskit_io::replace(path, parts, false).map_err(|source| StoreError::Write {
         path: path.to_path_buf(),
-        reason: match e {
-            tlskit_io::WriteError::Io { source, .. } => source.to_string(),
-            other => other.to_string(),
-        },
+        source,
     })
 }

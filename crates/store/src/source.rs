@@ -77,6 +77,7 @@ impl std::fmt::Display for Source {
 /// Where this machine's default trust store was found, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemStore {
+    /// The sources to load: the bundle file or the directory found.
     pub sources: Vec<Source>,
     /// How it was chosen: "SSL_CERT_FILE", "SSL_CERT_DIR", or "default path".
     pub chosen_by: String,
@@ -167,6 +168,7 @@ pub struct LoadReport {
     /// met); the rest are only counted, so a directory of a million bad files or a bundle
     /// of a million bad blocks costs bounded memory.
     pub errors: Vec<LoadIssue>,
+    /// Wall time of the load, in milliseconds.
     pub load_ms: f64,
     /// (+) Every problem met, by kind tag ([`IssueKind::tag`]), including those not
     /// kept in `errors`.

@@ -451,6 +451,7 @@ impl CaNames {
     pub fn len(&self) -> usize {
         self.counts().0
     }
+    /// No subject at all (an empty store).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -535,6 +536,7 @@ impl TrustStore {
     pub fn len(&self) -> usize {
         self.core().lay.n as usize
     }
+    /// No anchor at all.
     pub fn is_empty(&self) -> bool {
         self.core().lay.n == 0
     }

@@ -1,5 +1,6 @@
-//! Chain verification on the store's index, reference names (IDNA), rustls verifiers,
-//! resumption bound to the store generation, and a verification cache.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The items at a glance
 //!
 //! - [`ChainVerifier`]: builds chains by looking candidate issuers up in a
 //!   [`tlskit_store::TrustStore`]'s index and hands only those to rustls-webpki. Its cost

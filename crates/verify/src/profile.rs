@@ -35,6 +35,7 @@ use tlskit_x509::dn;
 /// Which rule set a verification applies on top of rustls-webpki.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Profile {
     /// What mainstream relying parties (browsers, rustls) refuse is refused
     /// ([`Rule::browser_refuses`]); every other rule is checked and reported as a
@@ -385,6 +386,7 @@ impl Findings<'_> {
 /// Where a certificate sits on the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CertRole {
     /// Position 0.
     EndEntity,

@@ -6,6 +6,7 @@ use webpki::KeyUsage;
 /// What the end-entity certificate must be good for (its extended key usage).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Purpose {
     /// TLS server authentication (id-kp-serverAuth, required if the EKU extension is present).
     Server,

@@ -35,6 +35,7 @@ pub const MAX_HINT_SETS: usize = 64;
 
 /// Which CA names a server sends in its CertificateRequest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RootHints {
     /// Send no names (clients offer whatever certificate they have).
     Off,
@@ -61,6 +62,7 @@ impl Default for RootHints {
 
 /// What to do when the store's names do not fit the hint caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HintOverflow {
     /// Send no names at all (a partial list could steer clients away from a valid cert).
     Omit,
