@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Largest file the store reads (bundle, DER file or snapshot source file): 64 MiB.
 /// Larger files are reported as [`IssueKind::TooLarge`] and skipped. A snapshot file is
@@ -176,8 +177,15 @@ pub enum AnchorDamage {
 #[non_exhaustive]
 pub enum SnapshotError {
     /// The file could not be opened or read.
-    #[error("cannot read snapshot: {0}")]
-    Io(String),
+    #[error("cannot read snapshot: {reason}")]
+    Io {
+        /// Why, in words.
+        reason: String,
+        /// The error behind it: the operating system's `std::io::Error`, or tlskit-io's
+        /// `ReadError` for a file refused before reading.
+        #[source]
+        cause: Cause,
+    },
     #[error("not a tlskit snapshot (bad magic)")]
     /// The file does not start with [`crate::MAGIC`].
     BadMagic,
@@ -304,6 +312,55 @@ impl StoreError {
         StoreError::Watch {
             dir: None,
             source: Box::new(e),
+        }
+    }
+}
+
+/// The error behind a [`SnapshotError::Io`], shared by the clones of the report that
+/// carries it. It displays as that error does and gives it as its `source()` (or with
+/// [`Cause::get`]); two causes are equal when their messages are.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    pub(crate) fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Cause(Arc::new(e))
+    }
+    /// The error itself, e.g. to `downcast_ref::<std::io::Error>()`.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.get())
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+impl SnapshotError {
+    /// [`SnapshotError::Io`]: `reason` in words, `e` kept as the cause.
+    pub(crate) fn io(
+        reason: impl Into<String>,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SnapshotError::Io {
+            reason: reason.into(),
+            cause: Cause::new(e),
         }
     }
 }

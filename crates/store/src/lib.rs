@@ -54,7 +54,7 @@ pub mod lint;
 
 pub use builder::{Added, StoreBuilder};
 pub use error::{
-    AnchorDamage, IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES,
+    AnchorDamage, Cause, IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES,
     MAX_ISSUES_PER_KIND,
 };
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};

@@ -91,7 +91,7 @@ fn precheck_header(file: &fs::File, len: u64) -> Result<(), SnapshotError> {
     use std::os::unix::fs::FileExt;
     let mut h = [0u8; HEADER_LEN];
     file.read_exact_at(&mut h, 0)
-        .map_err(|e| SnapshotError::Io(e.to_string()))?;
+        .map_err(|e| SnapshotError::io(e.to_string(), e))?;
     if &h[..8] != MAGIC {
         return Err(SnapshotError::BadMagic);
     }
@@ -138,7 +138,7 @@ fn read_whole(mut file: fs::File, len: u64) -> Result<Bytes, SnapshotError> {
             }
             Ok(k) => got += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(SnapshotError::Io(e.to_string())),
+            Err(e) => return Err(SnapshotError::io(e.to_string(), e)),
         }
     }
     Ok(buf.into_bytes())
@@ -148,13 +148,16 @@ impl TrustStore {
     /// Open a snapshot: read it into memory and check the header and index (see the
     /// module docs). Anchors are verified lazily before their first use.
     pub fn open_snapshot(path: &Path) -> Result<TrustStore, SnapshotError> {
-        let (file, md) = tlskit_io::open_regular(path).map_err(|e| match e.kind {
-            tlskit_io::ReadErrorKind::NotRegular(what) => {
-                SnapshotError::Io(format!("not a regular file ({what}): refused"))
-            }
-            other => SnapshotError::Io(other.to_string()),
+        let (file, md) = tlskit_io::open_regular(path).map_err(|e| {
+            let reason = match &e.kind {
+                tlskit_io::ReadErrorKind::NotRegular(what) => {
+                    format!("not a regular file ({what}): refused")
+                }
+                other => other.to_string(),
+            };
+            SnapshotError::io(reason, e)
         })?;
-        let io = |e: std::io::Error| SnapshotError::Io(e.to_string());
+        let io = |e: std::io::Error| SnapshotError::io(e.to_string(), e);
         let len = md.len();
         if len > MAX_SNAPSHOT_BYTES {
             return Err(SnapshotError::TooLarge(len));

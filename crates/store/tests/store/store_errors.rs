@@ -8,7 +8,7 @@ use std::error::Error as _;
 use std::fs;
 
 use common::*;
-use tlskit_store::{Source, StoreError, StoreHandle};
+use tlskit_store::{SnapshotError, Source, StoreError, StoreHandle, TrustStore};
 
 #[test]
 fn a_failed_write_keeps_the_writers_error() {
@@ -97,4 +97,43 @@ fn a_directory_that_cannot_be_watched_is_named_and_its_error_kept() {
         e.to_string(),
         format!("cannot watch: {}: {source}", dir.display())
     );
+}
+
+#[test]
+fn a_snapshot_that_cannot_be_opened_keeps_the_readers_error() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("absent.snap");
+    let Err(e) = TrustStore::open_snapshot(&missing) else {
+        panic!("a missing snapshot opened");
+    };
+    let SnapshotError::Io { reason, cause } = &e else {
+        panic!("not an I/O refusal: {e}");
+    };
+    let read = cause
+        .get()
+        .downcast_ref::<tlskit_io::ReadError>()
+        .expect("tlskit-io's error is the cause");
+    assert!(
+        matches!(read.kind, tlskit_io::ReadErrorKind::Io(_)),
+        "{read}"
+    );
+    assert_eq!(reason, &read.kind.to_string());
+    assert_eq!(e.to_string(), format!("cannot read snapshot: {reason}"));
+    // The chain goes on from the cause.
+    let via_source = e.source().and_then(|c| c.source()).unwrap();
+    assert!(via_source.downcast_ref::<tlskit_io::ReadError>().is_some());
+
+    // A directory is refused before reading, in words, with the same kind of cause.
+    let Err(e) = TrustStore::open_snapshot(d.path()) else {
+        panic!("a directory opened as a snapshot");
+    };
+    assert_eq!(
+        e.to_string(),
+        "cannot read snapshot: not a regular file (directory): refused"
+    );
+    let SnapshotError::Io { cause, .. } = &e else {
+        panic!("not an I/O refusal: {e}");
+    };
+    let read = cause.get().downcast_ref::<tlskit_io::ReadError>().unwrap();
+    assert!(matches!(read.kind, tlskit_io::ReadErrorKind::NotRegular(_)));
 }
