@@ -19,12 +19,12 @@
 #![deny(missing_docs)]
 
 mod error;
-mod keygen;
-mod list;
-mod signer;
+mod uri;
 mod spki;
 mod token;
-mod uri;
+mod signer;
+mod list;
+mod keygen;
 
 // The public interface is:
 /// The PIN type (zeroised on drop).
