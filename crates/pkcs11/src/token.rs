@@ -373,6 +373,7 @@ pub(crate) fn login(
 
 /// What kind of key a token holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyKind {
     /// ECDSA on P-256.
     EcP256,

@@ -76,6 +76,7 @@ fn lock_ca(lock_path: &Path, on_wait: Option<fn(&Path)>) -> Result<File> {
 
 /// Options of `ca init`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct InitOptions {
     /// Subject DN; a default naming tlskit and a random tag when `None`.
     pub subject: Option<String>,
@@ -96,9 +97,58 @@ pub struct InitOptions {
     pub token_key: Option<String>,
 }
 
+impl InitOptions {
+    /// Options with the defaults: a generated subject, a P-256 key, no path length, no
+    /// name constraints, a root CA, and a validity of 0 days (set it with [`Self::days`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The subject DN (`None`: a default naming tlskit and a random tag).
+    pub fn subject(mut self, subject: Option<String>) -> Self {
+        self.subject = subject;
+        self
+    }
+    /// The key type of the CA key.
+    pub fn key_type(mut self, key_type: KeyType) -> Self {
+        self.key_type = key_type;
+        self
+    }
+    /// The pathLenConstraint of basicConstraints.
+    pub fn path_len(mut self, path_len: Option<u8>) -> Self {
+        self.path_len = path_len;
+        self
+    }
+    /// Permitted DNS subtrees (name constraints).
+    pub fn permit_dns(mut self, permit_dns: Vec<String>) -> Self {
+        self.permit_dns = permit_dns;
+        self
+    }
+    /// Validity in days.
+    pub fn days(mut self, days: u32) -> Self {
+        self.days = days;
+        self
+    }
+    /// Make an intermediate issued by the CA in this directory (`None`: a root).
+    pub fn parent(mut self, parent: Option<PathBuf>) -> Self {
+        self.parent = parent;
+        self
+    }
+    /// Called once with the parent CA's lock file when another process holds it.
+    pub fn on_lock_wait(mut self, on_lock_wait: Option<fn(&Path)>) -> Self {
+        self.on_lock_wait = on_lock_wait;
+        self
+    }
+    /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of a key file.
+    pub fn token_key(mut self, token_key: Option<String>) -> Self {
+        self.token_key = token_key;
+        self
+    }
+}
+
 /// Certificate profiles of `ca issue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Profile {
     /// TLS server: digitalSignature (+keyEncipherment for RSA), EKU serverAuth.
     #[default]
@@ -575,6 +625,7 @@ fn first_cert(path: &Path, data: &[u8]) -> Result<Vec<u8>> {
 
 /// Options of `ca issue`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct IssueOptions {
     /// Validity in days (profile default when `None`).
     pub days: Option<u32>,
@@ -585,6 +636,33 @@ pub struct IssueOptions {
     /// Called once with the lock file's path when another process holds the CA's lock
     /// (the CLI says that it waits); the wait lasts at most [`LOCK_WAIT`].
     pub on_lock_wait: Option<fn(&Path)>,
+}
+
+impl IssueOptions {
+    /// Options with the defaults: the server profile and its default validity.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Validity in days (`None`: the profile's default).
+    pub fn days(mut self, days: Option<u32>) -> Self {
+        self.days = days;
+        self
+    }
+    /// The profile.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+    /// pathLenConstraint for the intermediate profile (`None`: 0).
+    pub fn path_len(mut self, path_len: Option<u8>) -> Self {
+        self.path_len = path_len;
+        self
+    }
+    /// Called once with the lock file's path when another process holds the CA's lock.
+    pub fn on_lock_wait(mut self, on_lock_wait: Option<fn(&Path)>) -> Self {
+        self.on_lock_wait = on_lock_wait;
+        self
+    }
 }
 
 /// The result of `issue`.

@@ -15,6 +15,7 @@ use crate::{dn, fsx, key, PkiError, Result};
 /// One object found in a file.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum Item {
     /// An X.509 certificate.
     Certificate(Box<CertInfo>),

@@ -12,6 +12,7 @@ use crate::{fsx, PkiError, Result};
 
 /// The key types `tlskit key new --type` offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum KeyType {
     /// ECDSA on P-256 (the default).
     #[default]
@@ -203,6 +204,7 @@ pub fn load(path: &Path) -> Result<rcgen::KeyPair> {
 
 /// A key that signs requests and certificates: a key file, or a key on a PKCS#11 token.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum SignKey {
     /// Read from a file.
     File(rcgen::KeyPair),

@@ -119,6 +119,7 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 100_000;
 /// hostile file costs seconds of CPU (or much memory) per derivation before the password
 /// is even known to be right. They are checked before any derivation is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct P12Limits {
     /// Most iterations of one PBKDF2 or PKCS#12-KDF (MAC) derivation.
     pub max_iterations: u32,
@@ -135,6 +136,24 @@ impl Default for P12Limits {
             max_scrypt_bytes: 64 << 20,
             max_derivations: 16,
         }
+    }
+}
+
+impl P12Limits {
+    /// Most iterations of one PBKDF2 or PKCS#12-KDF (MAC) derivation.
+    pub fn max_iterations(mut self, max_iterations: u32) -> Self {
+        self.max_iterations = max_iterations;
+        self
+    }
+    /// Most scrypt work of one derivation, 128·N·r·p bytes.
+    pub fn max_scrypt_bytes(mut self, max_scrypt_bytes: u64) -> Self {
+        self.max_scrypt_bytes = max_scrypt_bytes;
+        self
+    }
+    /// Most derivations in one file.
+    pub fn max_derivations(mut self, max_derivations: usize) -> Self {
+        self.max_derivations = max_derivations;
+        self
     }
 }
 
