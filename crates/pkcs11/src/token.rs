@@ -71,7 +71,10 @@ pub(crate) fn module(path: &Path) -> Result<Pkcs11, Pkcs11Error> {
         reason,
     };
     // A bounded look first: the loader would otherwise block on a FIFO or read a device.
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|source| Pkcs11Error::ModuleIo {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.is_file() {
         return Err(err("not a regular file".into()));
     }
@@ -123,15 +126,19 @@ pub(crate) fn pin(uri: &Pkcs11Uri) -> Result<Option<AuthPin>, Pkcs11Error> {
             reason,
         };
         // Look before opening: opening a FIFO would block.
-        let meta = std::fs::metadata(p).map_err(|e| err(e.to_string()))?;
+        let io_err = |source| Pkcs11Error::PinFileIo {
+            path: p.clone(),
+            source,
+        };
+        let meta = std::fs::metadata(p).map_err(io_err)?;
         if !meta.is_file() {
             return Err(err("not a regular file".into()));
         }
-        let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
+        let f = std::fs::File::open(p).map_err(io_err)?;
         let mut s = String::new();
         f.take(PIN_FILE_MAX)
             .read_to_string(&mut s)
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(io_err)?;
         let v = s.trim_end_matches(['\r', '\n']).to_string();
         if v.is_empty() {
             return Err(err("empty".into()));

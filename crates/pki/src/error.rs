@@ -33,13 +33,45 @@ pub enum PkiError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A file's content could not be understood; the typed reason is the source (an
+    /// [`crate::inspect::DescribeError`], a [`crate::lint::LintInputError`], a
+    /// [`crate::key::PemError`], a [`crate::dn::DnProblem`], ...).
+    #[error("{}: {source}", path.display())]
+    Content {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file's content was refused by the library that reads it (x509-parser, rcgen,
+    /// serde_json, p12-keystore, ...).
+    #[error("{}: {context}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was being read ("not a certificate", "line 3", ...).
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A library tlskit uses failed at something other than reading a file.
+    #[error("{context}: {source}")]
+    Failed {
+        /// What was being done.
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A distinguished name given by the user is malformed.
     #[error("invalid subject DN {input:?}: {reason}")]
     Dn {
         /// The DN as given.
         input: String,
         /// The problem.
-        reason: String,
+        reason: crate::dn::DnProblem,
     },
     /// A subjectAltName given by the user is invalid.
     #[error("invalid SAN {input:?}: {reason}")]
@@ -48,6 +80,17 @@ pub enum PkiError {
         input: String,
         /// The problem.
         reason: String,
+    },
+    /// A subjectAltName (or name constraint) given by the user was refused by the
+    /// library that checks it: a [`tlskit_names::NameError`] (which names the input
+    /// again), or rcgen's string checks.
+    #[error("invalid SAN {input:?}: {source}")]
+    SanRefused {
+        /// The SAN or name constraint as given.
+        input: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A CA operation was refused (name constraints, path length, validity, ...).
     #[error("{0}")]
@@ -81,6 +124,9 @@ pub enum PkiError {
     /// redacted).
     #[error(transparent)]
     Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
+    /// A file could not be written, for a reason other than the two above.
+    #[error(transparent)]
+    Write(tlskit_io::WriteError),
     /// Another error with its explanation.
     #[error("{0}")]
     Other(String),
@@ -92,7 +138,7 @@ impl From<tlskit_io::WriteError> for PkiError {
             tlskit_io::WriteError::Exists { path } => PkiError::Exists { path },
             tlskit_io::WriteError::Io { path, source } => PkiError::Io { path, source },
             // WriteError is non_exhaustive.
-            other => PkiError::Other(other.to_string()),
+            other => PkiError::Write(other),
         }
     }
 }
@@ -108,6 +154,45 @@ impl PkiError {
         Self::BadInput {
             path: path.into(),
             reason: reason.into(),
+        }
+    }
+    pub(crate) fn content(
+        path: impl Into<PathBuf>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Content {
+            path: path.into(),
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn parse<E: std::error::Error + Send + Sync + 'static>(
+        path: impl Into<PathBuf>,
+        context: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let path = path.into();
+        let context = context.into();
+        move |source| Self::Parse {
+            path,
+            context,
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn failed<E: std::error::Error + Send + Sync + 'static>(
+        context: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let context = context.into();
+        move |source| Self::Failed {
+            context,
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn san_refused<E: std::error::Error + Send + Sync + 'static>(
+        input: &str,
+    ) -> impl FnOnce(E) -> Self {
+        let input = input.to_string();
+        move |source| Self::SanRefused {
+            input,
+            source: Box::new(source),
         }
     }
     pub(crate) fn rcgen(context: impl Into<String>) -> impl FnOnce(rcgen::Error) -> Self {
