@@ -956,3 +956,49 @@ impl TokenKey {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_missing_pin_file_keeps_the_io_error() {
+        let t = std::env::temp_dir().join(format!("tlskit-no-pin-{}", std::process::id()));
+        let uri =
+            Pkcs11Uri::parse(&format!("pkcs11:token=t?pin-source=file:{}", t.display())).unwrap();
+        let e = pin(&uri).unwrap_err();
+        assert!(matches!(e, Pkcs11Error::PinFileIo { .. }), "{e:?}");
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            format!("{}: cannot read the PIN file: {io}", t.display())
+        );
+    }
+
+    #[test]
+    fn a_missing_module_keeps_the_io_error() {
+        let p = std::env::temp_dir().join(format!("tlskit-no-module-{}.so", std::process::id()));
+        let Err(e) = module(&p) else {
+            panic!("a module that does not exist loaded")
+        };
+        assert!(matches!(e, Pkcs11Error::ModuleIo { .. }), "{e:?}");
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            format!("{}: cannot load the PKCS#11 module: {io}", p.display())
+        );
+    }
+}

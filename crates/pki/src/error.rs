@@ -200,3 +200,152 @@ impl PkiError {
         move |source| Self::Rcgen { context, source }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The typed errors that replaced `String`s: each keeps the text the CLI has always
+    //! printed, and the error of the library underneath stays reachable as the source.
+    use std::error::Error as _;
+
+    use x509_parser::error::X509Error;
+
+    use super::PkiError;
+    use crate::dn::DnProblem;
+    use crate::inspect::{self, DescribeError};
+    use crate::key::{KeyType, PemError};
+    use crate::lint::{self, LintInputError};
+
+    type X509Err = x509_parser::nom::Err<X509Error>;
+
+    #[test]
+    fn a_malformed_certificate_block_keeps_x509_parsers_error() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n";
+        let e = inspect::describe_bytes(pem.as_bytes()).unwrap_err();
+        assert!(matches!(e, DescribeError::Certificate(_)), "{e:?}");
+        let source = e.source().unwrap();
+        assert!(source.downcast_ref::<X509Err>().is_some(), "{source:?}");
+        assert_eq!(e.to_string(), format!("malformed certificate: {source}"));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_described_keeps_the_reason_typed() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.bin");
+        std::fs::write(&p, b"hello").unwrap();
+        let e = inspect::describe(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: not PEM, and not a DER certificate, request, CRL, public or private key",
+                p.display()
+            )
+        );
+        let why = e.source().unwrap().downcast_ref::<DescribeError>().unwrap();
+        assert!(matches!(why, DescribeError::Unknown), "{why:?}");
+    }
+
+    #[test]
+    fn malformed_pem_is_one_typed_error_quoting_none_of_the_input() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB secret";
+        let e = lint::lint_bytes(pem.as_bytes(), time::OffsetDateTime::now_utc()).unwrap_err();
+        assert!(
+            matches!(e, LintInputError::Pem(PemError::Incomplete)),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "malformed PEM: a block has no matching END line (is the PEM on one line, with \
+             its newlines replaced by spaces or a literal \\n?)"
+        );
+        assert!(
+            e.source().is_none(),
+            "the PEM error's own text is not repeated"
+        );
+    }
+
+    #[test]
+    fn lint_keeps_the_certificate_parse_error() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n";
+        let e = lint::lint_bytes(pem.as_bytes(), time::OffsetDateTime::now_utc()).unwrap_err();
+        let LintInputError::Certificate { index, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*index, 1);
+        assert!(e.source().unwrap().downcast_ref::<X509Err>().is_some());
+        assert!(
+            e.to_string().starts_with("certificate #1: malformed: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dn_problems_are_typed_and_read_as_before() {
+        let e = crate::dn::parse("CN=a,,O=b").unwrap_err();
+        let PkiError::Dn { reason, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(matches!(
+            reason,
+            DnProblem::EmptyComponent {
+                position: 2,
+                separator: ','
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "invalid subject DN \"CN=a,,O=b\": empty component #2 (a stray or doubled ','?)"
+        );
+        let e = crate::dn::parse(r"CN=a\zz").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"invalid subject DN "CN=a\\zz": bad escape \z"#
+        );
+    }
+
+    #[test]
+    fn a_refused_san_keeps_the_name_error() {
+        let e = crate::san::parse("dns:example\u{2024}com").unwrap_err();
+        let name = e
+            .source()
+            .unwrap()
+            .downcast_ref::<tlskit_names::NameError>()
+            .unwrap();
+        assert!(matches!(
+            name.kind,
+            tlskit_names::NameErrorKind::DotLookalike('\u{2024}')
+        ));
+        assert_eq!(
+            e.to_string(),
+            format!("invalid SAN \"dns:example\u{2024}com\": {name}")
+        );
+    }
+
+    #[test]
+    fn unknown_names_of_key_types_and_profiles_read_as_before() {
+        let e = "dsa".parse::<KeyType>().unwrap_err();
+        assert_eq!(e.input, "dsa");
+        let e = "root".parse::<crate::ca::Profile>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown profile \"root\" (one of: server, client, intermediate)"
+        );
+    }
+
+    #[test]
+    fn a_bad_index_line_keeps_serde_jsons_error() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("index.jsonl"), "{\"serial\":\n").unwrap();
+        let e = crate::ca::index(t.path()).unwrap_err();
+        let PkiError::Parse { context, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(context, "line 1");
+        let source = e.source().unwrap();
+        assert!(source.downcast_ref::<serde_json::Error>().is_some());
+        assert!(
+            e.to_string().ends_with(&format!(": line 1: {source}")),
+            "{e}"
+        );
+    }
+}
