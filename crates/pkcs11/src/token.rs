@@ -240,7 +240,7 @@ fn pin_digest(pin: &AuthPin) -> [u8; 32] {
     out
 }
 
-/// A token whose PIN is refused, as [`pin_refusals`] reports it.
+/// A token whose PIN is refused, as [`login_stats`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinRefusal {
     /// The module.
