@@ -525,8 +525,8 @@ impl std::io::Write for WirePeer<'_> {
     }
 }
 
-/// What the probe and `connect --starttls` parse from the wire (`tlskit_net::starttls`,
-/// `tlskit_net::probe::{parse_ss, group_bursts}`). The first byte picks the mode, the
+/// What the probe and `connect --starttls` parse from the wire (`tlskit_client::starttls`,
+/// `tlskit_client::probe::{parse_ss, group_bursts}`). The first byte picks the mode, the
 /// rest is the server's bytes:
 /// - 0..=2: the SMTP / IMAP / POP3 STARTTLS dance (`starttls::upgrade`) against the bytes;
 /// - 3..=5: the same against the bytes repeated forever (a server that never stops): the
@@ -542,8 +542,8 @@ impl std::io::Write for WirePeer<'_> {
 /// `MAX_LINE` bytes and every SMTP reply at most `MAX_LINES` lines; burst bytes add up
 /// to the reads up to the end time.
 pub fn probe_wire(data: &[u8]) -> WireOutcome {
-    use tlskit_net::probe::{group_bursts, parse_ss, WireEvent};
-    use tlskit_net::starttls::{self, Starttls, MAX_LINE, MAX_LINES};
+    use tlskit_client::probe::{group_bursts, parse_ss, WireEvent};
+    use tlskit_client::starttls::{self, Starttls, MAX_LINE, MAX_LINES};
     let Some((&mode, rest)) = data.split_first() else {
         return WireOutcome::Replies(0);
     };
@@ -655,7 +655,7 @@ pub fn probe_wire(data: &[u8]) -> WireOutcome {
 }
 
 /// The `tlskit serve` configuration file: the bytes as a TOML file read by
-/// `tlskit_net::FileConfig::load` (from a scratch file, as `serve --config` does). A
+/// `tlskit_server::FileConfig::load` (from a scratch file, as `serve --config` does). A
 /// loaded file's values are then taken the way `serve` takes them, as far as that is
 /// library code or needs no network: addresses parsed as `SocketAddr` (never resolved),
 /// seconds converted to durations, the log level, the comma lists split. Relative paths
@@ -665,7 +665,7 @@ pub fn config(data: &[u8]) -> bool {
     let Some(file) = Scratch::new("conf", data) else {
         return false;
     };
-    let c = match tlskit_net::FileConfig::load(&file.0) {
+    let c = match tlskit_server::FileConfig::load(&file.0) {
         Ok(c) => c,
         Err(e) => {
             let msg = e.to_string();
@@ -715,7 +715,7 @@ pub fn config(data: &[u8]) -> bool {
         let _ = Duration::from_secs(s);
     }
     if let Some(l) = &c.log_level {
-        let _ = tlskit_net::log::Level::parse(l);
+        let _ = tlskit_tls::log::Level::parse(l);
     }
     if let Some(list) = &c.compress {
         let _ = list.split(',').map(str::trim).count();
@@ -735,7 +735,7 @@ pub fn config(data: &[u8]) -> bool {
     );
     let _ = format!("{c:?}");
     // Loading is a pure function of the bytes.
-    match tlskit_net::FileConfig::load(&file.0) {
+    match tlskit_server::FileConfig::load(&file.0) {
         Ok(again) => assert_eq!(format!("{again:?}"), format!("{c:?}"), "reload differs"),
         Err(e) => panic!("the same file loaded once and failed the second time: {e}"),
     }
@@ -759,7 +759,7 @@ fn alert(desc: u8) -> [u8; 7] {
 /// Check one connection's run through the ClientHello reader (`wire` what it was sent,
 /// `stalled` whether its client went quiet instead of closing).
 fn check_hello_run(
-    run: &tlskit_net::fuzzing::HelloRun,
+    run: &tlskit_server::fuzzing::HelloRun,
     wire: &[u8],
     max: usize,
     stalled: bool,
@@ -825,8 +825,8 @@ fn check_hello_run(
     }
 }
 
-/// The server's own ClientHello reader (`crates/net/src/hello.rs`), through
-/// `tlskit_net::fuzzing::client_hello`. Control bytes: [flags, cap, chunk, split], then
+/// The server's own ClientHello reader (`crates/server/src/hello.rs`), through
+/// `tlskit_server::fuzzing::client_hello`. Control bytes: [flags, cap, chunk, split], then
 /// the client's bytes. flags bit 0: two connections share the budget (the input split
 /// at `split` * len / 256; the first stalls at its end so the second may evict it);
 /// bits 1-2: slots in the budget (0..=3); cap: `max_client_hello` = (cap + 1) * 64
@@ -855,7 +855,7 @@ pub fn client_hello(data: &[u8]) -> HelloOutcome {
         (wire, None)
     };
     let Some((a, b, used)) =
-        tlskit_net::fuzzing::client_hello(first, second, chunk, max, slots * max)
+        tlskit_server::fuzzing::client_hello(first, second, chunk, max, slots * max)
     else {
         return HelloOutcome::Empty;
     };
@@ -877,8 +877,8 @@ pub fn client_hello(data: &[u8]) -> HelloOutcome {
     HelloOutcome::Runs(runs)
 }
 
-/// The HTTP responder's request-head parser (`crates/net/src/http.rs`, through
-/// `tlskit_net::fuzzing::http_head`): the bytes up to the first CRLF CRLF (the whole
+/// The HTTP responder's request-head parser (`crates/server/src/http.rs`, through
+/// `tlskit_server::fuzzing::http_head`): the bytes up to the first CRLF CRLF (the whole
 /// input when there is none). Returns the parse as the responder sees it.
 ///
 /// Invariants, checked against an independent reading of the header lines: a head with
@@ -887,8 +887,8 @@ pub fn client_hello(data: &[u8]) -> HelloOutcome {
 /// `HTTP/1.` is refused; an accepted length is the value of a Content-Length header and
 /// never 0; chunked only with a Transfer-Encoding header ending in chunked on HTTP/1.1+;
 /// HTTP/1.0 without keep-alive closes; parsing is a pure function of the bytes.
-pub fn http_head(data: &[u8]) -> Result<tlskit_net::fuzzing::HttpHead, &'static str> {
-    use tlskit_net::fuzzing::{http_head, http_head_end};
+pub fn http_head(data: &[u8]) -> Result<tlskit_server::fuzzing::HttpHead, &'static str> {
+    use tlskit_server::fuzzing::{http_head, http_head_end};
     let head = match http_head_end(data) {
         Some(end) => {
             assert!(end >= 4 && &data[end - 4..end] == b"\r\n\r\n", "head end");
@@ -1055,16 +1055,16 @@ pub fn pkcs11_uri(data: &[u8]) -> bool {
     true
 }
 
-/// Replies of the fleet's Redis as tlskit reads them (`crates/net/src/resp.rs`, through
-/// `tlskit_net::fuzzing::resp_replies`). The first byte picks the cap of each reply (64
+/// Replies of the fleet's Redis as tlskit reads them (`crates/fleet/src/resp.rs`, through
+/// `tlskit_fleet::fuzzing::resp_replies`). The first byte picks the cap of each reply (64
 /// bytes, the 4 KiB of ticket keys, the 256 KiB of an ACME certificate) and the size of
 /// each read (a drip of one byte, 7 bytes, 4 KiB); the rest is what "Redis" sends.
 ///
 /// Invariants: the reader's buffer never holds more than the cap; the replies read and
 /// how the stream ends do not depend on how the bytes arrive (the same bytes read with a
 /// drip of one byte give the same result).
-pub fn resp_reply(data: &[u8]) -> tlskit_net::fuzzing::RespRun {
-    use tlskit_net::fuzzing::resp_replies;
+pub fn resp_reply(data: &[u8]) -> tlskit_fleet::fuzzing::RespRun {
+    use tlskit_fleet::fuzzing::resp_replies;
     let (mode, rest) = data.split_first().map_or((0, &[][..]), |(m, r)| (*m, r));
     let cap = [64, 4096, 262_144][usize::from(mode % 3)];
     let chunk = [1, 7, 4096][usize::from(mode / 3 % 3)];
@@ -1082,13 +1082,13 @@ pub fn resp_reply(data: &[u8]) -> tlskit_net::fuzzing::RespRun {
     run
 }
 
-/// ACME documents as tlskit reads them from a CA (`tlskit_net::fuzzing::acme_json`, the
+/// ACME documents as tlskit reads them from a CA (`tlskit_acme::fuzzing::acme_json`, the
 /// types instant-acme deserializes, then what tlskit does with them). First byte: the
 /// document (mod 5: 0 order, 1 authorization, 2 renewal information, 3 problem, 4 a
 /// certificate chain in PEM through the result check); second byte: where in the ARI
 /// window to pick (/255); the rest is the document.
-pub fn acme_json(data: &[u8]) -> Option<tlskit_net::fuzzing::AcmeDoc> {
-    use tlskit_net::fuzzing::{acme_json, acme_result, AcmeDoc, ACME_LEAF, ACME_MAX_CHAIN};
+pub fn acme_json(data: &[u8]) -> Option<tlskit_acme::fuzzing::AcmeDoc> {
+    use tlskit_acme::fuzzing::{acme_json, acme_result, AcmeDoc, ACME_LEAF, ACME_MAX_CHAIN};
     let (&kind, rest) = data.split_first()?;
     let (&pick, doc) = rest.split_first()?;
     let rand01 = f64::from(pick) / 255.0;
@@ -1126,12 +1126,12 @@ pub fn acme_json(data: &[u8]) -> Option<tlskit_net::fuzzing::AcmeDoc> {
     parsed
 }
 
-/// `Retry-After` values and ARI windows (`tlskit_net::fuzzing::acme_retry_after`,
+/// `Retry-After` values and ARI windows (`tlskit_acme::fuzzing::acme_retry_after`,
 /// `acme_window`): the whole input as a header value (at most a day; delay-seconds of
 /// any length saturate), and, after a first byte picking where in the window, as
 /// `START\nEND` RFC 3339 times clamped into the certificate's lifetime.
 pub fn acme_time(data: &[u8]) -> (Option<u64>, Option<u64>) {
-    use tlskit_net::fuzzing::{acme_retry_after, acme_window, ACME_LEAF};
+    use tlskit_acme::fuzzing::{acme_retry_after, acme_window, ACME_LEAF};
     const DAY_MS: u64 = 86_400_000;
     let wait = acme_retry_after(data);
     if let Some(ms) = wait {

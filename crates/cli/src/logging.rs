@@ -3,7 +3,7 @@
 //!
 //! - `--log-format text` (default): `ts=2026-11-23T21:41:37.123Z level=info
 //!   event=started listen=127.0.0.1:8443`, every value through
-//!   [`tlskit_net::log::push_field`] (quoted when it holds a space, `"` or `=`, control
+//!   [`tlskit_tls::log::push_field`] (quoted when it holds a space, `"` or `=`, control
 //!   characters escaped: values often come from certificates and peers).
 //! - `--log-format json`: `{"ts":"...","level":"info","target":"tlskit_net",
 //!   "event":"started","listen":"127.0.0.1:8443"}`, one object per line, every field
@@ -57,8 +57,8 @@ pub(crate) struct LevelChoice<'a> {
 }
 
 fn level_name(what: &str, l: &str) -> anyhow::Result<&'static str> {
-    tlskit_net::log::Level::parse(l)
-        .map(tlskit_net::log::Level::name)
+    tlskit_tls::log::Level::parse(l)
+        .map(tlskit_tls::log::Level::name)
         .with_context(|| format!("{what} {l}: use off, error, warn, info or debug"))
 }
 
@@ -186,10 +186,10 @@ impl Lines {
                 let _ = write!(line, "ts={ts} level={level}");
                 // tlskit's events start with `event=NAME`; others say where they come from.
                 if fields.first().is_none_or(|(k, _)| *k != "event") {
-                    tlskit_net::log::push_field(&mut line, "target", target);
+                    tlskit_tls::log::push_field(&mut line, "target", target);
                 }
                 for (k, v) in fields {
-                    tlskit_net::log::push_field(&mut line, k, v);
+                    tlskit_tls::log::push_field(&mut line, k, v);
                 }
             }
             LogFormat::Json => {

@@ -13,35 +13,9 @@ use crate::constraints::{Constraints, Name};
 use crate::inspect::san_info;
 use crate::{dn, fsx, key, PkiError, Result};
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Severity {
-    /// Informational.
-    Info,
-    /// Likely a problem.
-    Warning,
-    /// Clients will refuse it, or it breaks a hard rule.
-    Error,
-}
-
-impl Severity {
-    /// The severity in words, as `--json` writes it: `info`, `warning`, `error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl std::fmt::Display for Severity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// How serious a finding is: the one scale of every lint (tlskit-x509's), so that
+/// `tlskit lint` and `tlskit store lint` grade alike.
+pub use tlskit_x509::Severity;
 
 /// One finding.
 #[derive(Debug, Clone, Serialize)]

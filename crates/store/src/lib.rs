@@ -9,7 +9,7 @@
 //! * snapshots: [`TrustStore::open_snapshot`], [`build_snapshot`] (format and integrity
 //!   rules in the `snapshot` module docs).
 //! * [`StoreHandle`]: reload on demand, on SIGHUP, on source change; readers never block.
-//! * [`lint()`] and [`plan_prune`]: hygiene.
+//! * [`lint()`] and [`plan_prune`]: hygiene; [`severity`] grades each finding.
 //!
 //! The X.509 vocabulary it reads with (DER reader, name rendering, text escaping, dates,
 //! certificate rules, lint codes) is the foundation crate tlskit-x509's.
@@ -35,7 +35,7 @@ pub use error::{
 };
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};
 pub use lint::{
-    apply_prune, lint, lint_at, plan_prune, plan_prune_at, Finding, LintReport, PrunePlan,
+    apply_prune, lint, lint_at, plan_prune, plan_prune_at, severity, Finding, LintReport, PrunePlan,
 };
 pub use snapshot::{
     atomic_write, build_snapshot, has_magic, SourceRecord, MAGIC, MAX_SNAPSHOT_BYTES, VERSION,

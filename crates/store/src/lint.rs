@@ -21,7 +21,8 @@ use crate::builder::StoreBuilder;
 use crate::error::{IssueKind, StoreError};
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
-use tlskit_x509::lintcode::LintCode;
+use tlskit_x509::certrules::CertRule;
+use tlskit_x509::lintcode::{LintCode, Severity};
 
 use tlskit_x509::dn;
 
@@ -38,11 +39,61 @@ pub struct Finding {
     pub detail: String,
 }
 
+impl Finding {
+    /// How serious this finding is ([`severity`] of its kind).
+    pub fn severity(&self) -> Severity {
+        severity(self.kind)
+    }
+}
+
+/// The severity of a store-lint finding (or load issue) of kind `code`: the store's
+/// policy, which `tlskit store lint`, `store show`, `store build` and `doctor` print.
+///
+/// * [`Severity::Error`] for what must not be in a trust store: a private key,
+///   unparseable data (bad PEM, malformed DER), a damaged snapshot or snapshot anchor.
+/// * [`Severity::Info`] for what stock system stores hold by design: the same certificate
+///   in the bundle and the directory (`duplicate`), several CAs with one subject
+///   (`same-subject`), SHA-1 self-signatures on old roots (`sha1-signature`).
+/// * [`Severity::Warning`] for the rest: anchors that cannot or should not anchor
+///   anything (expired, not yet valid, not a CA, weak key, MD5), and load issues
+///   (unreadable files, files with no certificate, ...).
+///
+/// A lint exits 1 only for errors and warnings.
+pub fn severity(code: LintCode) -> Severity {
+    match code {
+        LintCode::Duplicate | LintCode::SameSubject | LintCode::Rule(CertRule::Sha1Signature) => {
+            Severity::Info
+        }
+        LintCode::PrivateKey
+        | LintCode::BadPem
+        | LintCode::MalformedDer
+        | LintCode::CorruptAnchor
+        | LintCode::BadSnapshot => Severity::Error,
+        _ => Severity::Warning,
+    }
+}
+
 /// Lint result: findings plus the load report of the tracked load.
 pub struct LintReport {
     pub findings: Vec<Finding>,
     pub report: LoadReport,
     pub store: TrustStore,
+}
+
+impl LintReport {
+    /// How many findings have severity `level`.
+    pub fn count(&self, level: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity() == level)
+            .count()
+    }
+
+    /// Whether no finding is an error or a warning (info findings only, or none): a
+    /// lint's exit status 0.
+    pub fn is_clean(&self) -> bool {
+        self.findings.iter().all(|f| f.severity() == Severity::Info)
+    }
 }
 
 struct Tracked {

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use tlskit_net::acme::{AcmeSettings, ChallengeKind, IssueOptions, IssueReport, RevokeOptions};
+use tlskit_acme::{AcmeSettings, ChallengeKind, IssueOptions, IssueReport, RevokeOptions};
 use tlskit_store::Source;
 
 use crate::output::{print_json, CmdResult, Outcome, Style};
@@ -146,7 +146,7 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
         ca.directory.clone(),
         domains
             .into_iter()
-            .map(|d| tlskit_net::acme::domain(&d))
+            .map(|d| tlskit_acme::domain(&d))
             .collect::<Result<_, _>>()?,
         storage,
     );
@@ -210,13 +210,13 @@ fn unix_date(secs: u64) -> String {
 }
 
 fn set_log_level(ca: &CaArgs) -> anyhow::Result<()> {
-    let l = tlskit_net::log::Level::parse(&ca.log_level).with_context(|| {
+    let l = tlskit_tls::log::Level::parse(&ca.log_level).with_context(|| {
         format!(
             "--log-level {}: use off, error, warn, info or debug",
             ca.log_level
         )
     })?;
-    tlskit_net::log::set_level(l);
+    tlskit_tls::log::set_level(l);
     Ok(())
 }
 
@@ -229,7 +229,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
     match cmd {
         AcmeCmd::Issue(a) => {
             let o = issue_options(&a)?;
-            let r = tlskit_net::acme::issue(&o)?;
+            let r = tlskit_acme::issue(&o)?;
             if a.ca.json {
                 print_json(&r)?;
             } else {
@@ -238,7 +238,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
         }
         AcmeCmd::Renew(a) => {
             let o = issue_options(&a.issue)?;
-            let r = tlskit_net::acme::renew(&o, a.force)?;
+            let r = tlskit_acme::renew(&o, a.force)?;
             if a.issue.ca.json {
                 print_json(&r)?;
             } else if let Some(i) = &r.issued {
@@ -250,7 +250,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
         }
         AcmeCmd::Revoke(a) => {
             let s = settings(&a.ca, Vec::new())?;
-            let serial = tlskit_net::acme::revoke(&RevokeOptions {
+            let serial = tlskit_acme::revoke(&RevokeOptions {
                 settings: s,
                 cert: a.cert.clone(),
                 reason: a.reason,

@@ -12,11 +12,11 @@ pub(crate) mod verify;
 
 use std::time::Duration;
 
-use tlskit_net::starttls::Starttls;
+use tlskit_client::starttls::Starttls;
 use tlskit_store::Source;
 
 /// The peer flags `connect` and `probe` share (flattened into both), read once into
-/// [`tlskit_net::PeerOptions`].
+/// [`tlskit_client::PeerOptions`].
 #[derive(clap::Args)]
 pub(crate) struct PeerArgs {
     /// HOST:PORT of the server (HOST alone: port 443; [v6]:PORT for IPv6 literals).
@@ -51,8 +51,11 @@ pub(crate) struct PeerArgs {
 impl PeerArgs {
     /// The options of the connection, offering `versions` (the caller reads
     /// `--tls-version` and its aliases).
-    pub(crate) fn options(self, versions: Vec<tlskit_net::TlsVersion>) -> tlskit_net::PeerOptions {
-        tlskit_net::PeerOptions {
+    pub(crate) fn options(
+        self,
+        versions: Vec<tlskit_tls::TlsVersion>,
+    ) -> tlskit_client::PeerOptions {
+        tlskit_client::PeerOptions {
             starttls: self.starttls,
             target: with_default_port(&self.target),
             server_name: self.servername,

@@ -1,14 +1,14 @@
-//! `tlskit serve` and `tlskit connect`: flags (and the config file) in, tlskit_net out.
+//! `tlskit serve` and `tlskit connect`: flags (and the config file) in, tlskit_server / tlskit_client out.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use tlskit_net::acme::{AcmeSettings, ChallengeKind};
-use tlskit_net::{
-    ranges, CaHints, Compression, ConnectOptions, FileConfig, Mode, Range, ServeConfig, Server,
-    TlsVersion,
+use tlskit_acme::{AcmeSettings, ChallengeKind};
+use tlskit_client::ConnectOptions;
+use tlskit_server::{
+    ranges, CaHints, Compression, FileConfig, Mode, Range, ServeConfig, Server, TlsVersion,
 };
 use tlskit_store::Source;
 
@@ -457,7 +457,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
             url,
             domains
                 .iter()
-                .map(|d| tlskit_net::acme::domain(d))
+                .map(|d| tlskit_acme::domain(d))
                 .collect::<Result<_, _>>()?,
             storage,
         );
@@ -668,11 +668,11 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
         (Some(url), _) if ca_check_given && !url.starts_with("rediss://") => {
             bail!(
                 "--shared-state-ca-profile and --shared-state-ca-allow need a rediss:// URL (TLS), not {}",
-                tlskit_net::shared::redact(&url)
+                tlskit_fleet::shared::redact(&url)
             )
         }
         (Some(url), Some(key_file)) => {
-            cfg.shared_state = Some(tlskit_net::shared::SharedSettings {
+            cfg.shared_state = Some(tlskit_fleet::shared::SharedSettings {
                 url,
                 key_file,
                 required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
@@ -683,7 +683,7 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
                     file,
                     &ranges::SHARED_STATE_REREAD,
                 )?
-                .unwrap_or(tlskit_net::shared::REREAD),
+                .unwrap_or(tlskit_fleet::shared::REREAD),
                 ca: a.shared_state_ca.or(f.shared_state_ca),
                 ca_profile,
                 ca_allow,
@@ -753,7 +753,7 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
         client_cert: a.cert.zip(a.key),
         reconnect: a.reconnect,
     };
-    let mut conn = tlskit_net::connect(&opts)?;
+    let mut conn = tlskit_client::connect(&opts)?;
     for w in &conn.roots_warnings {
         eprintln!("tlskit: warning: {w}");
     }
@@ -821,7 +821,7 @@ pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
 }
 
 /// `X25519MLKEM768, key shares 1,216 + 1,120 bytes, no HelloRetryRequest` (connect, probe).
-pub(crate) fn key_exchange_line(kx: &tlskit_net::kx::KeyExchange) -> String {
+pub(crate) fn key_exchange_line(kx: &tlskit_client::kx::KeyExchange) -> String {
     let group = kx.key_exchange_group.as_deref().unwrap_or("(none)");
     let shares = kx
         .key_share_bytes

@@ -950,7 +950,7 @@ pub(crate) fn lint(a: LintArgs) -> CmdResult {
             let sev = match x.severity {
                 Severity::Error => style.bad("error"),
                 Severity::Warning => style.warn("warning"),
-                other => other.to_string(),
+                Severity::Info => "info".to_string(),
             };
             println!(
                 "{}: {sev}: [{}] #{} {}: {}",

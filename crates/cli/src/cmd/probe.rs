@@ -1,7 +1,7 @@
 //! `tlskit probe`: where a TLS handshake spends its round trips.
 
-use tlskit_net::probe::{probe, ProbeOptions, ProbeReport};
-use tlskit_net::TlsVersion;
+use tlskit_client::probe::{probe, ProbeOptions, ProbeReport};
+use tlskit_tls::TlsVersion;
 
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 

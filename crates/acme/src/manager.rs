@@ -1,0 +1,687 @@
+//! `tlskit serve --acme`: the managed certificate (behind an `ArcSwapOption`, swapped in
+//! without touching connections, as the SNI index is on reload) and the task that gets
+//! and renews it.
+//!
+//! Schedule: a stored certificate that is valid and covers the names is served at once.
+//! Renewal is due at a uniformly random instant of the CA's ARI window (RFC 9773), asked
+//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at two thirds of
+//! the lifetime. A failure (CA down, validation refused) is retried after `retry_base`,
+//! doubled at each failure up to one hour, with equal jitter (half fixed, half random);
+//! the certificate being served is only replaced by a new one that was issued, checked
+//! (`check::check_result`: valid now, our key, the names ordered, a chain the verifier
+//! accepts) and stored; a refused one is counted in
+//! `tlskit_acme_results_refused_total{reason}` and retried like any failure.
+//!
+//! Renewals of a served certificate are at least a twentieth of its lifetime apart, even
+//! after a success (`check::min_spacing`): a CA whose renewal window is always in the past
+//! gets one order per twentieth of the lifetime, not an order loop. The first renewal
+//! after start (or after a certificate was first obtained) is not delayed, so a
+//! certificate the CA revoked is replaced at once. `tlskit acme renew --force` (a
+//! separate process on the same storage) is never spaced.
+//!
+//! The task is supervised: when it ends for any reason but shutdown (a panic), it is
+//! logged (`acme_task_restarted`), counted (`tlskit_acme_errors_total`,
+//! `tlskit_acme_task_restarts_total`) and restarted with the same backoff as failures.
+//! `TLSKIT_TEST_ACME_PANICS=N` (tests only) makes the first N passes panic.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use arc_swap::ArcSwapOption;
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+
+use crate::challenge::{self, Challenges, HttpOther};
+use crate::check::{self, two_thirds};
+use crate::client::{self, Endpoint, OrderRequest};
+use crate::error::{clean, AcmeError};
+use crate::settings::{certified, leaf_info, unix, AcmeSettings};
+use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
+use tlskit_tls::log::{self, Level};
+
+/// What the renewal manager reports as it goes: the terminator's metrics implement it
+/// (`tlskit_acme_*`); [`NoEvents`] drops everything.
+pub trait AcmeEvents: Send + Sync + std::fmt::Debug {
+    /// ACME is on for this process.
+    fn acme_enable(&self);
+    /// The served certificate's notAfter (seconds since the Unix epoch).
+    fn acme_not_after(&self, unix: u64);
+    /// An ACME error (a failed order, a restarted task).
+    fn acme_error(&self);
+    /// The renewal task was restarted after it ended.
+    fn acme_task_restart(&self);
+    /// When the next renewal is due (seconds since the Unix epoch).
+    fn acme_next_renewal(&self, unix: u64);
+    /// An order ended: `ok` when a certificate was issued, checked and stored.
+    fn acme_order(&self, ok: bool);
+    /// A certificate the CA returned was refused, and why.
+    fn acme_refused(&self, why: crate::error::Refusal);
+}
+
+/// Events nobody listens to.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoEvents;
+
+impl AcmeEvents for NoEvents {
+    fn acme_enable(&self) {}
+    fn acme_not_after(&self, _: u64) {}
+    fn acme_error(&self) {}
+    fn acme_task_restart(&self) {}
+    fn acme_next_renewal(&self, _: u64) {}
+    fn acme_order(&self, _: bool) {}
+    fn acme_refused(&self, _: crate::error::Refusal) {}
+}
+
+/// Longest wait between retries after failures.
+const RETRY_MAX: Duration = Duration::from_secs(3600);
+
+/// The certificate ACME keeps for a set of names, read by the server's resolver.
+#[derive(Debug)]
+pub struct Managed {
+    cert: ArcSwapOption<CertifiedKey>,
+    names: Vec<String>,
+}
+
+impl Managed {
+    /// The certificate now served, if any.
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
+        self.cert.load_full()
+    }
+
+    /// Whether `sni` is one of the managed names (exact, or under a managed wildcard).
+    pub fn manages(&self, sni: Option<&str>) -> bool {
+        sni.is_some_and(|n| crate::settings::covers(&self.names, n))
+    }
+
+    fn install(&self, ck: Arc<CertifiedKey>) {
+        self.cert.store(Some(ck));
+    }
+}
+
+/// Everything `serve` holds for ACME.
+pub struct ServerAcme {
+    /// The certificate the resolver serves for the managed names.
+    pub managed: Arc<Managed>,
+    /// The TLS-ALPN-01 configuration (ALPN `acme-tls/1`, validation certificates).
+    pub alpn_config: Option<Arc<ServerConfig>>,
+    http: Mutex<Option<std::net::TcpListener>>,
+    task: Mutex<Option<Manager>>,
+    /// The challenges being answered.
+    pub challenges: Arc<Challenges>,
+}
+
+impl std::fmt::Debug for ServerAcme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerAcme").finish_non_exhaustive()
+    }
+}
+
+impl ServerAcme {
+    /// Open the storage (an unwritable directory is an error now; `shared`, a fleet's
+    /// storage, replaces the directory when given), load a stored certificate when it is
+    /// usable, keep the plain HTTP listener.
+    pub fn prepare(
+        settings: AcmeSettings,
+        http_listen: Option<std::net::TcpListener>,
+        provider: Arc<CryptoProvider>,
+        metrics: Arc<dyn AcmeEvents>,
+        compress: Vec<tlskit_tls::Compression>,
+        shared: Option<Arc<dyn AcmeStorage>>,
+    ) -> Result<Self, AcmeError> {
+        settings.check()?;
+        if settings.challenge == crate::settings::ChallengeKind::Http01 && http_listen.is_none() {
+            return Err(AcmeError::Config(
+                "the http-01 challenge needs a plain HTTP listener (port 80)".into(),
+            ));
+        }
+        // A fleet (`--shared-state`) keeps its ACME state in Redis: one order per name for
+        // all nodes, any node answers a challenge, a renewal reaches every node.
+        let storage: Arc<dyn AcmeStorage> = match shared {
+            Some(s) => s,
+            None => Arc::new(FsStorage::open(&settings.storage)?),
+        };
+        let names: Vec<String> = settings
+            .domains
+            .iter()
+            .map(|d| d.to_ascii_lowercase())
+            .collect();
+        let managed = Arc::new(Managed {
+            cert: ArcSwapOption::empty(),
+            names,
+        });
+        let name = cert_name(&settings.domains);
+        metrics.acme_enable();
+        match storage.load_cert(&name) {
+            Ok(Some(stored)) => match usable(&stored, &managed.names, &provider) {
+                Ok(ck) => {
+                    let info = ck.cert.first().and_then(|c| leaf_info(c));
+                    let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
+                    metrics.acme_not_after(not_after);
+                    log::event(
+                        Level::Info,
+                        "acme_certificate_loaded",
+                        &[
+                            ("name", &clean(&name)),
+                            ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                            ("not_after", &not_after),
+                        ],
+                    );
+                    // Compressed before the server says it is ready, like --cert chains.
+                    tlskit_tls::compress::warm_one(&ck, &compress);
+                    managed.install(ck);
+                }
+                Err(why) => log::event(
+                    Level::Warn,
+                    "acme_stored_certificate_unusable",
+                    &[("name", &clean(&name)), ("reason", &why)],
+                ),
+            },
+            Ok(None) => log::event(
+                Level::Info,
+                "acme_no_certificate",
+                &[("name", &clean(&name))],
+            ),
+            Err(e) => log::event(
+                Level::Warn,
+                "acme_stored_certificate_unusable",
+                &[("name", &clean(&name)), ("reason", &e)],
+            ),
+        }
+        let challenges = Arc::new(Challenges::new(
+            storage.clone(),
+            provider.clone(),
+            &managed.names,
+        ));
+        let alpn_config = match settings.challenge {
+            crate::settings::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
+            crate::settings::ChallengeKind::Http01 => None,
+        };
+        let task = Manager {
+            settings,
+            storage,
+            challenges: challenges.clone(),
+            managed: managed.clone(),
+            metrics,
+            provider,
+            name,
+            compress,
+            last_renewal: Mutex::new(None),
+            test_panics: AtomicU32::new(
+                std::env::var("TLSKIT_TEST_ACME_PANICS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            ),
+        };
+        Ok(Self {
+            managed,
+            alpn_config,
+            http: Mutex::new(http_listen),
+            task: Mutex::new(Some(task)),
+            challenges,
+        })
+    }
+
+    /// Start the renewal task and the plain HTTP listener (on the running runtime), which
+    /// redirects to `https_port`.
+    pub fn start(
+        &self,
+        stop: tokio::sync::watch::Receiver<bool>,
+        https_port: u16,
+    ) -> std::io::Result<()> {
+        if let Some(l) = self.http.lock().ok().and_then(|mut h| h.take()) {
+            let l = tokio::net::TcpListener::from_std(l)?;
+            tokio::spawn(challenge::http_loop(
+                l,
+                self.challenges.clone(),
+                HttpOther::Redirect(https_port),
+                stop.clone(),
+            ));
+        }
+        if let Some(m) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            tokio::spawn(supervise(Arc::new(m), stop));
+        }
+        Ok(())
+    }
+}
+
+/// A stored pair that can be served: a chain the verifier accepts, valid now, exactly the
+/// managed names (`check::check_result`), and the key matches.
+fn usable(
+    stored: &StoredCert,
+    names: &[String],
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
+    check::check_result(&stored.chain_pem, None, names, SystemTime::now(), false)
+        .map_err(|e| e.detail)?;
+    certified(&stored.chain_pem, &stored.key_pem, provider)
+}
+
+/// Run the renewal task, and run it again whenever it ends before shutdown (a panic):
+/// logged, counted, after the failure backoff. A task that ran an hour starts the
+/// backoff over.
+async fn supervise(m: Arc<Manager>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let mut restarts: u32 = 0;
+    loop {
+        let started = Instant::now();
+        let ended = tokio::spawn(m.clone().run(stop.clone())).await;
+        if *stop.borrow() {
+            return;
+        }
+        if started.elapsed() >= RETRY_MAX {
+            restarts = 0;
+        }
+        restarts = restarts.saturating_add(1);
+        let why = match ended {
+            Ok(()) => "it ended".to_string(),
+            Err(e) if e.is_panic() => {
+                let p = e.into_panic();
+                let text = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                format!("it panicked: {}", clean(&text))
+            }
+            Err(_) => "it was cancelled".to_string(),
+        };
+        m.metrics.acme_error();
+        m.metrics.acme_task_restart();
+        let d = m.retry_delay(restarts);
+        log::event(
+            Level::Error,
+            "acme_task_restarted",
+            &[
+                ("name", &clean(&m.name)),
+                ("restarts", &restarts),
+                ("restart_in_s", &format!("{:.1}", d.as_secs_f64())),
+                ("reason", &why),
+            ],
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// The renewal task.
+struct Manager {
+    settings: AcmeSettings,
+    storage: Arc<dyn AcmeStorage>,
+    challenges: Arc<Challenges>,
+    managed: Arc<Managed>,
+    metrics: Arc<dyn AcmeEvents>,
+    provider: Arc<CryptoProvider>,
+    name: String,
+    compress: Vec<tlskit_tls::Compression>,
+    /// When this process last renewed a served certificate (for the spacing rule); kept
+    /// across restarts of the task.
+    last_renewal: Mutex<Option<Instant>>,
+    /// Passes left that panic (`TLSKIT_TEST_ACME_PANICS`, tests only).
+    test_panics: AtomicU32,
+}
+
+impl Manager {
+    fn rand01(&self) -> f64 {
+        let mut b = [0u8; 8];
+        if self.provider.secure_random.fill(&mut b).is_err() {
+            return 0.5;
+        }
+        (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Delay before retry number `failures` (1, 2, ...): base × 2^(n-1), at most one
+    /// hour, half of it fixed and half random.
+    fn retry_delay(&self, failures: u32) -> Duration {
+        let d = self
+            .settings
+            .retry_base
+            .saturating_mul(1u32 << failures.saturating_sub(1).min(20))
+            .min(RETRY_MAX);
+        d / 2 + (d / 2).mul_f64(self.rand01())
+    }
+
+    async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut account: Option<instant_acme::Account> = None;
+        let mut failures: u32 = 0;
+        let mut fresh_account = false;
+        loop {
+            let wait = match self.step(&mut account, fresh_account).await {
+                Ok(d) => {
+                    failures = 0;
+                    fresh_account = false;
+                    d
+                }
+                Err(e) => {
+                    // The CA no longer knows the account: a new one at the next attempt.
+                    if client::account_gone(&e) {
+                        account = None;
+                        fresh_account = true;
+                    }
+                    failures = failures.saturating_add(1);
+                    self.metrics.acme_error();
+                    let d = self.retry_delay(failures);
+                    // How long the certificate being served still has.
+                    let left = self
+                        .managed
+                        .current()
+                        .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)))
+                        .map(|i| {
+                            i.not_after
+                                .duration_since(SystemTime::now())
+                                .map_or(0, |d| d.as_secs())
+                        });
+                    log::event(
+                        Level::Error,
+                        "acme_failed",
+                        &[
+                            ("name", &clean(&self.name)),
+                            ("attempt", &failures),
+                            ("retry_in_s", &format!("{:.1}", d.as_secs_f64())),
+                            ("serving", &left.is_some()),
+                            (
+                                "expires_in_s",
+                                &left.map_or_else(|| "-".to_string(), |l| l.to_string()),
+                            ),
+                            ("reason", &e),
+                        ],
+                    );
+                    d
+                }
+            };
+            if wait.is_zero() {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    }
+
+    /// One pass: Ok(time to sleep) or the failure to retry.
+    async fn step(
+        &self,
+        account: &mut Option<instant_acme::Account>,
+        fresh_account: bool,
+    ) -> Result<Duration, AcmeError> {
+        let injected = self
+            .test_panics
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        if injected.is_ok() {
+            panic!("TLSKIT_TEST_ACME_PANICS: the renewal task panics on purpose");
+        }
+        let acct = match account {
+            Some(a) => a.clone(),
+            None => {
+                let ep = Endpoint {
+                    directory: &self.settings.directory,
+                    roots: &self.settings.roots,
+                    roots_profile: self.settings.roots_profile,
+                    roots_allow: &self.settings.roots_allow,
+                    email: self.settings.email.as_deref(),
+                };
+                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
+                *account = Some(a.clone());
+                a
+            }
+        };
+        let now = SystemTime::now();
+        let mut replaces = None;
+        let mut reason = "missing";
+        // Another node of the fleet (or another process on the same storage) may have
+        // renewed: serve its certificate without waiting for this one's turn.
+        if self.managed.current().is_some() {
+            if let Some(ck) = self.newer_stored().await {
+                self.install(ck, "storage").await;
+            }
+        }
+        if let Some(ck) = self.managed.current() {
+            let leaf = ck
+                .cert
+                .first()
+                .ok_or_else(|| AcmeError::Config("empty chain".into()))?;
+            let info =
+                leaf_info(leaf).ok_or_else(|| AcmeError::Config("unparsable leaf".into()))?;
+            let (due, recheck, why) =
+                match client::renewal_window(&acct, leaf, &info, self.rand01()).await? {
+                    Some((at, retry)) => {
+                        replaces = client::cert_id(leaf);
+                        (at, retry.min(self.settings.recheck), "ari")
+                    }
+                    None => (two_thirds(&info), self.settings.recheck, "lifetime"),
+                };
+            self.metrics.acme_next_renewal(unix(due));
+            if due > now {
+                let sleep = due
+                    .duration_since(now)
+                    .unwrap_or_default()
+                    .min(recheck)
+                    .max(Duration::from_millis(200));
+                log::event(
+                    Level::Debug,
+                    "acme_renewal_scheduled",
+                    &[
+                        ("name", &clean(&self.name)),
+                        ("due", &unix(due)),
+                        ("by", &why),
+                        ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
+                    ],
+                );
+                return Ok(sleep);
+            }
+            // Due: but not sooner than the spacing after this process's last renewal.
+            let last = self.last_renewal.lock().ok().and_then(|l| *l);
+            if let Some(last) = last {
+                let spacing = check::min_spacing(&info);
+                let since = last.elapsed();
+                if since < spacing {
+                    let sleep = (spacing - since)
+                        .min(recheck)
+                        .max(Duration::from_millis(200));
+                    log::event(
+                        Level::Info,
+                        "acme_renewal_spaced",
+                        &[
+                            ("name", &clean(&self.name)),
+                            ("by", &why),
+                            ("spacing_s", &format!("{:.1}", spacing.as_secs_f64())),
+                            ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
+                        ],
+                    );
+                    return Ok(sleep);
+                }
+            }
+            reason = why;
+        }
+        log::event(
+            Level::Info,
+            "acme_order_start",
+            &[("name", &clean(&self.name)), ("reason", &reason)],
+        );
+        let lock = {
+            let s = self.storage.clone();
+            let n = self.name.clone();
+            tokio::task::spawn_blocking(move || s.lock(&n, Duration::from_secs(300)))
+                .await
+                .map_err(|e| AcmeError::Config(e.to_string()))??
+        };
+        let key = rcgen::KeyPair::generate().map_err(|e| AcmeError::Config(e.to_string()))?;
+        let req = OrderRequest {
+            domains: &self.settings.domains,
+            kind: self.settings.challenge,
+            profile: self.settings.profile.as_deref(),
+            replaces,
+        };
+        // Another process sharing the storage may have renewed while this one waited for
+        // the lock: take its certificate instead of ordering again.
+        if let Some(ck) = self.newer_stored().await {
+            drop(lock);
+            self.install(ck, "storage").await;
+            return Ok(Duration::ZERO);
+        }
+        let chain = match client::obtain(&acct, &req, &key, &self.challenges).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.metrics.acme_order(false);
+                return Err(e);
+            }
+        };
+        // Checked before it is stored or served; the served certificate stays.
+        let checked = check::check_result(
+            &chain,
+            Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
+            &self.managed.names,
+            SystemTime::now(),
+            true,
+        )
+        .map_err(AcmeError::from)
+        .and_then(|c| {
+            if self.settings.issuer_roots.is_empty() {
+                return Ok(());
+            }
+            check::check_issuer(
+                &c,
+                &self.managed.names,
+                &self.settings.issuer_roots,
+                SystemTime::now(),
+            )
+        });
+        if let Err(e) = checked {
+            self.metrics.acme_order(false);
+            if let AcmeError::Refused(r) = &e {
+                self.metrics.acme_refused(r.reason);
+            }
+            return Err(e);
+        }
+        let stored = StoredCert {
+            chain_pem: chain,
+            key_pem: key.serialize_pem(),
+        };
+        let ck = certified(&stored.chain_pem, &stored.key_pem, &self.provider).map_err(|why| {
+            AcmeError::Config(format!("the CA's certificate is not usable: {why}"))
+        })?;
+        {
+            let s = self.storage.clone();
+            let n = self.name.clone();
+            let st = stored.clone();
+            tokio::task::spawn_blocking(move || s.store_cert(&n, &st))
+                .await
+                .map_err(|e| AcmeError::Config(e.to_string()))??;
+        }
+        drop(lock);
+        self.metrics.acme_order(true);
+        if reason != "missing" {
+            if let Ok(mut l) = self.last_renewal.lock() {
+                *l = Some(Instant::now());
+            }
+        }
+        self.install(ck, "order").await;
+        Ok(Duration::ZERO)
+    }
+
+    /// A stored certificate other than the one served, usable and issued later.
+    async fn newer_stored(&self) -> Option<Arc<CertifiedKey>> {
+        let s = self.storage.clone();
+        let n = self.name.clone();
+        let stored = tokio::task::spawn_blocking(move || s.load_cert(&n))
+            .await
+            .ok()?
+            .ok()??;
+        let ck = usable(&stored, &self.managed.names, &self.provider).ok()?;
+        let new = leaf_info(ck.cert.first()?)?;
+        match self.managed.current() {
+            None => Some(ck),
+            Some(cur) => {
+                let cur = leaf_info(cur.cert.first()?)?;
+                (new.serial != cur.serial && new.not_before > cur.not_before).then_some(ck)
+            }
+        }
+    }
+
+    /// Serve `ck` from now on: compressed first (off the runtime's threads), so the first
+    /// handshake with it finds its certificate messages ready.
+    async fn install(&self, ck: Arc<CertifiedKey>, from: &str) {
+        let info = ck.cert.first().and_then(|c| leaf_info(c));
+        let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
+        let (warm, algs) = (ck.clone(), self.compress.clone());
+        // A failed warm-up (a panicking compressor) costs only time: a handshake compresses.
+        let _ =
+            tokio::task::spawn_blocking(move || tlskit_tls::compress::warm_one(&warm, &algs)).await;
+        self.managed.install(ck);
+        self.metrics.acme_not_after(not_after);
+        log::event(
+            Level::Info,
+            "acme_certificate_installed",
+            &[
+                ("name", &clean(&self.name)),
+                ("from", &from),
+                ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                ("not_after", &not_after),
+            ],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managed_names_exact_and_wildcard() {
+        let m = Managed {
+            cert: ArcSwapOption::empty(),
+            names: vec!["a.test".into(), "*.w.test".into()],
+        };
+        assert!(m.manages(Some("a.test")));
+        assert!(m.manages(Some("x.w.test")));
+        assert!(!m.manages(Some("w.test")));
+        assert!(!m.manages(Some("y.x.w.test")));
+        assert!(!m.manages(Some("b.test")));
+        assert!(!m.manages(None));
+        assert!(m.current().is_none());
+    }
+
+    #[test]
+    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = AcmeSettings::new(
+            "https://ca.test/dir".into(),
+            vec!["a.test".into()],
+            dir.path().join("s"),
+        );
+        settings.retry_base = Duration::from_secs(4);
+        let storage: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let m = Manager {
+            settings,
+            challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
+            storage,
+            managed: Arc::new(Managed {
+                cert: ArcSwapOption::empty(),
+                names: Vec::new(),
+            }),
+            metrics: Arc::new(NoEvents),
+            provider,
+            name: "a.test".into(),
+            compress: Vec::new(),
+            last_renewal: Mutex::new(None),
+            test_panics: AtomicU32::new(0),
+        };
+        for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..20 {
+                let d = m.retry_delay(n);
+                assert!(d >= Duration::from_secs(full) / 2, "{n}: {d:?}");
+                assert!(d <= Duration::from_secs(full), "{n}: {d:?}");
+                seen.insert(d);
+            }
+            // Jittered: not the same delay every time.
+            assert!(seen.len() > 1, "{n}");
+        }
+    }
+}

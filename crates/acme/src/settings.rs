@@ -1,0 +1,271 @@
+//! The vocabulary of every ACME module: the settings (`--acme-*`) and the
+//! small helpers on names, times and certificates that the storage, the client, the
+//! challenges and the renewal manager share.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tlskit_store::Source;
+
+use crate::error::{clean, AcmeError};
+
+/// How the CA checks that we control a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChallengeKind {
+    /// A token served over plain HTTP on port 80 (RFC 8555 §8.3).
+    Http01,
+    /// A validation certificate served over TLS on port 443 with ALPN `acme-tls/1`
+    /// (RFC 8737).
+    TlsAlpn01,
+}
+
+impl ChallengeKind {
+    /// Parse `http-01` or `tls-alpn-01`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "http-01" => Some(Self::Http01),
+            "tls-alpn-01" => Some(Self::TlsAlpn01),
+            _ => None,
+        }
+    }
+    /// The RFC name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Http01 => "http-01",
+            Self::TlsAlpn01 => "tls-alpn-01",
+        }
+    }
+}
+
+/// What the server (or a command) needs to get certificates from an ACME CA.
+#[derive(Debug, Clone)]
+pub struct AcmeSettings {
+    /// The CA's directory URL (`https://acme-v02.api.letsencrypt.org/directory`).
+    pub directory: String,
+    /// DNS names of the certificate (the first names the storage entry).
+    pub domains: Vec<String>,
+    /// The storage directory (account, certificates, locks).
+    pub storage: PathBuf,
+    /// Contact address for the account.
+    pub email: Option<String>,
+    /// Trust anchors for the CA's HTTPS; empty: the system store.
+    pub roots: Vec<Source>,
+    /// The rule set the CA's HTTPS certificate is checked against (`--acme-roots-profile`;
+    /// default: the verifier's default profile).
+    pub roots_profile: tlskit_verify::Profile,
+    /// Rules not checked on the CA's HTTPS certificate (`--acme-roots-allow`).
+    pub roots_allow: Vec<tlskit_verify::Rule>,
+    /// Trust anchors the CA's certificates must chain to (its issuing roots); empty: not
+    /// checked (an ACME directory does not publish them).
+    pub issuer_roots: Vec<Source>,
+    /// Challenge type.
+    pub challenge: ChallengeKind,
+    /// Certificate profile to ask for (draft-ietf-acme-profiles), if any.
+    pub profile: Option<String>,
+    /// Most time between two renewal checks (the CA's ARI `Retry-After` is used when
+    /// shorter). Default 6 h.
+    pub recheck: Duration,
+    /// First delay after a failure; it doubles at each failure up to one hour, with
+    /// jitter. Default 5 s.
+    pub retry_base: Duration,
+}
+
+impl AcmeSettings {
+    /// Defaults for everything but the CA, the names and the storage directory.
+    pub fn new(directory: String, domains: Vec<String>, storage: PathBuf) -> Self {
+        Self {
+            directory,
+            domains,
+            storage,
+            email: None,
+            roots: Vec::new(),
+            roots_profile: tlskit_verify::Profile::default(),
+            roots_allow: Vec::new(),
+            issuer_roots: Vec::new(),
+            challenge: ChallengeKind::TlsAlpn01,
+            profile: None,
+            recheck: Duration::from_secs(6 * 3600),
+            retry_base: Duration::from_secs(5),
+        }
+    }
+
+    /// Check names and URL: lower-case DNS names (a leading `*.` allowed), an https URL.
+    pub fn check(&self) -> Result<(), AcmeError> {
+        if self.domains.is_empty() {
+            return Err(AcmeError::Config(
+                "no domain name to get a certificate for".into(),
+            ));
+        }
+        for d in &self.domains {
+            if domain(d).ok().as_deref() != Some(d.as_str()) {
+                return Err(AcmeError::Config(format!(
+                    "{}: not a DNS name in A-label form",
+                    clean(d)
+                )));
+            }
+            let body = d.strip_prefix("*.").unwrap_or(d);
+            let ok = !body.is_empty()
+                && body.len() <= 253
+                && body.split('.').all(|l| {
+                    !l.is_empty()
+                        && l.len() <= 63
+                        && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                        && !l.starts_with('-')
+                        && !l.ends_with('-')
+                });
+            if !ok {
+                return Err(AcmeError::Config(format!(
+                    "{}: not a DNS name (use the A-label form for internationalised names)",
+                    clean(d)
+                )));
+            }
+        }
+        if !self.directory.starts_with("https://") {
+            return Err(AcmeError::Config(format!(
+                "{}: the ACME directory must be an https:// URL",
+                clean(&self.directory)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A domain name as ACME wants it: A-labels by UTS #46 (`tlskit_verify::names`, the
+/// one place names are converted), lower case, no trailing dot; a leading `*.` kept.
+pub fn domain(input: &str) -> Result<String, AcmeError> {
+    tlskit_verify::names::DnsName::parse(input)
+        .map(|d| d.ascii().to_string())
+        .map_err(|e| AcmeError::Config(clean(&e.to_string())))
+}
+
+/// Whether `name` is one of `names`, or one label under one of its `*.` wildcards (ASCII
+/// case ignored): the one test of "a name this server manages" for serving and for
+/// fetching challenge answers.
+pub(crate) fn covers(names: &[String], name: &str) -> bool {
+    names.iter().any(|m| match m.strip_prefix("*.") {
+        Some(parent) => name
+            .split_once('.')
+            .is_some_and(|(_, p)| p.eq_ignore_ascii_case(parent)),
+        None => m.eq_ignore_ascii_case(name),
+    })
+}
+
+/// Validity and names of a leaf certificate.
+#[derive(Debug, Clone)]
+pub(crate) struct LeafInfo {
+    pub(crate) not_before: SystemTime,
+    pub(crate) not_after: SystemTime,
+    pub(crate) serial: String,
+    pub(crate) names: Vec<String>,
+}
+
+pub(crate) fn leaf_info(der: &[u8]) -> Option<LeafInfo> {
+    use x509_parser::extensions::GeneralName;
+    let (_, c) = x509_parser::parse_x509_certificate(der).ok()?;
+    let v = c.validity();
+    // Before 1970 reads as 1970; X.509 times end in 9999, well inside SystemTime, and
+    // anything past it would read as 1970 too (expired: refused, never trusted longer).
+    let t = |ts: i64| {
+        u64::try_from(ts)
+            .ok()
+            .and_then(|s| UNIX_EPOCH.checked_add(Duration::from_secs(s)))
+            .unwrap_or(UNIX_EPOCH)
+    };
+    let mut names = Vec::new();
+    if let Ok(Some(san)) = c.subject_alternative_name() {
+        for n in &san.value.general_names {
+            if let GeneralName::DNSName(d) = n {
+                names.push(d.to_ascii_lowercase());
+            }
+        }
+    }
+    Some(LeafInfo {
+        not_before: t(v.not_before.timestamp()),
+        not_after: t(v.not_after.timestamp()),
+        serial: c.tbs_certificate.raw_serial_as_string().replace(':', ""),
+        names,
+    })
+}
+
+pub(crate) fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A chain (PEM) and key (PEM) as a rustls certified key, checked to belong together.
+pub(crate) fn certified(
+    chain_pem: &str,
+    key_pem: &str,
+    provider: &rustls::crypto::CryptoProvider,
+) -> Result<Arc<CertifiedKey>, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("bad certificate PEM: {e}"))?;
+    if chain.is_empty() {
+        return Err("no certificate".into());
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+        .map_err(|e| format!("no usable private key: {e}"))?;
+    let signing = provider
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("unsupported private key: {e}"))?;
+    let ck = CertifiedKey::new(chain, signing);
+    ck.keys_match()
+        .map_err(|e| format!("key does not match the certificate: {e}"))?;
+    Ok(Arc::new(ck))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covers_exact_names_and_one_label_under_a_wildcard() {
+        let names = [
+            "www.example.test".to_string(),
+            "*.api.example.test".to_string(),
+        ];
+        assert!(covers(&names, "www.example.test"));
+        assert!(covers(&names, "WWW.Example.TEST"));
+        assert!(covers(&names, "v1.api.example.test"));
+        assert!(!covers(&names, "api.example.test"));
+        assert!(!covers(&names, "a.v1.api.example.test"));
+        assert!(!covers(&names, "example.test"));
+        assert!(!covers(&[], "www.example.test"));
+    }
+
+    #[test]
+    fn clean_escapes_controls_and_bounds_length() {
+        assert_eq!(clean("a\x1b[2Jb\x07"), "a\\x1b[2Jb\\x07");
+        assert!(clean(&"x".repeat(5000)).chars().count() <= 1001);
+    }
+
+    #[test]
+    fn settings_check_names() {
+        let mut s = AcmeSettings::new(
+            "https://ca.test/dir".into(),
+            vec!["a.test".into(), "*.b.test".into()],
+            PathBuf::from("/tmp/x"),
+        );
+        assert!(s.check().is_ok());
+        s.domains.push("bad name".into());
+        assert!(s.check().is_err());
+        s.domains.pop();
+        assert_eq!(
+            domain("Bücher.Test.").ok().as_deref(),
+            Some("xn--bcher-kva.test")
+        );
+        assert!(domain("a\u{2024}test").is_err());
+        s.domains.push("Bücher.test".into());
+        assert!(s.check().is_err());
+        s.domains.pop();
+        s.directory = "http://ca.test/dir".into();
+        assert!(s.check().is_err());
+    }
+}

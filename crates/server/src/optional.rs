@@ -1,0 +1,77 @@
+//! The types of the terminator's optional services, in every build: ACME's (feature
+//! `acme`, crate `tlskit-acme`) and the fleet's (feature `fleet`, crate `tlskit-fleet`).
+//! Without a feature its types are empty enums: a configuration cannot hold them
+//! (`ServeConfig::acme` and `shared_state` are then always `None`), and the code that
+//! would use them compiles to nothing. The functions over them are in `services`.
+
+#[cfg(not(feature = "acme"))]
+use std::sync::Arc;
+
+#[cfg(feature = "acme")]
+pub use tlskit_acme::AcmeSettings;
+#[cfg(feature = "acme")]
+pub(crate) use tlskit_acme::{Managed, ServerAcme};
+
+/// ACME settings: this build has no ACME (feature `acme`), so none can exist.
+#[cfg(not(feature = "acme"))]
+#[derive(Debug, Clone)]
+pub enum AcmeSettings {}
+
+/// The ACME-managed certificate: none in a build without ACME.
+#[cfg(not(feature = "acme"))]
+#[derive(Debug)]
+pub(crate) enum Managed {}
+
+#[cfg(not(feature = "acme"))]
+impl Managed {
+    pub(crate) fn current(&self) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        match *self {}
+    }
+    pub(crate) fn manages(&self, _: Option<&str>) -> bool {
+        match *self {}
+    }
+}
+
+/// What `serve` holds for ACME: nothing in a build without ACME.
+#[cfg(not(feature = "acme"))]
+#[derive(Debug)]
+pub(crate) enum ServerAcme {}
+
+#[cfg(feature = "fleet")]
+pub use tlskit_fleet::SharedSettings;
+#[cfg(feature = "fleet")]
+pub(crate) use tlskit_fleet::SharedTickets;
+
+/// The fleet's shared-state settings: this build has no fleet support (feature
+/// `fleet`), so none can exist.
+#[cfg(not(feature = "fleet"))]
+#[derive(Debug, Clone)]
+pub enum SharedSettings {}
+
+/// The fleet's ticket keys: none in a build without fleet support.
+#[cfg(not(feature = "fleet"))]
+#[derive(Debug)]
+pub(crate) enum SharedTickets {}
+
+#[cfg(not(feature = "fleet"))]
+impl SharedTickets {
+    pub(crate) fn up(&self) -> bool {
+        match *self {}
+    }
+}
+
+#[cfg(not(feature = "fleet"))]
+impl rustls::server::ProducesTickets for SharedTickets {
+    fn enabled(&self) -> bool {
+        match *self {}
+    }
+    fn lifetime(&self) -> u32 {
+        match *self {}
+    }
+    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        match *self {}
+    }
+    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        match *self {}
+    }
+}
