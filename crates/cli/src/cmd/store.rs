@@ -534,7 +534,7 @@ fn prune(a: PruneArgs) -> CmdResult {
     if a.json {
         let moved: Vec<_> = results
             .iter()
-            .map(|(p, r)| serde_json::json!({"path": p.display().to_string(), "ok": r.is_ok(), "error": r.as_ref().err()}))
+            .map(|(p, r)| serde_json::json!({"path": p.display().to_string(), "ok": r.is_ok(), "error": r.as_ref().err().map(ToString::to_string)}))
             .collect();
         print_json(&serde_json::json!({
             "applied": a.apply,
