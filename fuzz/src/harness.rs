@@ -411,10 +411,7 @@ fn p12_import(data: &[u8]) -> bool {
     let Some(file) = Scratch::new("p12", data) else {
         return false;
     };
-    let limits = tlskit_pki::p12::P12Limits {
-        max_iterations: FUZZ_P12_MAX_ITERATIONS,
-        ..Default::default()
-    };
+    let limits = tlskit_pki::p12::P12Limits::default().max_iterations(FUZZ_P12_MAX_ITERATIONS);
     match tlskit_pki::p12::import_with_limits(&file.0, "fuzz", &limits) {
         Ok(imp) => {
             assert!(!imp.key_pkcs8.is_empty());

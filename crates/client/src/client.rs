@@ -293,6 +293,7 @@ impl ClientSetup {
             ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
             ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
                 .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
+            _ => return Err(NetError::Config(format!("{name_text}: not a host name"))),
         };
         let roots = if roots.is_empty() {
             vec![Source::System]
