@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tlskit_store::{LoadReport, Source, TrustStore};
 
-use crate::{median_of, BenchError};
+use crate::error::{median_of, BenchError};
 
 /// Lookups per timed run of the subject-lookup measurement.
 const LOOKUPS_PER_RUN: u32 = 200_000;

@@ -10,7 +10,7 @@ use tlskit_store::{StoreHandle, TrustStore};
 use tlskit_verify::rustls::client::danger::ServerCertVerifier as _;
 use tlskit_verify::{CertificateDer, ServerName, StoreServerVerifier, UnixTime, VerifierConfig};
 
-use crate::{median_of, BenchError};
+use crate::error::{median_of, BenchError};
 
 /// Verifications between two looks at the clock.
 const BATCH: u64 = 32;

@@ -71,7 +71,7 @@ pub enum PkiError {
         /// The DN as given.
         input: String,
         /// The problem.
-        reason: crate::dn::DnProblem,
+        reason: DnProblem,
     },
     /// A subjectAltName given by the user is invalid.
     #[error("invalid SAN {input:?}: {reason}")]
@@ -200,6 +200,86 @@ impl PkiError {
         move |source| Self::Rcgen { context, source }
     }
 }
+
+/// Why a distinguished name (typed by a user, or found in a request) was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DnProblem {
+    /// Nothing was given.
+    #[error("the DN is empty")]
+    Empty,
+    /// A `\` at the very end.
+    #[error("it ends with a lone backslash")]
+    LoneBackslash,
+    /// An empty RDN between two separators.
+    #[error("empty component #{position} (a stray or doubled '{separator}'?)")]
+    EmptyComponent {
+        /// Which component, from 1.
+        position: usize,
+        /// The separator (`,` or `/`).
+        separator: char,
+    },
+    /// An RDN without `=` (as given, trimmed).
+    #[error("{0:?} has no '=' (expected TYPE=value)")]
+    NoEquals(String),
+    /// An RDN with an unescaped `+` (as given, trimmed).
+    #[error("{0:?}: multi-valued RDNs ('+') are not supported; escape a literal plus as \\+")]
+    MultiValued(String),
+    /// An attribute type tlskit does not know.
+    #[error(
+        "unknown attribute type {0:?} (known: CN, O, OU, C, ST, L, street, serialNumber, DC, \
+         emailAddress, ...)"
+    )]
+    UnknownType(String),
+    /// An attribute (its short name) with an empty value.
+    #[error("{0} has an empty value")]
+    EmptyValue(&'static str),
+    /// An attribute (its short name) whose value holds a control character.
+    #[error("{0} contains a control character")]
+    ControlChar(&'static str),
+    /// A CN over 64 characters.
+    #[error("CN is longer than 64 characters (RFC 5280 ub-common-name)")]
+    CnTooLong,
+    /// A countryName that is not two letters.
+    #[error("C must be a two-letter ISO 3166 country code, not {0:?}")]
+    BadCountry(String),
+    /// A countryName that is not a PrintableString.
+    #[error("C is not printable")]
+    CountryNotPrintable,
+    /// A PrintableString attribute (its short name) with other characters.
+    #[error("{0} allows only A-Z a-z 0-9 space and '()+,-./:=?")]
+    NotPrintable(&'static str),
+    /// An IA5String attribute (its short name) that is not ASCII.
+    #[error("{0} must be ASCII")]
+    NotAscii(&'static str),
+    /// An attribute type (its short name) given twice.
+    #[error("{0} appears twice (repeated attributes are not supported)")]
+    Repeated(&'static str),
+    /// `\` and one hex digit.
+    #[error("bad escape \\{0}: expected two hex digits")]
+    BadHexEscape(char),
+    /// `\` and a character that needs no escape.
+    #[error("bad escape \\{0}")]
+    BadEscape(char),
+    /// `\XX` escapes that are not UTF-8.
+    #[error("hex escapes do not form valid UTF-8")]
+    NotUtf8,
+    /// A request's subject attribute type OID with an arc too large.
+    #[error("attribute type OID too large")]
+    OidTooLarge,
+    /// A request's subject repeats an attribute type (its short name or OID).
+    #[error("the subject repeats attribute {0} (not supported)")]
+    RequestRepeats(String),
+    /// A request's subject attribute (its short name or OID) that is not a string.
+    #[error("subject attribute {0} is not a string")]
+    NotAString(String),
+    /// rcgen refused a request's subject string.
+    #[error("{0}")]
+    Rcgen(#[source] rcgen::Error),
+}
+
+/// Result type of this crate.
+pub type Result<T, E = PkiError> = std::result::Result<T, E>;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -1,20 +1,17 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-pub mod ca;
-pub mod cert;
-pub mod chain;
-mod constraints;
-pub mod dn;
 mod error;
 pub mod fsx;
-pub mod inspect;
+pub mod dn;
+pub mod san;
 pub mod key;
+mod constraints;
+pub mod cert;
+pub mod ca;
+pub mod inspect;
 pub mod lint;
 pub mod p12;
-pub mod san;
+pub mod chain;
 
-pub use error::PkiError;
-
-/// Result type of this crate.
-pub type Result<T, E = PkiError> = std::result::Result<T, E>;
+pub use error::{PkiError, Result};

@@ -109,14 +109,18 @@ impl fmt::Display for Finding {
     }
 }
 
-/// The library crates of a workspace: every `crates/NAME` with a `src/lib.rs`, sorted.
+/// The library crates of a workspace: every `crates/NAME` and `bench/NAME` with a
+/// `src/lib.rs`, sorted.
 pub fn library_crates(workspace: &Path) -> Vec<PathBuf> {
-    let dir = workspace.join("crates");
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.join("src/lib.rs").is_file())
-        .collect();
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in [workspace.join("crates"), workspace.join("bench")] {
+        out.extend(
+            std::fs::read_dir(&dir)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+                .map(|e| e.expect("a directory entry").path())
+                .filter(|p| p.join("src/lib.rs").is_file()),
+        );
+    }
     out.sort();
     out
 }

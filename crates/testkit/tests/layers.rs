@@ -5,37 +5,6 @@ use std::path::{Path, PathBuf};
 
 use tlskit_testkit::layers::{check_crate, library_crates, Finding};
 
-/// The breaches found on 2026-11-27 (issue 24), tolerated until they are fixed: store,
-/// verify and net are being reworked. Each entry is a finding's key; take an entry off when
-/// its fix lands (`known_breaches_are_all_still_there` fails until you do). Add none.
-/// Many are only the order of the `mod` lines (rustfmt used to sort them; rustfmt.toml
-/// now keeps them): where the crate has no loop, declaring its modules bottom first clears
-/// them. `-> lib.rs` is a module using an item defined in lib.rs itself (a `Result` alias).
-const KNOWN: &[&str] = &[
-    "pki: ca -> lib.rs",
-    "pki: cert -> lib.rs",
-    "pki: dn -> lib.rs",
-    "pki: fsx -> lib.rs",
-    "pki: inspect -> lib.rs",
-    "pki: key -> lib.rs",
-    "pki: lint -> lib.rs",
-    "pki: p12 -> lib.rs",
-    "pki: san -> lib.rs",
-    "pki: ca -> cert",
-    "pki: ca -> constraints",
-    "pki: ca -> dn",
-    "pki: ca -> error",
-    "pki: ca -> fsx",
-    "pki: ca -> key",
-    "pki: ca -> san",
-    "pki: cert -> dn",
-    "pki: cert -> error",
-    "pki: cert -> san",
-    "pki: constraints -> dn",
-    "pki: dn -> error",
-    "pki: inspect -> key",
-];
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -43,51 +12,22 @@ fn workspace() -> PathBuf {
 fn all_findings() -> Vec<Finding> {
     let crates = library_crates(&workspace());
     assert!(
-        crates.len() >= 8,
+        crates.len() >= 14,
         "too few library crates found: {crates:?}"
     );
     crates.iter().flat_map(|c| check_crate(c)).collect()
 }
 
-/// Prints today's keys (`cargo test -p tlskit-testkit --test layers -- --ignored
-/// --nocapture print_keys`), to fill KNOWN.
-#[test]
-#[ignore = "a tool: prints the findings' keys"]
-fn print_keys() {
-    for f in all_findings() {
-        println!("    \"{}\",", f.key());
-    }
-}
-
-/// No library crate has an import loop or an upward import beyond the KNOWN ones.
+/// No library crate has an import loop or an upward import.
 #[test]
 fn library_crates_are_layered() {
-    let new: Vec<String> = all_findings()
-        .iter()
-        .filter(|f| !KNOWN.contains(&f.key().as_str()))
-        .map(|f| f.to_string())
-        .collect();
+    let found: Vec<String> = all_findings().iter().map(|f| f.to_string()).collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "a module refers to one declared after it in its parent (lib.rs or mod.rs: the \
          order of the `mod` lines is the layering, bottom first), or modules refer to each \
          other in a loop:\n{}",
-        new.join("\n")
-    );
-}
-
-/// Every KNOWN entry is still found: a fixed one is taken off the list.
-#[test]
-fn known_breaches_are_all_still_there() {
-    let keys: Vec<String> = all_findings().iter().map(Finding::key).collect();
-    let gone: Vec<&&str> = KNOWN
-        .iter()
-        .filter(|k| !keys.iter().any(|f| f == *k))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "fixed: take these off KNOWN in {}: {gone:?}",
-        file!()
+        found.join("\n")
     );
 }
 
