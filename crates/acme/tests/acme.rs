@@ -362,6 +362,8 @@ mod hidden_entry_points {
         assert_eq!(acme_result(fewer.as_bytes(), &names), Err(Refusal::WrongNames.label()));
         let more = fresh_chain(&["a.example.test", "b.example.test", "c.example.test"]);
         assert_eq!(acme_result(more.as_bytes(), &names), Err("wrong_names"));
+        let swapped = fresh_chain(&["a.example.test", "c.example.test"]);
+        assert_eq!(acme_result(swapped.as_bytes(), &names), Err("wrong_names"));
         let old = stored(&["a.example.test", "b.example.test"], 2020, 2025).chain_pem;
         assert_eq!(acme_result(old.as_bytes(), &names), Err("expired"));
         let late = stored(&["a.example.test", "b.example.test"], 2027, 2028).chain_pem;
