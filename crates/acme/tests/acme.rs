@@ -80,7 +80,10 @@ fn fs_storage_keeps_accounts_and_certificates_private() {
     let back = s.load_cert(&name).unwrap().unwrap();
     assert_eq!(back.chain_pem, cert.chain_pem);
     assert_eq!(back.key_pem, cert.key_pem);
-    assert!(!format!("{back:?}").contains("PRIVATE KEY"), "Debug hides the key");
+    assert!(
+        !format!("{back:?}").contains("PRIVATE KEY"),
+        "Debug hides the key"
+    );
 
     // A certificate file without its key is a storage error naming the file.
     std::fs::write(&path, cert.chain_pem.as_bytes()).unwrap();
@@ -114,7 +117,8 @@ fn the_issuance_lock_is_held_until_dropped() {
         Err(e) => e,
     };
     assert!(
-        e.to_string().contains("another process holds the issuance lock"),
+        e.to_string()
+            .contains("another process holds the issuance lock"),
         "{e}"
     );
     // Another name has a lock of its own.
@@ -169,7 +173,10 @@ fn settings_check_names_and_the_directory_url() {
     let e = with("https://ca.test/directory", &[]);
     assert!(e.contains("no domain name"), "{e}");
     let e = with("https://ca.test/directory", &["Example.test"]);
-    assert!(e.contains("Example.test: not a DNS name in A-label form"), "{e}");
+    assert!(
+        e.contains("Example.test: not a DNS name in A-label form"),
+        "{e}"
+    );
 }
 
 /// The events `ServerAcme` reports, in order.
@@ -235,7 +242,10 @@ fn a_stored_certificate_for_the_managed_names_is_served_at_once() {
     let cert = stored(&["www.example.test", "example.test"], 2020, 2090);
     let (acme, events) = prepare(t.path(), &["www.example.test", "example.test"], Some(&cert));
     let acme = acme.unwrap();
-    let ck = acme.managed.current().expect("the stored certificate is served");
+    let ck = acme
+        .managed
+        .current()
+        .expect("the stored certificate is served");
     let der = rustls::pki_types::CertificateDer::from_pem_slice(cert.chain_pem.as_bytes());
     assert_eq!(ck.cert[0], der.unwrap());
     assert!(acme.managed.manages(Some("example.test")));
@@ -294,7 +304,11 @@ fn prepare_refuses_bad_settings_before_touching_storage() {
         None,
     )
     .unwrap_err();
-    assert!(e.to_string().contains("http-01 challenge needs a plain HTTP listener"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("http-01 challenge needs a plain HTTP listener"),
+        "{e}"
+    );
 }
 
 mod hidden_entry_points {
@@ -309,14 +323,20 @@ mod hidden_entry_points {
     fn retry_after_takes_seconds_or_a_date_and_is_clamped_to_a_day() {
         assert_eq!(acme_retry_after(b"120"), Some(120_000));
         assert_eq!(acme_retry_after(b" 0 "), Some(0));
-        assert_eq!(acme_retry_after(b"99999999999999999999999"), Some(86_400_000));
+        assert_eq!(
+            acme_retry_after(b"99999999999999999999999"),
+            Some(86_400_000)
+        );
         // ACME_NOW + 1 h as an HTTP-date; a past date waits not at all.
         assert_eq!(
             acme_retry_after(b"Fri, 02 Jan 2026 01:00:00 GMT"),
             Some(3_600_000)
         );
         assert_eq!(acme_retry_after(b"Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
-        assert_eq!(acme_retry_after(b"Sat, 02 Jan 2027 00:00:00 GMT"), Some(86_400_000));
+        assert_eq!(
+            acme_retry_after(b"Sat, 02 Jan 2027 00:00:00 GMT"),
+            Some(86_400_000)
+        );
         assert_eq!(acme_retry_after(b"soon"), None);
         assert_eq!(acme_retry_after(b"-5"), None);
         assert_eq!(acme_retry_after(b""), None);
@@ -329,7 +349,11 @@ mod hidden_entry_points {
         let window = b"2026-02-01T00:00:00Z\n2026-02-02T00:00:00Z";
         assert_eq!(acme_window(window, 0.0), Some(1_769_904_000));
         assert_eq!(acme_window(window, 0.5), Some(1_769_947_200));
-        assert_eq!(acme_window(window, 7.0), Some(1_769_990_400), "rand01 is clamped");
+        assert_eq!(
+            acme_window(window, 7.0),
+            Some(1_769_990_400),
+            "rand01 is clamped"
+        );
         // A window after notAfter is pulled back to notAfter less a tenth of the lifetime.
         let late = acme_window(b"2030-01-01T00:00:00Z\n2030-01-02T00:00:00Z", 0.5);
         assert_eq!(late, Some(na - (na - nb) / 10));
@@ -359,7 +383,10 @@ mod hidden_entry_points {
         let upper = vec!["B.example.test".to_string(), "A.example.test".to_string()];
         assert_eq!(acme_result(good.as_bytes(), &upper), Ok(1));
         let fewer = fresh_chain(&["a.example.test"]);
-        assert_eq!(acme_result(fewer.as_bytes(), &names), Err(Refusal::WrongNames.label()));
+        assert_eq!(
+            acme_result(fewer.as_bytes(), &names),
+            Err(Refusal::WrongNames.label())
+        );
         let more = fresh_chain(&["a.example.test", "b.example.test", "c.example.test"]);
         assert_eq!(acme_result(more.as_bytes(), &names), Err("wrong_names"));
         let swapped = fresh_chain(&["a.example.test", "c.example.test"]);

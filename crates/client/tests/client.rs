@@ -47,8 +47,8 @@ fn leaf_params(cn: &str, eku: ExtendedKeyUsagePurpose) -> CertificateParams {
 }
 
 fn pki(dir: &Path, ca_name: &str, server: &str) -> Pki {
-    let ca = CertifiedIssuer::self_signed(ca_params(ca_name), KeyPair::generate().unwrap())
-        .unwrap();
+    let ca =
+        CertifiedIssuer::self_signed(ca_params(ca_name), KeyPair::generate().unwrap()).unwrap();
     let key = KeyPair::generate().unwrap();
     let leaf = leaf_params(server, ExtendedKeyUsagePurpose::ServerAuth)
         .signed_by(&key, &ca)
@@ -187,7 +187,11 @@ fn connect_verifies_a_local_server_against_a_store_file() {
     assert!(r.kx.key_exchange_group.is_some());
     c.close();
     let s = seen.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(s.sni.as_deref(), Some("server.test"), "the name is sent as SNI");
+    assert_eq!(
+        s.sni.as_deref(),
+        Some("server.test"),
+        "the name is sent as SNI"
+    );
     assert!(!s.client_cert);
 }
 
@@ -212,7 +216,10 @@ fn a_second_connection_resumes_the_first_session() {
     let mut o = options(peer(addr, "server.test", &p.ca_pem));
     o.reconnect = true;
     let c = connect(&o).unwrap();
-    assert!(c.report.resumed, "the report describes the resumed second connection");
+    assert!(
+        c.report.resumed,
+        "the report describes the resumed second connection"
+    );
     assert!(c.report.verified);
     c.close();
 }
@@ -238,7 +245,12 @@ fn a_refused_chain_is_reported_with_its_rule_not_an_error() {
     // The right CA, the wrong name.
     let c = connect(&options(peer(addr, "elsewhere.test", &p.ca_pem))).unwrap();
     assert!(!c.report.verified);
-    assert_eq!(c.report.rule, Some("name-mismatch"), "{:?}", c.report.reason);
+    assert_eq!(
+        c.report.rule,
+        Some("name-mismatch"),
+        "{:?}",
+        c.report.reason
+    );
     assert!(
         c.report
             .reason
@@ -268,7 +280,11 @@ fn a_client_certificate_is_presented_when_given() {
     let c = connect(&o).unwrap();
     assert!(c.report.verified);
     c.close();
-    assert!(seen.recv_timeout(Duration::from_secs(10)).unwrap().client_cert);
+    assert!(
+        seen.recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .client_cert
+    );
 
     // A key that is not the certificate's stops before connecting, naming both files.
     let wrong = d.path().join("wrong.key");
@@ -409,7 +425,10 @@ fn probe_times_a_local_handshake_flight_by_flight() {
         r.chain_bytes,
         p.chain.iter().map(|c| c.len()).sum::<usize>()
     );
-    assert_eq!(r.handshake_rtts, 1, "a full TLS 1.3 handshake is one round trip");
+    assert_eq!(
+        r.handshake_rtts, 1,
+        "a full TLS 1.3 handshake is one round trip"
+    );
     assert!(!r.server_flights.is_empty());
     assert!(r.server_flights.iter().all(|f| f.bytes > 0));
     assert_eq!(r.runs.len(), 2, "one run per repeat");

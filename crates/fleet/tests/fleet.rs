@@ -98,7 +98,10 @@ fn a_kek_is_32_bytes_or_64_hex_digits_readable_by_its_owner_only() {
 fn redis_urls_are_shown_without_their_password() {
     let shown = redact("redis://tlskit:hunter2-secret@redis.test:6379/2");
     assert!(!shown.contains("hunter2-secret"), "{shown}");
-    assert!(shown.contains("***") && shown.contains("redis.test:6379"), "{shown}");
+    assert!(
+        shown.contains("***") && shown.contains("redis.test:6379"),
+        "{shown}"
+    );
     let shown = redact("rediss://:only-a-password@redis.test/0");
     assert!(!shown.contains("only-a-password"), "{shown}");
     assert_eq!(redact("redis://redis.test:6379"), "redis://redis.test:6379");
@@ -189,10 +192,17 @@ fn a_refused_log_in_stops_a_required_fleet_without_showing_the_password() {
     let url = format!("redis://tlskit:hunter2-secret@{addr}");
     let e = start_err(&settings(url, kek(d.path()), true));
     let text = e.to_string();
-    assert!(text.contains("WRONGPASS"), "the server's refusal is told: {text}");
+    assert!(
+        text.contains("WRONGPASS"),
+        "the server's refusal is told: {text}"
+    );
     assert!(!text.contains("hunter2-secret"), "{text}");
     let first = auths.recv_timeout(Duration::from_secs(5)).unwrap();
-    assert_eq!(first, ["AUTH", "tlskit", "hunter2-secret"], "the password went to Redis");
+    assert_eq!(
+        first,
+        ["AUTH", "tlskit", "hunter2-secret"],
+        "the password went to Redis"
+    );
 }
 
 #[test]

@@ -89,10 +89,16 @@ fn a_malformed_uri_is_one_clear_error_that_never_shows_the_pin() {
         ("token=t", "does not start with pkcs11:"),
         ("pkcs11:", "names no token and no object"),
         ("pkcs11:token=a;token=b", "token appears twice"),
-        ("pkcs11:token=a%zz", "'%' must be followed by two hexadecimal digits"),
+        (
+            "pkcs11:token=a%zz",
+            "'%' must be followed by two hexadecimal digits",
+        ),
         ("pkcs11:token=a b", "must be %-encoded"),
         ("pkcs11:token=a;colour=red", "unknown path attribute"),
-        ("pkcs11:token=a;slot-id=x", "slot-id must be a decimal number"),
+        (
+            "pkcs11:token=a;slot-id=x",
+            "slot-id must be a decimal number",
+        ),
         ("pkcs11:token=a;type=key", "type must be one of"),
         ("pkcs11:token=a;object", "has no '='"),
         ("pkcs11:token=a?colour=red", "unknown query attribute"),
@@ -109,7 +115,11 @@ fn a_malformed_uri_is_one_clear_error_that_never_shows_the_pin() {
     let long = format!("pkcs11:token={}", "a".repeat(5000));
     let e = bad(&long);
     assert!(e.contains("longer than 4096 bytes"), "{e}");
-    assert!(e.len() < 300, "the URI is not quoted whole: {} bytes", e.len());
+    assert!(
+        e.len() < 300,
+        "the URI is not quoted whole: {} bytes",
+        e.len()
+    );
 }
 
 #[test]
@@ -156,7 +166,10 @@ fn a_missing_or_unloadable_module_is_named_with_the_reason() {
         "pkcs11:token=t;object=k?module-path={}",
         not_a_library.display()
     ));
-    assert!(e.to_string().contains("not a loadable shared library"), "{e}");
+    assert!(
+        e.to_string().contains("not a loadable shared library"),
+        "{e}"
+    );
 
     let e = open_err(&format!(
         "pkcs11:token=t;object=k?module-path={}",
@@ -167,7 +180,10 @@ fn a_missing_or_unloadable_module_is_named_with_the_reason() {
     // The module given to `open` (the CLI's --pkcs11-module) is used without module-path=.
     let uri = Pkcs11Uri::parse("pkcs11:token=t;object=k").unwrap();
     let e = TokenKey::open(&uri, Some(&missing)).unwrap_err();
-    assert!(matches!(e, Pkcs11Error::Module { ref path, .. } if path == &missing), "{e}");
+    assert!(
+        matches!(e, Pkcs11Error::Module { ref path, .. } if path == &missing),
+        "{e}"
+    );
 
     let e = list(&missing, None).unwrap_err();
     assert!(matches!(e, Pkcs11Error::Module { .. }), "{e}");
@@ -182,7 +198,10 @@ fn without_any_module_the_error_says_where_to_name_one() {
     let e = open_err(&format!("pkcs11:token=t;object=k?pin-value={PIN}"));
     assert!(matches!(e, Pkcs11Error::NoModule { .. }), "{e}");
     let text = e.to_string();
-    assert!(text.contains("module-path=") && text.contains(MODULE_ENV), "{text}");
+    assert!(
+        text.contains("module-path=") && text.contains(MODULE_ENV),
+        "{text}"
+    );
     assert!(text.starts_with("pkcs11:token=t;object=k"), "{text}");
     assert!(!text.contains(PIN), "{text}");
 }
@@ -192,7 +211,10 @@ fn generating_a_key_needs_a_name_for_it() {
     let uri = Pkcs11Uri::parse("pkcs11:token=t?module-path=/nonexistent.so").unwrap();
     let e = generate(&uri, None, GenType::P256).unwrap_err();
     assert!(matches!(e, Pkcs11Error::BadUri { .. }), "{e}");
-    assert!(e.to_string().contains("name the new key with object=LABEL"), "{e}");
+    assert!(
+        e.to_string().contains("name the new key with object=LABEL"),
+        "{e}"
+    );
     let named = Pkcs11Uri::parse("pkcs11:token=t;object=new?module-path=/nonexistent.so").unwrap();
     let e = generate(&named, None, GenType::P256).unwrap_err();
     assert!(matches!(e, Pkcs11Error::Module { .. }), "{e}");

@@ -2,6 +2,9 @@
 //! it: keys, a request with its SANs, a CA that signs it (SANs and name constraints
 //! kept), inspection of what was made, lint, and a PKCS#12 round trip.
 #![allow(clippy::unwrap_used)]
+// Options are set field by field on `default()`, as a caller must once they are
+// `#[non_exhaustive]` (a struct literal would not compile there).
+#![allow(clippy::field_reassign_with_default)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -31,7 +34,9 @@ fn first_der(pem: &str) -> Vec<u8> {
     let stop = pem[start..].find(end).unwrap() + start;
     let b64: String = pem[start..stop].split_whitespace().collect();
     use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(b64).unwrap()
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
 }
 
 #[test]
@@ -41,13 +46,20 @@ fn keys_are_written_private_and_never_replaced_silently() {
     key::generate_to_file(KeyType::P256, &p, false).unwrap();
     assert_eq!(mode(&p), 0o600);
     let text = std::fs::read_to_string(&p).unwrap();
-    assert!(text.starts_with("-----BEGIN PRIVATE KEY-----\n"), "PKCS#8 PEM");
+    assert!(
+        text.starts_with("-----BEGIN PRIVATE KEY-----\n"),
+        "PKCS#8 PEM"
+    );
     let e = key::generate_to_file(KeyType::P256, &p, false).unwrap_err();
     assert!(matches!(e, PkiError::Exists { .. }), "{e}");
     assert!(e.to_string().contains("already exists"), "{e}");
     assert_eq!(std::fs::read_to_string(&p).unwrap(), text, "left as it was");
     key::generate_to_file(KeyType::Ed25519, &p, true).unwrap();
-    assert_ne!(std::fs::read_to_string(&p).unwrap(), text, "--force replaces");
+    assert_ne!(
+        std::fs::read_to_string(&p).unwrap(),
+        text,
+        "--force replaces"
+    );
 
     let k = key::load(&p).unwrap();
     assert_eq!(k.algorithm(), &rcgen::PKCS_ED25519);
@@ -98,7 +110,11 @@ fn a_ca_signs_a_request_keeping_its_names() {
             let sans: Vec<&str> = r.sans.iter().map(|s| s.value.as_str()).collect();
             assert_eq!(
                 sans,
-                ["www.example.test", "xn--bcher-kva.example.test", "192.0.2.7"]
+                [
+                    "www.example.test",
+                    "xn--bcher-kva.example.test",
+                    "192.0.2.7"
+                ]
             );
         }
         other => panic!("{other:?}"),
@@ -121,7 +137,10 @@ fn a_ca_signs_a_request_keeping_its_names() {
     let (_, leaf) = X509Certificate::from_der(&leaf_der).unwrap();
     let (_, root) = X509Certificate::from_der(&ca_der).unwrap();
     leaf.verify_signature(Some(root.public_key())).unwrap();
-    assert_eq!(leaf.public_key().raw, kp.subject_public_key_info().as_slice());
+    assert_eq!(
+        leaf.public_key().raw,
+        kp.subject_public_key_info().as_slice()
+    );
 
     match &describe_bytes(pem.as_bytes()).unwrap().items[..] {
         [Item::Certificate(c)] => {
@@ -146,7 +165,9 @@ fn a_ca_signs_a_request_keeping_its_names() {
             );
             assert_eq!(c.sans[1].unicode, "bücher.example.test");
             assert!(
-                c.extended_key_usage.iter().any(|u| u.contains("serverAuth")),
+                c.extended_key_usage
+                    .iter()
+                    .any(|u| u.contains("serverAuth")),
                 "{:?}",
                 c.extended_key_usage
             );
@@ -187,7 +208,10 @@ fn lint_finds_what_a_client_would_object_to() {
     let pem = cert::self_signed_pem(&kp, &names, 3650, false).unwrap();
     let findings = lint_bytes(pem.as_bytes(), now()).unwrap();
     let codes: Vec<String> = findings.iter().map(|f| f.code.to_string()).collect();
-    assert!(codes.contains(&"validity-too-long".to_string()), "{codes:?}");
+    assert!(
+        codes.contains(&"validity-too-long".to_string()),
+        "{codes:?}"
+    );
     assert!(codes.contains(&"self-signed".to_string()), "{codes:?}");
     let long = findings
         .iter()
@@ -196,7 +220,11 @@ fn lint_finds_what_a_client_would_object_to() {
     assert_eq!(long.severity, Severity::Warning);
     assert_eq!(long.index, 1);
     assert!(long.message.contains("3650 days"), "{}", long.message);
-    assert!(long.subject.contains("long.example.test"), "{}", long.subject);
+    assert!(
+        long.subject.contains("long.example.test"),
+        "{}",
+        long.subject
+    );
 
     // 90 days: no validity finding.
     let short = cert::self_signed_pem(&kp, &names, 90, false).unwrap();

@@ -40,7 +40,8 @@ struct Ca {
 
 fn ca(dir: &Path) -> Ca {
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.distinguished_name.push(DnType::CommonName, "Server Test CA");
+    p.distinguished_name
+        .push(DnType::CommonName, "Server Test CA");
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     p.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let issuer = CertifiedIssuer::self_signed(p, KeyPair::generate().unwrap()).unwrap();
@@ -51,8 +52,8 @@ fn ca(dir: &Path) -> Ca {
 
 /// A server leaf for `names` (CN the first) written as `dir/STEM.EXT` + `dir/STEM.key`.
 fn leaf(ca: &Ca, dir: &Path, stem: &str, ext: &str, names: &[&str]) -> (PathBuf, PathBuf) {
-    let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-        .unwrap();
+    let mut p =
+        CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
     p.distinguished_name.push(DnType::CommonName, names[0]);
     p.use_authority_key_identifier_extension = true;
     p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -136,7 +137,8 @@ fn connect_to(addr: SocketAddr, name: &str, ca: &Path, alpn: &[&str]) -> tlskit_
 fn scrape(addr: SocketAddr) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let (head, body) = out.split_once("\r\n\r\n").unwrap();
@@ -155,9 +157,11 @@ fn echo_once(addr: SocketAddr, name: &str, ca: &CertificateDer<'static>) {
         .with_root_certificates(roots)
         .with_no_client_auth();
     cfg.cert_decompressors = vec![rustls::compress::BROTLI_DECOMPRESSOR];
-    let mut conn =
-        rustls::ClientConnection::new(Arc::new(cfg), ServerName::try_from(name.to_string()).unwrap())
-            .unwrap();
+    let mut conn = rustls::ClientConnection::new(
+        Arc::new(cfg),
+        ServerName::try_from(name.to_string()).unwrap(),
+    )
+    .unwrap();
     let mut tcp = TcpStream::connect(addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut tls = rustls::Stream::new(&mut conn, &mut tcp);
@@ -179,7 +183,11 @@ fn a_bound_server_serves_its_pair_to_tlskit_connect_and_stops_on_sigterm() {
     let c = connect_to(r.addr, "site.test", &ca.pem, &["h2", "http/1.1"]);
     assert!(c.report.verified, "{:?}", c.report.reason);
     assert_eq!(c.report.presented_certs, 2, "leaf and CA as in the file");
-    assert!(c.report.chain[0].contains("site.test"), "{:?}", c.report.chain);
+    assert!(
+        c.report.chain[0].contains("site.test"),
+        "{:?}",
+        c.report.chain
+    );
     assert_eq!(c.report.tls_version, "TLSv1.3");
     assert_eq!(
         c.report.alpn.as_deref(),
@@ -282,7 +290,11 @@ fn the_certificate_index_loads_pairs_and_reports_the_rest() {
     let provider = rustls::crypto::aws_lc_rs::default_provider();
     let (index, issues) = CertIndex::load(&cert, &key, Some(&sni), &provider).unwrap();
     assert_eq!(index.pairs(), 3, "default, a, b");
-    assert_eq!(index.names(), 4, "default.test, a.test, b.test, *.wild.test");
+    assert_eq!(
+        index.names(),
+        4,
+        "default.test, a.test, b.test, *.wild.test"
+    );
     assert_eq!(issues.len(), 1, "{issues:?}");
     assert_eq!(issues[0].path, lonely);
     assert!(issues[0].reason.starts_with("no key file"), "{issues:?}");
@@ -335,7 +347,10 @@ fn bind_refuses_what_cannot_serve() {
     let mut cfg = config(cert.clone(), key.clone());
     cfg.mode = Mode::Backend("127.0.0.1:not-a-port".into());
     let e = bind_err(cfg);
-    assert!(e.to_string().contains("--backend 127.0.0.1:not-a-port"), "{e}");
+    assert!(
+        e.to_string().contains("--backend 127.0.0.1:not-a-port"),
+        "{e}"
+    );
 
     // An address in use is a listen error naming it.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -353,7 +368,10 @@ fn alpn_is_offered_only_for_what_the_application_speaks() {
     assert_eq!(offered_alpn(&cfg).offered, ["http/1.1"]);
     cfg.alpn = vec!["h2".into(), "http/1.1".into()];
     let o = offered_alpn(&cfg);
-    assert_eq!((o.offered, o.dropped), (vec!["http/1.1".to_string()], vec!["h2".to_string()]));
+    assert_eq!(
+        (o.offered, o.dropped),
+        (vec!["http/1.1".to_string()], vec!["h2".to_string()])
+    );
     cfg.mode = Mode::Echo;
     cfg.alpn.clear();
     assert!(offered_alpn(&cfg).offered.is_empty(), "echo speaks nothing");

@@ -204,7 +204,10 @@ fn versions_are_named_as_reports_spell_them() {
     assert_eq!(version_name(Some(ProtocolVersion::TLSv1_3)), "TLSv1.3");
     assert_eq!(version_name(Some(ProtocolVersion::TLSv1_2)), "TLSv1.2");
     assert_eq!(version_name(Some(ProtocolVersion::TLSv1_0)), "TLSv1.0");
-    assert_eq!(version_name(Some(ProtocolVersion::Unknown(0x7f1c))), "0x7f1c");
+    assert_eq!(
+        version_name(Some(ProtocolVersion::Unknown(0x7f1c))),
+        "0x7f1c"
+    );
     assert_eq!(version_name(None), "");
     assert_eq!(
         tlskit_tls::TlsVersion::Tls13.rustls().version,
