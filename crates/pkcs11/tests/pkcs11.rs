@@ -23,6 +23,12 @@ fn bad(input: &str) -> String {
     }
 }
 
+/// How a module that cannot be used is reported, whichever variant carries it (a missing
+/// file's I/O error may become a typed source of its own).
+fn cannot_load(module: &Path) -> String {
+    format!("{}: cannot load the PKCS#11 module: ", module.display())
+}
+
 fn open_err(uri: &str) -> Pkcs11Error {
     match TokenKey::open(&Pkcs11Uri::parse(uri).unwrap(), None) {
         Ok(k) => panic!("opened {k:?}"),
@@ -149,15 +155,8 @@ fn a_missing_or_unloadable_module_is_named_with_the_reason() {
         "pkcs11:token=t;object=k?module-path={}&pin-value={PIN}",
         missing.display()
     ));
-    assert!(matches!(e, Pkcs11Error::Module { .. }), "{e}");
     let text = e.to_string();
-    assert!(
-        text.starts_with(&format!(
-            "{}: cannot load the PKCS#11 module",
-            missing.display()
-        )),
-        "{text}"
-    );
+    assert!(text.starts_with(&cannot_load(&missing)), "{text}");
     assert!(!text.contains(PIN), "{text}");
 
     let not_a_library = d.path().join("text.so");
@@ -180,13 +179,10 @@ fn a_missing_or_unloadable_module_is_named_with_the_reason() {
     // The module given to `open` (the CLI's --pkcs11-module) is used without module-path=.
     let uri = Pkcs11Uri::parse("pkcs11:token=t;object=k").unwrap();
     let e = TokenKey::open(&uri, Some(&missing)).unwrap_err();
-    assert!(
-        matches!(e, Pkcs11Error::Module { ref path, .. } if path == &missing),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with(&cannot_load(&missing)), "{e}");
 
     let e = list(&missing, None).unwrap_err();
-    assert!(matches!(e, Pkcs11Error::Module { .. }), "{e}");
+    assert!(e.to_string().starts_with(&cannot_load(&missing)), "{e}");
 }
 
 #[test]
@@ -217,5 +213,6 @@ fn generating_a_key_needs_a_name_for_it() {
     );
     let named = Pkcs11Uri::parse("pkcs11:token=t;object=new?module-path=/nonexistent.so").unwrap();
     let e = generate(&named, None, GenType::P256).unwrap_err();
-    assert!(matches!(e, Pkcs11Error::Module { .. }), "{e}");
+    let module = Path::new("/nonexistent.so");
+    assert!(e.to_string().starts_with(&cannot_load(module)), "{e}");
 }
