@@ -23,7 +23,10 @@ fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
-/// A self-signed certificate for `names`, valid `from`..`to` (years), and its key.
+/// A self-signed certificate for `names`, valid `from`..`to` (years), with its key, as
+/// a storage reads it back: written in the documented layout (`certs/NAME.pem`, the chain
+/// then the key) of a scratch `FsStorage` and loaded (no struct literal: `StoredCert`
+/// may become `#[non_exhaustive]`).
 fn stored(names: &[&str], from: i32, to: i32) -> StoredCert {
     let mut p =
         CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
@@ -31,10 +34,18 @@ fn stored(names: &[&str], from: i32, to: i32) -> StoredCert {
     p.not_after = rcgen::date_time_ymd(to, 1, 1);
     let key = KeyPair::generate().unwrap();
     let cert = p.self_signed(&key).unwrap();
-    StoredCert {
-        chain_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    }
+    let scratch = tempfile::tempdir().unwrap();
+    let s = FsStorage::open(scratch.path()).unwrap();
+    let text = format!("{}{}", cert.pem(), key.serialize_pem());
+    std::fs::write(s.cert_path("scratch"), text).unwrap();
+    let c = s.load_cert("scratch").unwrap().unwrap();
+    assert_eq!(
+        c.chain_pem,
+        cert.pem(),
+        "the chain is what precedes the key"
+    );
+    assert_eq!(c.key_pem, key.serialize_pem());
+    c
 }
 
 #[test]
