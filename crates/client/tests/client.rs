@@ -142,12 +142,7 @@ fn peer(addr: SocketAddr, name: &str, roots: &Path) -> PeerOptions {
 }
 
 fn options(peer: PeerOptions) -> ConnectOptions {
-    ConnectOptions {
-        peer,
-        alpn: Vec::new(),
-        client_cert: None,
-        reconnect: false,
-    }
+    ConnectOptions::new(peer)
 }
 
 /// The error of a connection that must fail (`Connected` has no `Debug`).
@@ -413,11 +408,9 @@ fn probe_times_a_local_handshake_flight_by_flight() {
     let d = tempfile::tempdir().unwrap();
     let p = pki(d.path(), "Probe CA", "server.test");
     let (addr, _seen) = tls_server(server_config(&p, None));
-    let r = probe(&ProbeOptions {
-        peer: peer(addr, "server.test", &p.ca_pem),
-        repeat: 2,
-    })
-    .unwrap();
+    let mut po = ProbeOptions::new(peer(addr, "server.test", &p.ca_pem));
+    po.repeat = 2;
+    let r = probe(&po).unwrap();
     assert!(r.verified, "{:?}", r.reason);
     assert_eq!(r.tls_version, "TLSv1.3");
     assert_eq!(r.chain_certs, 2);

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rustls::server::ProducesTickets;
-use tlskit_fleet::shared::{read_kek, redact, REREAD};
+use tlskit_fleet::shared::{read_kek, redact};
 use tlskit_fleet::{SharedSettings, SharedTickets};
 use tlskit_tls::NetError;
 
@@ -30,15 +30,9 @@ fn kek(dir: &Path) -> PathBuf {
 }
 
 fn settings(url: String, key_file: PathBuf, required: bool) -> SharedSettings {
-    SharedSettings {
-        url,
-        key_file,
-        required,
-        reread: REREAD,
-        ca: None,
-        ca_profile: tlskit_verify::Profile::default(),
-        ca_allow: Vec::new(),
-    }
+    let mut s = SharedSettings::new(url, key_file);
+    s.required = required;
+    s
 }
 
 fn start_err(s: &SharedSettings) -> NetError {

@@ -121,12 +121,8 @@ fn connect_to(addr: SocketAddr, name: &str, ca: &Path, alpn: &[&str]) -> tlskit_
     peer.server_name = Some(name.into());
     peer.roots = vec![Source::File(ca.to_path_buf())];
     peer.timeout = Duration::from_secs(10);
-    let o = ConnectOptions {
-        peer,
-        alpn: alpn.iter().map(|s| s.to_string()).collect(),
-        client_cert: None,
-        reconnect: false,
-    };
+    let mut o = ConnectOptions::new(peer);
+    o.alpn = alpn.iter().map(|s| s.to_string()).collect();
     match connect(&o) {
         Ok(c) => c,
         Err(e) => panic!("connect {name}: {e}"),
