@@ -36,17 +36,6 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-impl LogFormat {
-    /// `text` or `json` (the config file's `log_format`).
-    pub(crate) fn parse(s: &str) -> anyhow::Result<Self> {
-        match s {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            o => anyhow::bail!("log_format {o:?}: use text or json"),
-        }
-    }
-}
-
 /// Where the log level comes from.
 #[derive(Debug, Default)]
 pub(crate) struct LevelChoice<'a> {
