@@ -1227,7 +1227,7 @@ fn net_serve_removed_client_ca_ends_resumption() {
 /// (the ticket is then older than two periods, the lifetime the server announced) it does
 /// not: full handshake. (OpenSSL's client also drops a ticket past its announced lifetime;
 /// the server's own refusal of old tickets, whatever the keys, is the unit test
-/// `tickets::tests::tickets_expire_after_max_age_whatever_the_keys` in tlskit-net.)
+/// `tickets::tests::tickets_expire_after_max_age_whatever_the_keys` in tlskit-server.)
 #[test]
 fn net_serve_ticket_rotation_previous_key_resumes_older_does_not() {
     require("openssl");
@@ -2553,7 +2553,7 @@ fn net_connect_pinned_self_signed_server_certificate() {
 /// and most of it stayed after they closed.
 ///
 /// The server runs with `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096`, the setting
-/// crates/net/README.md recommends: glibc otherwise keeps freed heap memory (fragmented)
+/// crates/server/README.md recommends: glibc otherwise keeps freed heap memory (fragmented)
 /// instead of giving it back.
 #[test]
 fn net_serve_partial_client_hello_flood_bounded_memory() {
