@@ -11,6 +11,10 @@
 //! turns both on. Without them the terminator compiles neither instant-acme, hyper nor
 //! a Redis client.
 //!
+//! Settings: [`ServeSettings`] reads `serve`'s TOML file with every value typed, merges it
+//! with the caller's settings (a command line's flags win) and makes the [`ServeConfig`]
+//! for [`Server::bind`], checking every range and every setting that needs another.
+//!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
 mod certs;

@@ -313,13 +313,6 @@ impl FileValue for PathBuf {
     }
 }
 
-impl FileValue for Vec<Source> {
-    type Raw = Vec<String>;
-    fn from_file(raw: Vec<String>, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
-        Ok(raw.iter().map(|s| Source::from_arg(s)).collect())
-    }
-}
-
 impl FileValue for Vec<Compression> {
     type Raw = String;
     fn from_file(raw: String, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
@@ -458,8 +451,9 @@ settings! {
     backend: String,
     /// Answer by itself instead of forwarding.
     respond: Respond,
-    /// Client-CA trust store sources: client certificates verified against them.
-    client_ca: Vec<Source>,
+    /// Client-CA trust store sources (`system`, a file, a directory or a snapshot: which
+    /// one is decided by the file system when the configuration is made).
+    client_ca: Vec<String>,
     /// Client certificates required or optional.
     client_auth: ClientAuth,
     /// Rule set client certificates are checked against (default browser).
@@ -522,8 +516,8 @@ settings! {
     acme_storage: PathBuf,
     /// ACME account contact.
     acme_email: String,
-    /// Trust anchors for the ACME CA's HTTPS.
-    acme_roots: Vec<Source>,
+    /// Trust anchors for the ACME CA's HTTPS (sources, as `client_ca`).
+    acme_roots: Vec<String>,
     /// Rule set the ACME CA's HTTPS certificate is checked against.
     acme_roots_profile: Profile,
     /// Rules not checked on the ACME CA's HTTPS certificate.
@@ -542,8 +536,9 @@ settings! {
     log_format: LogFormat,
     /// Days before a served certificate's notAfter from which start and reloads warn.
     expiry_warning_days: u32,
-    /// The ACME CA's issuing roots: new certificates must verify against them.
-    acme_issuer_roots: Vec<Source>,
+    /// The ACME CA's issuing roots (sources, as `client_ca`): new certificates must
+    /// verify against them.
+    acme_issuer_roots: Vec<String>,
 }
 
 impl ServeSettings {
@@ -574,13 +569,13 @@ impl ServeSettings {
     }
 
     /// Whether `key` was given here (not taken from a config file by [`Self::merge`]).
-    fn from_flag(&self, key: &str) -> bool {
+    fn given_here(&self, key: &str) -> bool {
         !self.origin.keys.contains(&key)
     }
 
     /// How a refusal names `key`: its flag, or `FILE: key =` when the file gave it.
     fn name_of(&self, range: &Range) -> String {
-        if self.from_flag(range.key) {
+        if self.given_here(range.key) {
             range.flag()
         } else {
             format!(
@@ -630,14 +625,14 @@ impl ServeSettings {
         let mut cfg = ServeConfig::new(addrs(&listen, "--listen")?, cert, key);
         if s.acme.is_some() {
             cfg.acme = Some(s.acme_settings()?);
-        } else if (s.domain.is_some() && s.from_flag("domain"))
-            || (s.acme_storage.is_some() && s.from_flag("acme_storage"))
+        } else if (s.domain.is_some() && s.given_here("domain"))
+            || (s.acme_storage.is_some() && s.given_here("acme_storage"))
         {
             return Err(SettingsError::Inconsistent(
                 "--domain and --acme-storage need --acme DIRECTORY_URL",
             ));
-        } else if (s.acme_roots_profile.is_some() && s.from_flag("acme_roots_profile"))
-            || (s.acme_roots_allow.is_some() && s.from_flag("acme_roots_allow"))
+        } else if (s.acme_roots_profile.is_some() && s.given_here("acme_roots_profile"))
+            || (s.acme_roots_allow.is_some() && s.given_here("acme_roots_allow"))
         {
             return Err(SettingsError::Inconsistent(
                 "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
@@ -659,7 +654,7 @@ impl ServeSettings {
             (None, None | Some(Respond::Http)) => Mode::Http,
             (None, Some(Respond::Echo)) => Mode::Echo,
         };
-        cfg.client_ca = s.client_ca.clone().unwrap_or_default();
+        cfg.client_ca = sources(s.client_ca.as_deref());
         cfg.client_ca_profile = s.client_ca_profile.unwrap_or(Profile::Browser);
         cfg.client_ca_allow = s.client_ca_allow.clone().unwrap_or_default();
         cfg.client_auth_optional = s.client_auth == Some(ClientAuth::Optional);
@@ -746,7 +741,7 @@ impl ServeSettings {
             .map_err(SettingsError::Acme)?;
         let mut a = tlskit_acme::AcmeSettings::new(url, domains, storage);
         a.email.clone_from(&self.acme_email);
-        a.roots = self.acme_roots.clone().unwrap_or_default();
+        a.roots = sources(self.acme_roots.as_deref());
         a.roots_profile = self.acme_roots_profile.unwrap_or_default();
         a.roots_allow = self.acme_roots_allow.clone().unwrap_or_default();
         if let Some(c) = self.acme_challenge {
@@ -762,7 +757,7 @@ impl ServeSettings {
         if let Some(v) = self.secs(self.acme_retry, &ranges::ACME_RETRY)? {
             a.retry_base = v;
         }
-        a.issuer_roots = self.acme_issuer_roots.clone().unwrap_or_default();
+        a.issuer_roots = sources(self.acme_issuer_roots.as_deref());
         Ok(a)
     }
 
@@ -823,6 +818,15 @@ impl ServeSettings {
     fn fleet(&self, _: &str, _: &Path) -> Result<crate::optional::SharedSettings, SettingsError> {
         Err(SettingsError::NotBuilt("--shared-state", "fleet"))
     }
+}
+
+/// Trust store sources from their specs (the file system says which kind each is).
+fn sources(specs: Option<&[String]>) -> Vec<Source> {
+    specs
+        .unwrap_or_default()
+        .iter()
+        .map(|s| Source::from_arg(s))
+        .collect()
 }
 
 /// `HOST:PORT` specs resolved (`:PORT` is every IPv4 address); `what` names the flag.

@@ -158,47 +158,47 @@ fn a_range_refusal_names_the_flag_or_the_file_and_key() {
     );
 }
 
+/// One change made to complete flags.
+type Change = fn(&mut ServeSettings);
+
 #[test]
 fn settings_that_need_another_are_refused_without_it() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut ServeSettings)>)> = vec![
+    let cases: &[(&str, Change)] = &[
+        ("no address to listen on (--listen ADDR)", |s| {
+            s.listen = None
+        }),
+        ("--cert FILE is required", |s| s.cert = None),
+        ("--key FILE is required", |s| s.key = None),
+        ("--proxy-protocol needs --backend", |s| {
+            s.proxy_protocol = Some(true)
+        }),
+        ("--shared-state-key needs --shared-state URL", |s| {
+            s.shared_state_key = Some("fleet.kek".into())
+        }),
         (
-            "no address to listen on (--listen ADDR)",
-            Box::new(|s| s.listen = None),
-        ),
-        ("--cert FILE is required", Box::new(|s| s.cert = None)),
-        ("--key FILE is required", Box::new(|s| s.key = None)),
-        (
-            "--proxy-protocol needs --backend",
-            Box::new(|s| s.proxy_protocol = Some(true)),
-        ),
-        (
-            "--shared-state-key needs --shared-state URL",
-            Box::new(|s| s.shared_state_key = Some("fleet.kek".into())),
+            "--shared-state-ca, --shared-state-ca-profile and --shared-state-ca-allow need \
+             --shared-state rediss://URL",
+            |s| s.shared_state_ca = Some("ca.pem".into()),
         ),
         (
             "--shared-state-ca, --shared-state-ca-profile and --shared-state-ca-allow need \
              --shared-state rediss://URL",
-            Box::new(|s| s.shared_state_ca = Some("ca.pem".into())),
-        ),
-        (
-            "--shared-state-ca, --shared-state-ca-profile and --shared-state-ca-allow need \
-             --shared-state rediss://URL",
-            Box::new(|s| s.shared_state_ca_profile = Some(tlskit_verify::Profile::Rfc5280)),
+            |s| s.shared_state_ca_profile = Some(tlskit_verify::Profile::Rfc5280),
         ),
         (
             "--domain and --acme-storage need --acme DIRECTORY_URL",
-            Box::new(|s| s.domain = Some(vec!["a.test".into()])),
+            |s| s.domain = Some(vec!["a.test".into()]),
         ),
         (
             "--domain and --acme-storage need --acme DIRECTORY_URL",
-            Box::new(|s| s.acme_storage = Some("acme".into())),
+            |s| s.acme_storage = Some("acme".into()),
         ),
         (
             "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
-            Box::new(|s| s.acme_roots_profile = Some(tlskit_verify::Profile::WebPki)),
+            |s| s.acme_roots_profile = Some(tlskit_verify::Profile::WebPki),
         ),
     ];
-    for (want, set) in &cases {
+    for (want, set) in cases {
         let mut s = flags();
         set(&mut s);
         assert_eq!(&refusal(s), want);

@@ -113,7 +113,7 @@ impl AcmeArgs {
     /// The flags given onto `serve`'s settings (a flag not given leaves the field `None`,
     /// so the config file's value counts).
     pub(crate) fn onto_serve(self, s: &mut tlskit_server::ServeSettings) {
-        let given = |v: Vec<String>| (!v.is_empty()).then(|| sources(&v));
+        let given = |v: Vec<String>| (!v.is_empty()).then_some(v);
         s.acme_storage = self.acme_storage;
         s.acme_email = self.acme_email;
         s.acme_roots = given(self.acme_roots);

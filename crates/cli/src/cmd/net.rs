@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use tlskit_client::ConnectOptions;
 use tlskit_server::{ServeConfig, ServeSettings, Server, TlsVersion};
-use tlskit_store::Source;
 
 use crate::logging::{self, LevelChoice, LogFormat};
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
@@ -293,7 +292,7 @@ fn flag_settings(a: ServeFlags) -> anyhow::Result<ServeSettings> {
     s.sni_dir = a.sni_dir;
     s.backend = a.backend;
     s.respond = a.respond.as_deref().map(str::parse).transpose()?;
-    s.client_ca = given(a.client_ca.iter().map(|c| Source::from_arg(c)).collect());
+    s.client_ca = given(a.client_ca);
     s.client_auth = a.client_auth.as_deref().map(str::parse).transpose()?;
     s.client_ca_profile = a.client_ca_profile;
     s.client_ca_allow = given(a.client_ca_allow);
