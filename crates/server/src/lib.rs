@@ -41,8 +41,8 @@ pub use metrics::Metrics;
 pub use optional::{AcmeSettings, SharedSettings};
 pub use server::{offered_alpn, AlpnOffer, CaHints, Mode, ServeConfig, Server, RELOAD_DEADLINE};
 pub use settings::{
-    parse_compression, parse_tls_versions, AcmeChallenge, ClientAuth, LogFormat, Respond,
-    ServeSettings, SettingsError,
+    parse_compression, parse_tls_versions, AcmeChallenge, ClientAuth, LogFormat, LogSettings,
+    Respond, ServeSettings, SettingsError, ValueError,
 };
 pub use tlskit_tls::{
     load_certified_key, load_signing_key, Compression, NetError, TlsVersion, SEND_BUFFER,

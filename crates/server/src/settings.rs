@@ -5,11 +5,13 @@
 //!
 //! Every setting is one field of [`ServeSettings`], declared once in the list below: its
 //! name is the TOML key, and its flag is the same with dashes (`handshake_timeout`,
-//! `--handshake-timeout`). A value is typed when it is read (a file value when the file
-//! is loaded, a flag when the caller maps it), so an unknown `respond` or `compress`
-//! value is refused there, and a refusal names the setting the way `serve` always has
-//! (`--respond x: use http or echo`). Ranges are checked on the value that wins the
-//! merge, naming where it came from: the flag, or `FILE: key =`.
+//! `--handshake-timeout`). A value is typed when it is read (a file's when the file is
+//! loaded, a flag's when the caller maps it); one that is not one of its words (`respond
+//! = "x"`) is kept aside ([`ValueError`], [`ServeSettings::set_invalid`]) and refused by
+//! `into_config` where `serve` has always checked that setting, naming it the way `serve`
+//! always has (`--respond x: use http or echo`), unless the merge replaced it. Ranges are
+//! checked on the value that wins the merge, naming where it came from: the flag, or
+//! `FILE: key =`.
 //!
 //! ```toml
 //! listen = ["0.0.0.0:443", "[::]:443"]
@@ -73,30 +75,9 @@ pub enum SettingsError {
     /// must be MIN to MAX UNIT`, or `FILE: key =` for a value from the file).
     #[error(transparent)]
     OutOfRange(NetError),
-    /// A value that is not one of the accepted words (`--respond x: use http or echo`).
-    #[error("{setting} {value}: use {expected}")]
-    Choice {
-        /// The flag (or key) as messages name it.
-        setting: String,
-        /// The value, as given (messages escape it).
-        value: String,
-        /// The accepted words.
-        expected: &'static str,
-    },
-    /// A TLS version that is neither 1.2 nor 1.3.
-    #[error("unknown TLS version {0:?} (use 1.2 or 1.3)")]
-    TlsVersion(String),
-    /// A verification profile or rule code from the config file that is not one (the key
-    /// and value, then the verifier's reason).
-    #[error("{setting} {value}: {reason}")]
-    Verification {
-        /// The key (`client_ca_profile`, `acme_roots_allow`).
-        setting: String,
-        /// The value as the message shows it.
-        value: String,
-        /// Why it is refused.
-        reason: String,
-    },
+    /// A value that is not one of the accepted ones.
+    #[error(transparent)]
+    Value(#[from] ValueError),
     /// An address that does not parse or resolve.
     #[error("{setting} {value}: not an address (expected HOST:PORT)")]
     Address {
@@ -134,6 +115,49 @@ pub enum SettingsError {
     /// `fleet`).
     #[error("{0}: this build of tlskit-server has no support for it (feature {1})")]
     NotBuilt(&'static str, &'static str),
+}
+
+/// A value of one setting that is not one of the accepted ones. A config file's is kept
+/// by [`ServeSettings::load`] and refused by [`ServeSettings::into_config`] unless
+/// [`ServeSettings::merge`] replaced it by the caller's (a flag wins over the file, even
+/// over a file value that does not parse).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// A value that is not one of the accepted words (`--respond x: use http or echo`).
+    #[error("{setting} {value}: use {expected}")]
+    Choice {
+        /// The flag (or key) as messages name it.
+        setting: String,
+        /// The value, as given (messages escape it).
+        value: String,
+        /// The accepted words.
+        expected: &'static str,
+    },
+    /// A TLS version that is neither 1.2 nor 1.3.
+    #[error("unknown TLS version {0:?} (use 1.2 or 1.3)")]
+    TlsVersion(String),
+    /// A verification profile or rule code from the config file that is not one (the key
+    /// and value, then the verifier's reason).
+    #[error("{setting} {value}: {reason}")]
+    Verification {
+        /// The key (`client_ca_profile`, `acme_roots_allow`).
+        setting: String,
+        /// The value as the message shows it.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+}
+
+/// The log settings of `serve` ([`ServeSettings::take_log`]): the caller's logging's.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct LogSettings {
+    /// `log_level`: off, error, warn, info or debug.
+    pub level: Result<Option<Level>, ValueError>,
+    /// `log_format`: text or json.
+    pub format: Result<Option<LogFormat>, ValueError>,
 }
 
 /// What the server does with the plaintext when it has no backend (`respond`).
@@ -180,8 +204,8 @@ pub enum LogFormat {
 }
 
 impl std::str::FromStr for Respond {
-    type Err = SettingsError;
-    fn from_str(s: &str) -> Result<Self, SettingsError> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "http" => Ok(Self::Http),
             "echo" => Ok(Self::Echo),
@@ -191,8 +215,8 @@ impl std::str::FromStr for Respond {
 }
 
 impl std::str::FromStr for ClientAuth {
-    type Err = SettingsError;
-    fn from_str(s: &str) -> Result<Self, SettingsError> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "required" => Ok(Self::Required),
             "optional" => Ok(Self::Optional),
@@ -202,8 +226,8 @@ impl std::str::FromStr for ClientAuth {
 }
 
 impl std::str::FromStr for CaHints {
-    type Err = SettingsError;
-    fn from_str(s: &str) -> Result<Self, SettingsError> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "store" => Ok(Self::Store),
             "off" => Ok(Self::Off),
@@ -213,8 +237,8 @@ impl std::str::FromStr for CaHints {
 }
 
 impl std::str::FromStr for AcmeChallenge {
-    type Err = SettingsError;
-    fn from_str(s: &str) -> Result<Self, SettingsError> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "tls-alpn-01" => Ok(Self::TlsAlpn01),
             "http-01" => Ok(Self::Http01),
@@ -224,8 +248,8 @@ impl std::str::FromStr for AcmeChallenge {
 }
 
 impl std::str::FromStr for LogFormat {
-    type Err = SettingsError;
-    fn from_str(s: &str) -> Result<Self, SettingsError> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "text" => Ok(Self::Text),
             "json" => Ok(Self::Json),
@@ -234,8 +258,8 @@ impl std::str::FromStr for LogFormat {
     }
 }
 
-fn choice(setting: &str, value: &str, expected: &'static str) -> SettingsError {
-    SettingsError::Choice {
+fn choice(setting: &str, value: &str, expected: &'static str) -> ValueError {
+    ValueError::Choice {
         setting: setting.to_string(),
         value: value.to_string(),
         expected,
@@ -243,7 +267,7 @@ fn choice(setting: &str, value: &str, expected: &'static str) -> SettingsError {
 }
 
 /// A `compress` list (`brotli,zlib`, `none`, empty entries ignored), in preference order.
-pub fn parse_compression(list: &str) -> Result<Vec<Compression>, SettingsError> {
+pub fn parse_compression(list: &str) -> Result<Vec<Compression>, ValueError> {
     let mut out = Vec::new();
     for c in list.split(',').map(str::trim) {
         match c {
@@ -257,13 +281,13 @@ pub fn parse_compression(list: &str) -> Result<Vec<Compression>, SettingsError> 
 }
 
 /// `tls_version` values (each may be a comma list): 1.2, 1.3 (also TLSv1.2, tls1.2).
-pub fn parse_tls_versions(list: &[String]) -> Result<Vec<TlsVersion>, SettingsError> {
+pub fn parse_tls_versions(list: &[String]) -> Result<Vec<TlsVersion>, ValueError> {
     list.iter()
         .flat_map(|s| s.split(','))
         .map(|v| match v.trim() {
             "1.2" | "tls1.2" | "TLSv1.2" => Ok(TlsVersion::Tls12),
             "1.3" | "tls1.3" | "TLSv1.3" => Ok(TlsVersion::Tls13),
-            other => Err(SettingsError::TlsVersion(other.to_string())),
+            other => Err(ValueError::TlsVersion(other.to_string())),
         })
         .collect()
 }
@@ -272,14 +296,14 @@ pub fn parse_tls_versions(list: &[String]) -> Result<Vec<TlsVersion>, SettingsEr
 /// the conversion to the typed value, given the key and the file's directory.
 trait FileValue: Sized {
     type Raw: serde::de::DeserializeOwned;
-    fn from_file(raw: Self::Raw, key: &'static str, base: &Path) -> Result<Self, SettingsError>;
+    fn from_file(raw: Self::Raw, key: &'static str, base: &Path) -> Result<Self, ValueError>;
 }
 
 macro_rules! as_is {
     ($($t:ty),*) => {$(
         impl FileValue for $t {
             type Raw = $t;
-            fn from_file(raw: $t, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
+            fn from_file(raw: $t, _: &'static str, _: &Path) -> Result<Self, ValueError> {
                 Ok(raw)
             }
         }
@@ -291,7 +315,7 @@ macro_rules! words {
     ($($t:ty),*) => {$(
         impl FileValue for $t {
             type Raw = String;
-            fn from_file(raw: String, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
+            fn from_file(raw: String, _: &'static str, _: &Path) -> Result<Self, ValueError> {
                 raw.parse()
             }
         }
@@ -302,7 +326,7 @@ words!(Respond, ClientAuth, CaHints, AcmeChallenge, LogFormat);
 impl FileValue for PathBuf {
     type Raw = PathBuf;
     /// Relative to the file's directory; a `pkcs11:` URI (a token key) is no path.
-    fn from_file(raw: PathBuf, _: &'static str, base: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: PathBuf, _: &'static str, base: &Path) -> Result<Self, ValueError> {
         Ok(
             if raw.is_relative() && !raw.to_str().is_some_and(tlskit_pkcs11::is_uri) {
                 base.join(raw)
@@ -315,28 +339,28 @@ impl FileValue for PathBuf {
 
 impl FileValue for Vec<Compression> {
     type Raw = String;
-    fn from_file(raw: String, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: String, _: &'static str, _: &Path) -> Result<Self, ValueError> {
         parse_compression(&raw)
     }
 }
 
 impl FileValue for Vec<TlsVersion> {
     type Raw = Vec<String>;
-    fn from_file(raw: Vec<String>, _: &'static str, _: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: Vec<String>, _: &'static str, _: &Path) -> Result<Self, ValueError> {
         parse_tls_versions(&raw)
     }
 }
 
 impl FileValue for Level {
     type Raw = String;
-    fn from_file(raw: String, key: &'static str, _: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: String, key: &'static str, _: &Path) -> Result<Self, ValueError> {
         Level::parse(&raw).ok_or_else(|| choice(key, &raw, "off, error, warn, info or debug"))
     }
 }
 
 impl FileValue for Profile {
     type Raw = String;
-    fn from_file(raw: String, key: &'static str, _: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: String, key: &'static str, _: &Path) -> Result<Self, ValueError> {
         raw.parse()
             .map_err(|e: tlskit_verify::UnknownName| verification(key, &raw, e.to_string()))
     }
@@ -344,7 +368,7 @@ impl FileValue for Profile {
 
 impl FileValue for Vec<Rule> {
     type Raw = Vec<String>;
-    fn from_file(raw: Vec<String>, key: &'static str, _: &Path) -> Result<Self, SettingsError> {
+    fn from_file(raw: Vec<String>, key: &'static str, _: &Path) -> Result<Self, ValueError> {
         raw.iter()
             .map(|s| allowable_rule(s).map_err(|reason| verification(key, s, reason)))
             .collect()
@@ -353,13 +377,13 @@ impl FileValue for Vec<Rule> {
 
 /// A profile or rule of the file refused: `client_ca_*` quote the value (as `serve`
 /// always has), the others show it as it is.
-fn verification(key: &'static str, value: &str, reason: String) -> SettingsError {
+fn verification(key: &'static str, value: &str, reason: String) -> ValueError {
     let value = if key.starts_with("client_ca") {
         format!("{value:?}")
     } else {
         Escaped(value).to_string()
     };
-    SettingsError::Verification {
+    ValueError::Verification {
         setting: key.to_string(),
         value,
         reason,
@@ -378,11 +402,13 @@ fn allowable_rule(code: &str) -> Result<Rule, String> {
 }
 
 /// Where the values of a [`ServeSettings`] came from: the keys taken from a config file,
-/// and that file (for range refusals that name `FILE: key =`).
+/// and that file (for range refusals that name `FILE: key =`); and the file's values that
+/// did not parse, refused by `into_config` where `serve` has always checked that key.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Origin {
     file: Option<PathBuf>,
     keys: Vec<&'static str>,
+    pending: Vec<(&'static str, ValueError)>,
 }
 
 /// Declares every setting once: the field of [`ServeSettings`] (its name is the TOML key),
@@ -408,29 +434,38 @@ macro_rules! settings {
         }
 
         impl ServeSettings {
-            fn from_fields(
-                fields: FileFields,
-                file: &Path,
-            ) -> Result<Self, SettingsError> {
+            fn from_fields(fields: FileFields, file: &Path) -> Self {
                 let base = file.parent().unwrap_or(Path::new("."));
                 let mut s = Self::default();
                 s.origin.file = Some(file.to_path_buf());
                 $(
                     if let Some(raw) = fields.$name {
-                        s.$name = Some(FileValue::from_file(raw, stringify!($name), base)?);
-                        s.origin.keys.push(stringify!($name));
+                        let key = stringify!($name);
+                        match FileValue::from_file(raw, key, base) {
+                            Ok(v) => {
+                                s.$name = Some(v);
+                                s.origin.keys.push(key);
+                            }
+                            Err(e) => s.origin.pending.push((key, e)),
+                        }
                     }
                 )*
-                Ok(s)
+                s
             }
 
             fn merge_fields(&mut self, other: Self) {
                 $(
-                    if self.$name.is_none() && other.$name.is_some() {
-                        self.$name = other.$name;
-                        if other.origin.keys.contains(&stringify!($name)) {
-                            self.origin.keys.push(stringify!($name));
+                    let key = stringify!($name);
+                    if self.$name.is_none() && self.pending(key).is_none() {
+                        if other.$name.is_some() {
+                            self.$name = other.$name;
+                            if other.origin.keys.contains(&key) {
+                                self.origin.keys.push(key);
+                            }
                         }
+                        self.origin.pending.extend(
+                            other.origin.pending.iter().filter(|(k, _)| *k == key).cloned(),
+                        );
                     }
                 )*
             }
@@ -548,13 +583,17 @@ impl ServeSettings {
     }
 
     /// Read the config file at `path` (at most 1 MiB; a FIFO is refused, not waited on):
-    /// every value typed, relative paths resolved against the file's directory.
+    /// every value typed, relative paths resolved against the file's directory. A file
+    /// that cannot be read, is not TOML, or holds an unknown key or a value of the wrong
+    /// TOML type is refused here; a value that is not one of its words (`respond =
+    /// "x"`) is kept aside and refused by [`Self::into_config`], unless [`Self::merge`]
+    /// replaced it (see [`ValueError`]).
     pub fn load(path: &Path) -> Result<Self, SettingsError> {
         let text = tlskit_io::read_to_string(path, 1 << 20)
             .map_err(|e| SettingsError::File(NetError::file(path, e.kind)))?;
         let fields: FileFields = toml::from_str(&text)
             .map_err(|e| SettingsError::File(NetError::file(path, e.message())))?;
-        Self::from_fields(fields, path)
+        Ok(Self::from_fields(fields, path))
     }
 
     /// These settings (the flags), completed by `file`'s where these have none. A
@@ -566,6 +605,54 @@ impl ServeSettings {
         self.origin.file = file.origin.file.clone();
         self.merge_fields(file);
         self
+    }
+
+    /// The log settings, taken out (they are the caller's logging's, not the server's):
+    /// each the value that won the merge, or the file's value that did not parse.
+    pub fn take_log(&mut self) -> LogSettings {
+        let level = match self.pending("log_level") {
+            Some(e) => Err(e.clone()),
+            None => Ok(self.log_level.take()),
+        };
+        let format = match self.pending("log_format") {
+            Some(e) => Err(e.clone()),
+            None => Ok(self.log_format.take()),
+        };
+        self.origin
+            .pending
+            .retain(|(k, _)| *k != "log_level" && *k != "log_format");
+        LogSettings { level, format }
+    }
+
+    /// Records that `key` (a field's name) was given a value that is not one of its
+    /// words: [`Self::into_config`] refuses it where `serve` has always checked that
+    /// setting, so that the first problem reported is the same whichever source gave
+    /// it. Such a value wins the merge like any other.
+    pub fn set_invalid(&mut self, key: &'static str, error: ValueError) {
+        self.origin.pending.retain(|(k, _)| *k != key);
+        self.origin.pending.push((key, error));
+    }
+
+    /// The value of `key` that did not parse, if it still counts.
+    fn pending(&self, key: &str) -> Option<&ValueError> {
+        self.origin
+            .pending
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, e)| e)
+    }
+
+    /// Refuses the file's value of `key` that did not parse.
+    fn check(&self, key: &str) -> Result<(), SettingsError> {
+        match self.pending(key) {
+            Some(e) => Err(SettingsError::Value(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `key` was given, parsed or not.
+    fn given(&self, key: &str) -> bool {
+        self.origin.keys.contains(&key) || self.origin.pending.iter().any(|(k, _)| *k == key)
     }
 
     /// Whether `key` was given here (not taken from a config file by [`Self::merge`]).
@@ -603,9 +690,11 @@ impl ServeSettings {
     }
 
     /// The configuration these settings make, with every default filled in: ranges
-    /// checked (a refusal names the flag, or `FILE: key =`), addresses resolved, and the
-    /// settings that need or exclude each other checked. `log_level` and `log_format` are
-    /// not part of it (the caller's logging reads them).
+    /// checked (a refusal names the flag, or `FILE: key =`), addresses resolved, the
+    /// settings that need or exclude each other checked, and the file's values that did
+    /// not parse refused, each where `serve` has always checked that setting (the first
+    /// problem is the one reported). `log_level` and `log_format` are not part of the
+    /// configuration: the caller's logging takes them out with [`Self::take_log`].
     pub fn into_config(self) -> Result<ServeConfig, SettingsError> {
         let s = self;
         let listen = s.listen.clone().unwrap_or_default();
@@ -644,26 +733,33 @@ impl ServeSettings {
                 .copied();
         }
         cfg.sni_dir = s.sni_dir.clone();
+        if s.backend.is_some() && s.given("respond") {
+            return Err(SettingsError::Inconsistent(
+                "--backend and --respond exclude each other",
+            ));
+        }
+        s.check("respond")?;
         cfg.mode = match (s.backend.clone(), s.respond) {
-            (Some(b), None) => Mode::Backend(b),
-            (Some(_), Some(_)) => {
-                return Err(SettingsError::Inconsistent(
-                    "--backend and --respond exclude each other",
-                ))
-            }
+            (Some(b), _) => Mode::Backend(b),
             (None, None | Some(Respond::Http)) => Mode::Http,
             (None, Some(Respond::Echo)) => Mode::Echo,
         };
         cfg.client_ca = sources(s.client_ca.as_deref());
+        s.check("client_ca_profile")?;
         cfg.client_ca_profile = s.client_ca_profile.unwrap_or(Profile::Browser);
+        s.check("client_ca_allow")?;
         cfg.client_ca_allow = s.client_ca_allow.clone().unwrap_or_default();
+        s.check("client_auth")?;
         cfg.client_auth_optional = s.client_auth == Some(ClientAuth::Optional);
+        s.check("ca_hints")?;
         cfg.ca_hints = s.ca_hints.unwrap_or(CaHints::Store);
+        s.check("compress")?;
         if let Some(c) = &s.compress {
             cfg.compress.clone_from(c);
         }
         cfg.alpn = s.alpn.clone().unwrap_or_default();
         cfg.backend_alpn = s.backend_alpn.clone();
+        s.check("tls_version")?;
         if let Some(v) = s.tls_version.clone().filter(|v| !v.is_empty()) {
             cfg.versions = v;
         }
@@ -698,6 +794,8 @@ impl ServeSettings {
             cfg.ticket_rotation = Duration::from_secs(u64::try_from(v).unwrap_or(u64::MAX));
         }
         cfg.proxy_protocol = s.proxy_protocol.unwrap_or(false);
+        s.check("shared_state_ca_profile")?;
+        s.check("shared_state_ca_allow")?;
         cfg.shared_state = s.shared_settings()?;
         cfg.watch = !s.no_watch.unwrap_or(false);
         if let Some(v) = s.count(
@@ -742,8 +840,11 @@ impl ServeSettings {
         let mut a = tlskit_acme::AcmeSettings::new(url, domains, storage);
         a.email.clone_from(&self.acme_email);
         a.roots = sources(self.acme_roots.as_deref());
+        self.check("acme_roots_profile")?;
+        self.check("acme_roots_allow")?;
         a.roots_profile = self.acme_roots_profile.unwrap_or_default();
         a.roots_allow = self.acme_roots_allow.clone().unwrap_or_default();
+        self.check("acme_challenge")?;
         if let Some(c) = self.acme_challenge {
             a.challenge = match c {
                 AcmeChallenge::TlsAlpn01 => tlskit_acme::ChallengeKind::TlsAlpn01,

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tlskit_server::{
-    CaHints, ClientAuth, Compression, Mode, Respond, ServeConfig, ServeSettings, SettingsError,
-    TlsVersion,
+    CaHints, ClientAuth, Compression, LogFormat, Mode, Respond, ServeConfig, ServeSettings,
+    TlsVersion, ValueError,
 };
 
 /// A config file in a fresh directory: (the directory, the file's path).
@@ -218,8 +218,18 @@ fn the_acme_keys_of_a_file_without_acme_are_ignored_as_they_always_were() {
     assert!(c.acme.is_none());
 }
 
+/// The refusal of complete flags merged with this file, if any.
+fn with_file(text: &str) -> Option<String> {
+    let (_d, path) = file(text);
+    flags()
+        .merge(load(&path))
+        .into_config()
+        .err()
+        .map(|e| e.to_string())
+}
+
 #[test]
-fn words_are_typed_when_read_with_serves_messages() {
+fn words_are_typed_when_read_and_refused_with_serves_messages() {
     for (text, want) in [
         ("respond = \"x\"\n", "--respond x: use http or echo"),
         (
@@ -236,36 +246,27 @@ fn words_are_typed_when_read_with_serves_messages() {
             "unknown TLS version \"1.1\" (use 1.2 or 1.3)",
         ),
         (
-            "acme_challenge = \"dns-01\"\n",
-            "--acme-challenge dns-01: use tls-alpn-01 or http-01",
-        ),
-        (
-            "log_format = \"xml\"\n",
-            "log_format \"xml\": use text or json",
-        ),
-        (
-            "log_level = \"loud\"\n",
-            "log_level loud: use off, error, warn, info or debug",
+            "shared_state_ca_profile = \"strict\"\n",
+            "shared_state_ca_profile strict: unknown profile; expected one of: browser, \
+             webpki, rfc5280",
         ),
     ] {
-        let (_d, path) = file(text);
-        let e = ServeSettings::load(&path).err().map(|e| e.to_string());
-        assert_eq!(e.as_deref(), Some(want), "{text}");
+        assert_eq!(with_file(text).as_deref(), Some(want), "{text}");
     }
-    // Profiles and rules: client_ca_* quote the value, the others do not.
-    let (_d, path) = file("client_ca_allow = [\"no-such-rule\"]\n");
-    let e = ServeSettings::load(&path).err().map(|e| e.to_string());
+    // Rules: client_ca_* quote the value, the others do not.
+    let e = with_file("client_ca_allow = [\"no-such-rule\"]\n");
     assert!(
         e.as_deref()
-            .is_some_and(|e| e.starts_with("client_ca_allow \"no-such-rule\": ")),
+            .is_some_and(|e| e.starts_with("client_ca_allow \"no-such-rule\": unknown rule")),
         "{e:?}"
     );
-    let (_d, path) = file("acme_roots_profile = \"strict\"\n");
-    let e = ServeSettings::load(&path).err().map(|e| e.to_string());
-    assert!(
-        e.as_deref()
-            .is_some_and(|e| e.starts_with("acme_roots_profile strict: ")),
-        "{e:?}"
+    // Loaded files are typed.
+    let (_d, path) = file("respond = \"echo\"\ncompress = \"zlib, brotli\"\n");
+    let s = load(&path);
+    assert_eq!(s.respond, Some(Respond::Echo));
+    assert_eq!(
+        s.compress,
+        Some(vec![Compression::Zlib, Compression::Brotli])
     );
     // The same words from a caller (the CLI's flags) parse alike.
     assert_eq!("echo".parse::<Respond>().ok(), Some(Respond::Echo));
@@ -275,8 +276,85 @@ fn words_are_typed_when_read_with_serves_messages() {
     );
     assert!(matches!(
         "x".parse::<CaHints>(),
-        Err(SettingsError::Choice { .. })
+        Err(ValueError::Choice { .. })
     ));
+}
+
+#[test]
+fn a_flag_replaces_a_file_value_that_does_not_parse() {
+    let (_d, path) = file("respond = \"x\"\ncompress = \"lz4\"\n");
+    let mut f = flags();
+    f.respond = Some(Respond::Echo);
+    f.compress = Some(Vec::new());
+    let c = config(f.merge(load(&path)));
+    assert_eq!(c.mode, Mode::Echo);
+    assert!(c.compress.is_empty());
+    // Each is refused where serve has always checked it: after the backend's exclusion.
+    let mut f = flags();
+    f.backend = Some("127.0.0.1:8080".into());
+    assert_eq!(
+        refusal(f.merge(load(&path))),
+        "--backend and --respond exclude each other"
+    );
+}
+
+#[test]
+fn a_callers_value_that_does_not_parse_is_refused_in_serves_order() {
+    let bad = |w: &str| w.parse::<Respond>().expect_err("not a respond word");
+    // It wins the merge over the file's good value, and is refused.
+    let (_d, path) = file("respond = \"echo\"\n");
+    let mut f = flags();
+    f.set_invalid("respond", bad("x"));
+    assert_eq!(
+        refusal(f.merge(load(&path))),
+        "--respond x: use http or echo"
+    );
+    // A problem serve checks earlier is reported first.
+    let mut f = flags();
+    f.cert = None;
+    f.set_invalid("respond", bad("x"));
+    assert_eq!(refusal(f), "--cert FILE is required");
+    // One that only counts with another setting counts only with it.
+    let mut f = flags();
+    f.set_invalid(
+        "acme_challenge",
+        "dns-01"
+            .parse::<tlskit_server::AcmeChallenge>()
+            .expect_err("not a challenge"),
+    );
+    config(f);
+}
+
+#[test]
+fn the_log_settings_are_taken_out_for_the_callers_logging() {
+    let (_d, path) = file("log_format = \"json\"\nlog_level = \"debug\"\n");
+    let mut s = flags().merge(load(&path));
+    let log = s.take_log();
+    assert_eq!(log.level, Ok(Some(tlskit_tls::log::Level::Debug)));
+    assert_eq!(log.format, Ok(Some(LogFormat::Json)));
+    assert_eq!(s.log_level, None);
+    config(s);
+    let (_d, path) = file("log_format = \"xml\"\nlog_level = \"loud\"\n");
+    let mut s = flags().merge(load(&path));
+    let log = s.take_log();
+    let text = |r: Result<(), ValueError>| r.err().map(|e| e.to_string());
+    assert_eq!(
+        text(log.level.map(drop)).as_deref(),
+        Some("log_level loud: use off, error, warn, info or debug")
+    );
+    assert_eq!(
+        text(log.format.map(drop)).as_deref(),
+        Some("log_format \"xml\": use text or json")
+    );
+    // Taken out, they do not stop the configuration.
+    config(s);
+    // A caller's format replaces the file's that does not parse.
+    let mut f = flags();
+    f.log_format = Some(LogFormat::Text);
+    assert_eq!(
+        f.merge(load(&path)).take_log().format,
+        Ok(Some(LogFormat::Text))
+    );
 }
 
 #[test]
@@ -354,6 +432,15 @@ fn acme_needs_a_domain_and_storage_unless_a_fleet_holds_it() {
     assert_eq!(a.domains, vec!["a.test".to_string()]);
     assert_eq!(a.challenge, tlskit_acme::ChallengeKind::Http01);
     assert_eq!(a.retry_base, Duration::from_secs(2));
+    // A challenge of the file's that is not one is refused with --acme (ignored without).
+    let (_d, path) = file("acme_challenge = \"dns-01\"\n");
+    let mut f = s.clone();
+    f.acme_challenge = None;
+    assert_eq!(
+        refusal(f.merge(load(&path))),
+        "--acme-challenge dns-01: use tls-alpn-01 or http-01"
+    );
+    config(flags().merge(load(&path)));
     // A range of the file's is named by the file.
     let (_d, path) = file("acme_recheck = 1e19\n");
     let e = refusal(s.merge(load(&path)));
@@ -374,6 +461,6 @@ fn a_build_without_acme_refuses_it() {
     s.acme = Some("https://ca.test/directory".into());
     assert!(matches!(
         s.into_config(),
-        Err(SettingsError::NotBuilt("--acme", "acme"))
+        Err(tlskit_server::SettingsError::NotBuilt("--acme", "acme"))
     ));
 }

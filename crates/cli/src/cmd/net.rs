@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use tlskit_client::ConnectOptions;
-use tlskit_server::{ServeConfig, ServeSettings, Server, TlsVersion};
+use tlskit_server::{
+    parse_compression, parse_tls_versions, ServeConfig, ServeSettings, Server, TlsVersion,
+    ValueError,
+};
 
 use crate::logging::{self, LevelChoice, LogFormat};
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
@@ -274,7 +277,7 @@ pub(crate) struct ConnectArgs {
 
 /// `--tls-version` values (repeatable, comma-separated): 1.2, 1.3 (also TLSv1.2, tls1.2).
 pub(crate) fn versions(list: &[String]) -> anyhow::Result<Vec<TlsVersion>> {
-    Ok(tlskit_server::parse_tls_versions(list)?)
+    Ok(parse_tls_versions(list)?)
 }
 
 /// A repeatable flag: `None` when not given (then the config file's value counts).
@@ -282,29 +285,44 @@ fn given<T>(v: Vec<T>) -> Option<Vec<T>> {
     (!v.is_empty()).then_some(v)
 }
 
+/// A flag's value typed, or set aside for the library to refuse where it checks `key`
+/// (so that the first problem reported is the one `serve` has always reported first).
+fn typed<V, T>(
+    s: &mut ServeSettings,
+    key: &'static str,
+    flag: Option<V>,
+    parse: impl FnOnce(V) -> Result<T, ValueError>,
+) -> Option<T> {
+    match flag.map(parse)? {
+        Ok(v) => Some(v),
+        Err(e) => {
+            s.set_invalid(key, e);
+            None
+        }
+    }
+}
+
 /// The flags of `serve` as settings (each flag onto its field: the library merges them
 /// with the config file, checks them and makes the configuration).
-fn flag_settings(a: ServeFlags) -> anyhow::Result<ServeSettings> {
+fn flag_settings(a: ServeFlags) -> ServeSettings {
     let mut s = ServeSettings::new();
     s.listen = given(a.listen);
     s.cert = a.cert;
     s.key = a.key;
     s.sni_dir = a.sni_dir;
     s.backend = a.backend;
-    s.respond = a.respond.as_deref().map(str::parse).transpose()?;
+    s.respond = typed(&mut s, "respond", a.respond.as_deref(), str::parse);
     s.client_ca = given(a.client_ca);
-    s.client_auth = a.client_auth.as_deref().map(str::parse).transpose()?;
+    s.client_auth = typed(&mut s, "client_auth", a.client_auth.as_deref(), str::parse);
     s.client_ca_profile = a.client_ca_profile;
     s.client_ca_allow = given(a.client_ca_allow);
-    s.ca_hints = a.ca_hints.as_deref().map(str::parse).transpose()?;
-    s.compress = a
-        .compress
-        .as_deref()
-        .map(tlskit_server::parse_compression)
-        .transpose()?;
+    s.ca_hints = typed(&mut s, "ca_hints", a.ca_hints.as_deref(), str::parse);
+    s.compress = typed(&mut s, "compress", a.compress.as_deref(), parse_compression);
     s.alpn = given(a.alpn);
     s.backend_alpn = given(a.backend_alpn);
-    s.tls_version = given(a.tls_version).map(|v| versions(&v)).transpose()?;
+    s.tls_version = typed(&mut s, "tls_version", given(a.tls_version), |v| {
+        parse_tls_versions(&v)
+    });
     s.metrics = a.metrics;
     s.handshake_timeout = a.handshake_timeout;
     s.idle_timeout = a.idle_timeout;
@@ -326,50 +344,69 @@ fn flag_settings(a: ServeFlags) -> anyhow::Result<ServeSettings> {
     s.acme = a.acme;
     s.domain = given(a.domain);
     a.acme_account.onto_serve(&mut s);
-    s.acme_challenge = a.acme_challenge.as_deref().map(str::parse).transpose()?;
+    s.acme_challenge = typed(
+        &mut s,
+        "acme_challenge",
+        a.acme_challenge.as_deref(),
+        str::parse,
+    );
     s.acme_profile = a.acme_profile;
     s.acme_recheck = a.acme_recheck;
     s.acme_retry = a.acme_retry;
     s.http_listen = a.http_listen;
     s.expiry_warning_days = a.expiry_warning_days;
-    Ok(s)
+    s
 }
 
 /// The log settings of `serve`: flag and config file kept apart (the flag wins over
 /// TLSKIT_LOG, the file does not).
 struct ServeLog {
     flag_level: Option<String>,
-    file_level: Option<tlskit_tls::log::Level>,
-    file_format: Option<tlskit_server::LogFormat>,
+    /// The file's level, or why it was refused (reported after the flag's).
+    file_level: Result<Option<&'static str>, tlskit_server::ValueError>,
+    format: LogFormat,
 }
 
-fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
+/// The configuration of `serve` and its log settings: the flags onto settings, merged
+/// with the config file's (flags win) and checked by the library. `--log-format` (a
+/// global flag) wins over the file's `log_format`.
+fn build_serve_config(
+    a: ServeArgs,
+    log_format: Option<LogFormat>,
+) -> anyhow::Result<(ServeConfig, ServeLog)> {
     let mut a = *a.inner;
     let file = match &a.config {
         Some(p) => ServeSettings::load(p)?,
         None => ServeSettings::new(),
     };
+    let flag_level = a.log_level.take();
+    let mut s = flag_settings(a);
+    s.log_format = log_format.map(|f| match f {
+        LogFormat::Text => tlskit_server::LogFormat::Text,
+        LogFormat::Json => tlskit_server::LogFormat::Json,
+    });
+    let mut s = s.merge(file);
+    let log = s.take_log();
+    let cfg = s.into_config()?;
     let log = ServeLog {
-        flag_level: a.log_level.take(),
-        file_level: file.log_level,
-        file_format: file.log_format,
+        flag_level,
+        file_level: log.level.map(|l| l.map(tlskit_tls::log::Level::name)),
+        format: match log.format? {
+            Some(tlskit_server::LogFormat::Json) => LogFormat::Json,
+            _ => LogFormat::Text,
+        },
     };
-    let cfg = flag_settings(a)?.merge(file).into_config()?;
     Ok((cfg, log))
 }
 
 pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult {
-    let (cfg, log) = build_serve_config(args)?;
-    let format = match (log_format, log.file_format) {
-        (Some(f), _) => f,
-        (None, Some(tlskit_server::LogFormat::Json)) => LogFormat::Json,
-        (None, _) => LogFormat::Text,
-    };
+    let (cfg, log) = build_serve_config(args, log_format)?;
     logging::init(
-        format,
+        log.format,
         &LevelChoice {
             flag: log.flag_level.as_deref(),
-            file: log.file_level.map(tlskit_tls::log::Level::name),
+            file: log.file_level.as_ref().ok().copied().flatten(),
+            file_refused: log.file_level.as_ref().err(),
         },
     )?;
     let server = Server::bind(cfg)?;
