@@ -36,17 +36,6 @@ pub(crate) enum LogFormat {
     Json,
 }
 
-impl LogFormat {
-    /// `text` or `json` (the config file's `log_format`).
-    pub(crate) fn parse(s: &str) -> anyhow::Result<Self> {
-        match s {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            o => anyhow::bail!("log_format {o:?}: use text or json"),
-        }
-    }
-}
-
 /// Where the log level comes from.
 #[derive(Debug, Default)]
 pub(crate) struct LevelChoice<'a> {
@@ -54,6 +43,8 @@ pub(crate) struct LevelChoice<'a> {
     pub(crate) flag: Option<&'a str>,
     /// `log_level` in a config file: used when neither variable is set.
     pub(crate) file: Option<&'a str>,
+    /// Why the config file's `log_level` was refused (reported after the flag's check).
+    pub(crate) file_refused: Option<&'a tlskit_server::ValueError>,
 }
 
 fn level_name(what: &str, l: &str) -> anyhow::Result<&'static str> {
@@ -68,6 +59,9 @@ fn filter(level: &LevelChoice<'_>) -> anyhow::Result<EnvFilter> {
         .flag
         .map(|l| level_name("--log-level", l))
         .transpose()?;
+    if let Some(e) = level.file_refused {
+        return Err(e.clone().into());
+    }
     let file = level.file.map(|l| level_name("log_level", l)).transpose()?;
     let var = |name: &'static str| {
         std::env::var(name)

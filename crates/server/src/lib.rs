@@ -15,15 +15,20 @@ mod certs;
 mod metrics;
 mod services;
 mod server;
+mod settings;
 #[doc(hidden)]
 pub mod fuzzing;
 
 pub use certs::{CertIndex, PairIssue, ServedCert, SniResolver};
-pub use config::{ranges, FileConfig, Range};
+pub use config::{ranges, Range};
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;
 pub use optional::{AcmeSettings, SharedSettings};
 pub use server::{offered_alpn, AlpnOffer, CaHints, Mode, ServeConfig, Server, RELOAD_DEADLINE};
+pub use settings::{
+    parse_compression, parse_tls_versions, AcmeChallenge, ClientAuth, LogFormat, LogSettings,
+    Respond, ServeSettings, SettingsError, ValueError,
+};
 pub use tlskit_tls::{
     load_certified_key, load_signing_key, Compression, NetError, TlsVersion, SEND_BUFFER,
 };

@@ -48,8 +48,10 @@ pub enum CaHints {
     Off,
 }
 
-/// Everything `serve` needs. Build it from flags or a TOML file.
+/// Everything `serve` needs: [`ServeConfig::new`] then its fields, or
+/// [`crate::ServeSettings::into_config`] from flags and a TOML file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServeConfig {
     /// Addresses to listen on.
     pub listen: Vec<SocketAddr>,

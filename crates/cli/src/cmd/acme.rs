@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use tlskit_acme::{AcmeSettings, ChallengeKind, IssueOptions, IssueReport, RevokeOptions};
-use tlskit_store::Source;
 
 use crate::output::{print_json, CmdResult, Outcome, Style};
 
@@ -49,32 +48,14 @@ pub(crate) struct CaArgs {
     /// The CA's ACME directory URL.
     #[arg(long, value_name = "URL")]
     directory: String,
-    /// Storage directory for the account (created 0700).
-    #[arg(long, value_name = "DIR")]
-    acme_storage: Option<PathBuf>,
-    /// Contact address for a new account.
-    #[arg(long, value_name = "ADDR")]
-    acme_email: Option<String>,
-    /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    acme_roots: Vec<String>,
-    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
-    /// browser (default), webpki or rfc5280.
-    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
-    acme_roots_profile: Option<tlskit_verify::Profile>,
-    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
-    acme_roots_allow: Vec<tlskit_verify::Rule>,
+    #[command(flatten)]
+    account: super::AcmeArgs,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
     #[arg(long, value_name = "LEVEL", default_value = "warn")]
     log_level: String,
-    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
-    /// against them is refused, exit 2 [default: not checked].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    acme_issuer_roots: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -138,7 +119,7 @@ fn default_storage() -> anyhow::Result<PathBuf> {
 }
 
 fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
-    let storage = match &ca.acme_storage {
+    let storage = match &ca.account.acme_storage {
         Some(d) => d.clone(),
         None => default_storage()?,
     };
@@ -150,17 +131,7 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
             .collect::<Result<_, _>>()?,
         storage,
     );
-    s.email = ca.acme_email.clone();
-    s.roots = ca.acme_roots.iter().map(|r| Source::from_arg(r)).collect();
-    if let Some(p) = ca.acme_roots_profile {
-        s.roots_profile = p;
-    }
-    s.roots_allow = ca.acme_roots_allow.clone();
-    s.issuer_roots = ca
-        .acme_issuer_roots
-        .iter()
-        .map(|r| Source::from_arg(r))
-        .collect();
+    ca.account.onto(&mut s);
     Ok(s)
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod probe;
 pub(crate) mod store;
 pub(crate) mod verify;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tlskit_client::starttls::Starttls;
@@ -65,6 +66,65 @@ impl PeerArgs {
         peer.allow = self.allow;
         peer
     }
+}
+
+/// The ACME account and CA-trust flags `serve` and `acme issue|renew|revoke` share
+/// (flattened into both), read into [`tlskit_acme::AcmeSettings`] by [`Self::onto`] (the
+/// `acme` commands) or onto `serve`'s settings by [`Self::onto_serve`].
+#[derive(clap::Args)]
+pub(crate) struct AcmeArgs {
+    /// ACME storage directory: the account and its key, certificates (created 0700).
+    /// `acme` commands: default $HOME/.local/share/tlskit/acme. `serve`: not used, and not
+    /// needed, with --shared-state (the fleet's ACME state is in Redis).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) acme_storage: Option<PathBuf>,
+    /// Contact address for the ACME account (when it is created).
+    #[arg(long, value_name = "ADDR")]
+    acme_email: Option<String>,
+    /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_roots: Vec<String>,
+    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
+    /// browser (default), webpki or rfc5280.
+    #[arg(long, value_name = "PROFILE", value_parser = verify::parse_profile)]
+    acme_roots_profile: Option<tlskit_verify::Profile>,
+    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
+    #[arg(long, value_name = "RULE", value_parser = verify::parse_rule)]
+    acme_roots_allow: Vec<tlskit_verify::Rule>,
+    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
+    /// against them is refused (`acme` commands: exit 2) [default: not checked].
+    #[arg(long, num_args = 1.., value_name = "SRC")]
+    acme_issuer_roots: Vec<String>,
+}
+
+impl AcmeArgs {
+    /// The flags given onto `s` (storage aside: its default differs between commands).
+    pub(crate) fn onto(&self, s: &mut tlskit_acme::AcmeSettings) {
+        s.email.clone_from(&self.acme_email);
+        s.roots = sources(&self.acme_roots);
+        if let Some(p) = self.acme_roots_profile {
+            s.roots_profile = p;
+        }
+        s.roots_allow.clone_from(&self.acme_roots_allow);
+        s.issuer_roots = sources(&self.acme_issuer_roots);
+    }
+
+    /// The flags given onto `serve`'s settings (a flag not given leaves the field `None`,
+    /// so the config file's value counts).
+    pub(crate) fn onto_serve(self, s: &mut tlskit_server::ServeSettings) {
+        let given = |v: Vec<String>| (!v.is_empty()).then_some(v);
+        s.acme_storage = self.acme_storage;
+        s.acme_email = self.acme_email;
+        s.acme_roots = given(self.acme_roots);
+        s.acme_roots_profile = self.acme_roots_profile;
+        s.acme_roots_allow = (!self.acme_roots_allow.is_empty()).then_some(self.acme_roots_allow);
+        s.acme_issuer_roots = given(self.acme_issuer_roots);
+    }
+}
+
+/// Trust store sources as given on the command line.
+fn sources(list: &[String]) -> Vec<Source> {
+    list.iter().map(|s| Source::from_arg(s)).collect()
 }
 
 /// Longest `--timeout` of `connect` and `probe`: one day (a larger one would overflow the

@@ -1,16 +1,13 @@
 //! `tlskit serve` and `tlskit connect`: flags (and the config file) in, tlskit_server / tlskit_client out.
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
-use tlskit_acme::{AcmeSettings, ChallengeKind};
 use tlskit_client::ConnectOptions;
 use tlskit_server::{
-    ranges, CaHints, Compression, FileConfig, Mode, Range, ServeConfig, Server, TlsVersion,
+    parse_compression, parse_tls_versions, ServeConfig, ServeSettings, Server, TlsVersion,
+    ValueError,
 };
-use tlskit_store::Source;
 
 use crate::logging::{self, LevelChoice, LogFormat};
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
@@ -230,23 +227,8 @@ struct ServeFlags {
     /// DNS name of the ACME certificate (repeatable).
     #[arg(long, value_name = "NAME")]
     domain: Vec<String>,
-    /// ACME storage directory: account, certificates (created 0700). Not used, and not
-    /// needed, with --shared-state: the fleet's ACME state is in Redis.
-    #[arg(long, value_name = "DIR")]
-    acme_storage: Option<PathBuf>,
-    /// Contact address for the ACME account.
-    #[arg(long, value_name = "ADDR")]
-    acme_email: Option<String>,
-    /// Trust anchors for the CA's HTTPS (file, dir, snapshot, system) [default: system].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    acme_roots: Vec<String>,
-    /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
-    /// browser (default), webpki or rfc5280.
-    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
-    acme_roots_profile: Option<tlskit_verify::Profile>,
-    /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
-    acme_roots_allow: Vec<tlskit_verify::Rule>,
+    #[command(flatten)]
+    acme_account: super::AcmeArgs,
     /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
     #[arg(long, value_name = "tls-alpn-01|http-01")]
     acme_challenge: Option<String>,
@@ -261,10 +243,6 @@ struct ServeFlags {
     /// (0.1 to 3600) [default: 5].
     #[arg(long, value_name = "SECS")]
     acme_retry: Option<f64>,
-    /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
-    /// against them is refused [default: not checked].
-    #[arg(long, num_args = 1.., value_name = "SRC")]
-    acme_issuer_roots: Vec<String>,
     /// Plain HTTP listener: ACME HTTP-01 answers, everything else redirected to https.
     #[arg(long, value_name = "ADDR")]
     http_listen: Option<String>,
@@ -299,436 +277,136 @@ pub(crate) struct ConnectArgs {
 
 /// `--tls-version` values (repeatable, comma-separated): 1.2, 1.3 (also TLSv1.2, tls1.2).
 pub(crate) fn versions(list: &[String]) -> anyhow::Result<Vec<TlsVersion>> {
-    list.iter()
-        .flat_map(|s| s.split(','))
-        .map(|v| match v.trim() {
-            "1.2" | "tls1.2" | "TLSv1.2" => Ok(TlsVersion::Tls12),
-            "1.3" | "tls1.3" | "TLSv1.3" => Ok(TlsVersion::Tls13),
-            other => bail!("unknown TLS version {other:?} (use 1.2 or 1.3)"),
-        })
-        .collect()
+    Ok(parse_tls_versions(list)?)
 }
 
-fn addrs(list: &[String], what: &str) -> anyhow::Result<Vec<SocketAddr>> {
-    let mut out = Vec::new();
-    for a in list {
-        let spec = if a.starts_with(':') {
-            format!("0.0.0.0{a}")
-        } else {
-            a.clone()
-        };
-        let resolved: Vec<SocketAddr> = spec
-            .to_socket_addrs()
-            .with_context(|| format!("{what} {a}: not an address (expected HOST:PORT)"))?
-            .collect();
-        if resolved.is_empty() {
-            bail!("{what} {a}: resolves to no address");
+/// A repeatable flag: `None` when not given (then the config file's value counts).
+fn given<T>(v: Vec<T>) -> Option<Vec<T>> {
+    (!v.is_empty()).then_some(v)
+}
+
+/// A flag's value typed, or set aside for the library to refuse where it checks `key`
+/// (so that the first problem reported is the one `serve` has always reported first).
+fn typed<V, T>(
+    s: &mut ServeSettings,
+    key: &'static str,
+    flag: Option<V>,
+    parse: impl FnOnce(V) -> Result<T, ValueError>,
+) -> Option<T> {
+    match flag.map(parse)? {
+        Ok(v) => Some(v),
+        Err(e) => {
+            s.set_invalid(key, e);
+            None
         }
-        out.extend(resolved);
-    }
-    Ok(out)
-}
-
-/// A numeric setting from its flag, else from the config file, with the name to refuse it
-/// under: the flag, or the key and the file. Checked against its range before any use
-/// (issue 27: `1e19` seconds or `u64::MAX` connections crashed the server).
-fn setting<T>(
-    flag: Option<T>,
-    file: Option<T>,
-    config: Option<&std::path::Path>,
-    range: &Range,
-) -> Option<(T, String)> {
-    match (flag, file) {
-        (Some(v), _) => Some((v, range.flag())),
-        (None, Some(v)) => Some((
-            v,
-            format!(
-                "{}: {} =",
-                config.map(|p| p.display().to_string()).unwrap_or_default(),
-                range.key
-            ),
-        )),
-        (None, None) => None,
     }
 }
 
-/// A duration setting, checked.
-fn secs_setting(
-    flag: Option<f64>,
-    file: Option<f64>,
-    config: Option<&std::path::Path>,
-    range: &Range,
-) -> anyhow::Result<Option<Duration>> {
-    Ok(match setting(flag, file, config, range) {
-        Some((v, name)) => Some(range.secs(v, &name)?),
-        None => None,
-    })
-}
-
-/// A count or size setting, checked.
-fn count_setting<T: Into<u64>>(
-    flag: Option<T>,
-    file: Option<T>,
-    config: Option<&std::path::Path>,
-    range: &Range,
-) -> anyhow::Result<Option<usize>> {
-    Ok(match setting(flag, file, config, range) {
-        Some((v, name)) => Some(range.count(v.into(), &name)?),
-        None => None,
-    })
-}
-
-/// An outbound verification's profile and allowed rules: the flags when given, else the
-/// config file's `KEY_profile` / `KEY_allow`, else the verifier's defaults.
-fn profile_and_allow(
-    key: &str,
-    flags: (Option<tlskit_verify::Profile>, &[tlskit_verify::Rule]),
-    file: (Option<&str>, Option<&[String]>),
-) -> anyhow::Result<(tlskit_verify::Profile, Vec<tlskit_verify::Rule>)> {
-    let profile = match (flags.0, file.0) {
-        (Some(p), _) => p,
-        (None, Some(s)) => super::verify::parse_profile(s)
-            .map_err(|e| anyhow::anyhow!("{key}_profile {}: {e}", escape(s)))?,
-        (None, None) => tlskit_verify::Profile::default(),
-    };
-    let allow = if flags.1.is_empty() {
-        file.1
-            .unwrap_or_default()
-            .iter()
-            .map(|s| {
-                super::verify::parse_rule(s)
-                    .map_err(|e| anyhow::anyhow!("{key}_allow {}: {e}", escape(s)))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?
-    } else {
-        flags.1.to_vec()
-    };
-    Ok((profile, allow))
+/// The flags of `serve` as settings (each flag onto its field: the library merges them
+/// with the config file, checks them and makes the configuration).
+fn flag_settings(a: ServeFlags) -> ServeSettings {
+    let mut s = ServeSettings::new();
+    s.listen = given(a.listen);
+    s.cert = a.cert;
+    s.key = a.key;
+    s.sni_dir = a.sni_dir;
+    s.backend = a.backend;
+    s.respond = typed(&mut s, "respond", a.respond.as_deref(), str::parse);
+    s.client_ca = given(a.client_ca);
+    s.client_auth = typed(&mut s, "client_auth", a.client_auth.as_deref(), str::parse);
+    s.client_ca_profile = a.client_ca_profile;
+    s.client_ca_allow = given(a.client_ca_allow);
+    s.ca_hints = typed(&mut s, "ca_hints", a.ca_hints.as_deref(), str::parse);
+    s.compress = typed(&mut s, "compress", a.compress.as_deref(), parse_compression);
+    s.alpn = given(a.alpn);
+    s.backend_alpn = given(a.backend_alpn);
+    s.tls_version = typed(&mut s, "tls_version", given(a.tls_version), |v| {
+        parse_tls_versions(&v)
+    });
+    s.metrics = a.metrics;
+    s.handshake_timeout = a.handshake_timeout;
+    s.idle_timeout = a.idle_timeout;
+    s.header_timeout = a.header_timeout;
+    s.max_client_hello = a.max_client_hello;
+    s.handshake_budget = a.handshake_budget;
+    s.max_connections = a.max_connections;
+    s.shutdown_grace = a.shutdown_grace;
+    s.ticket_rotation = a.ticket_rotation;
+    s.proxy_protocol = a.proxy_protocol.then_some(true);
+    s.shared_state = a.shared_state;
+    s.shared_state_key = a.shared_state_key;
+    s.shared_state_required = a.shared_state_required.then_some(true);
+    s.shared_state_reread = a.shared_state_reread;
+    s.shared_state_ca = a.shared_state_ca;
+    s.shared_state_ca_profile = a.shared_state_ca_profile;
+    s.shared_state_ca_allow = given(a.shared_state_ca_allow);
+    s.no_watch = a.no_watch.then_some(true);
+    s.acme = a.acme;
+    s.domain = given(a.domain);
+    a.acme_account.onto_serve(&mut s);
+    s.acme_challenge = typed(
+        &mut s,
+        "acme_challenge",
+        a.acme_challenge.as_deref(),
+        str::parse,
+    );
+    s.acme_profile = a.acme_profile;
+    s.acme_recheck = a.acme_recheck;
+    s.acme_retry = a.acme_retry;
+    s.http_listen = a.http_listen;
+    s.expiry_warning_days = a.expiry_warning_days;
+    s
 }
 
 /// The log settings of `serve`: flag and config file kept apart (the flag wins over
 /// TLSKIT_LOG, the file does not).
 struct ServeLog {
     flag_level: Option<String>,
-    file_level: Option<String>,
-    file_format: Option<String>,
+    /// The file's level, or why it was refused (reported after the flag's).
+    file_level: Result<Option<&'static str>, tlskit_server::ValueError>,
+    format: LogFormat,
 }
 
-fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
-    let a = *a.inner;
-    let f = match &a.config {
-        Some(p) => FileConfig::load(p)?,
-        None => FileConfig::default(),
+/// The configuration of `serve` and its log settings: the flags onto settings, merged
+/// with the config file's (flags win) and checked by the library. `--log-format` (a
+/// global flag) wins over the file's `log_format`.
+fn build_serve_config(
+    a: ServeArgs,
+    log_format: Option<LogFormat>,
+) -> anyhow::Result<(ServeConfig, ServeLog)> {
+    let mut a = *a.inner;
+    let file = match &a.config {
+        Some(p) => ServeSettings::load(p)?,
+        None => ServeSettings::new(),
     };
-    let file = a.config.as_deref();
-    let listen = if a.listen.is_empty() {
-        f.listen.clone().unwrap_or_default()
-    } else {
-        a.listen
-    };
-    if listen.is_empty() {
-        bail!("no address to listen on (--listen ADDR)");
-    }
-    let acme_url = a.acme.clone().or(f.acme.clone());
-    let (cert, key) = match (a.cert.or(f.cert), a.key.or(f.key), &acme_url) {
-        (Some(c), Some(k), _) => (c, k),
-        (None, None, Some(_)) => (PathBuf::new(), PathBuf::new()),
-        (None, _, _) => bail!("--cert FILE is required"),
-        (Some(_), None, _) => bail!("--key FILE is required"),
-    };
-    let mut cfg = ServeConfig::new(addrs(&listen, "--listen")?, cert, key);
-    if let Some(url) = acme_url {
-        let domains = if a.domain.is_empty() {
-            f.domain.clone().unwrap_or_default()
-        } else {
-            a.domain.clone()
-        };
-        if domains.is_empty() {
-            bail!("--acme needs at least one --domain NAME");
-        }
-        // With --shared-state the ACME state lives in Redis: no directory is used.
-        let shared = a.shared_state.is_some() || f.shared_state.is_some();
-        let storage = match a.acme_storage.clone().or(f.acme_storage.clone()) {
-            Some(d) => d,
-            None if shared => PathBuf::new(),
-            None => bail!("--acme needs --acme-storage DIR (or --shared-state URL)"),
-        };
-        let mut s = AcmeSettings::new(
-            url,
-            domains
-                .iter()
-                .map(|d| tlskit_acme::domain(d))
-                .collect::<Result<_, _>>()?,
-            storage,
-        );
-        s.email = a.acme_email.clone().or(f.acme_email.clone());
-        let roots = if a.acme_roots.is_empty() {
-            f.acme_roots.clone().unwrap_or_default()
-        } else {
-            a.acme_roots.clone()
-        };
-        s.roots = roots.iter().map(|r| Source::from_arg(r)).collect();
-        (s.roots_profile, s.roots_allow) = profile_and_allow(
-            "acme_roots",
-            (a.acme_roots_profile, &a.acme_roots_allow),
-            (
-                f.acme_roots_profile.as_deref(),
-                f.acme_roots_allow.as_deref(),
-            ),
-        )?;
-        if let Some(c) = a.acme_challenge.clone().or(f.acme_challenge.clone()) {
-            s.challenge = ChallengeKind::parse(&c)
-                .with_context(|| format!("--acme-challenge {c}: use tls-alpn-01 or http-01"))?;
-        }
-        s.profile = a.acme_profile.clone().or(f.acme_profile.clone());
-        if let Some(v) = secs_setting(a.acme_recheck, f.acme_recheck, file, &ranges::ACME_RECHECK)?
-        {
-            s.recheck = v;
-        }
-        if let Some(v) = secs_setting(a.acme_retry, f.acme_retry, file, &ranges::ACME_RETRY)? {
-            s.retry_base = v;
-        }
-        let issuer_roots = if a.acme_issuer_roots.is_empty() {
-            f.acme_issuer_roots.clone().unwrap_or_default()
-        } else {
-            a.acme_issuer_roots.clone()
-        };
-        s.issuer_roots = issuer_roots.iter().map(|r| Source::from_arg(r)).collect();
-        cfg.acme = Some(s);
-    } else if !a.domain.is_empty() || a.acme_storage.is_some() {
-        bail!("--domain and --acme-storage need --acme DIRECTORY_URL");
-    } else if a.acme_roots_profile.is_some() || !a.acme_roots_allow.is_empty() {
-        bail!("--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL");
-    }
-    if let Some(h) = a.http_listen.clone().or(f.http_listen.clone()) {
-        cfg.http_listen = Some(
-            *addrs(&[h], "--http-listen")?
-                .first()
-                .context("--http-listen: no address")?,
-        );
-    }
-    cfg.sni_dir = a.sni_dir.or(f.sni_dir);
-    let backend = a
-        .backend
-        .or(if a.respond.is_none() { f.backend } else { None });
-    cfg.mode = match (backend, a.respond.or(f.respond).as_deref()) {
-        (Some(b), None) => Mode::Backend(b),
-        (Some(_), Some(_)) => bail!("--backend and --respond exclude each other"),
-        (None, None) | (None, Some("http")) => Mode::Http,
-        (None, Some("echo")) => Mode::Echo,
-        (None, Some(other)) => bail!("--respond {other}: use http or echo"),
-    };
-    let ca = if a.client_ca.is_empty() {
-        f.client_ca.unwrap_or_default()
-    } else {
-        a.client_ca
-    };
-    cfg.client_ca = ca.iter().map(|s| Source::from_arg(s)).collect();
-    cfg.client_ca_profile = match (a.client_ca_profile, f.client_ca_profile.as_deref()) {
-        (Some(p), _) => p,
-        (None, Some(s)) => super::verify::parse_profile(s)
-            .map_err(|e| anyhow::anyhow!("client_ca_profile {s:?}: {e}"))?,
-        (None, None) => tlskit_verify::Profile::Browser,
-    };
-    cfg.client_ca_allow = if a.client_ca_allow.is_empty() {
-        f.client_ca_allow
-            .unwrap_or_default()
-            .iter()
-            .map(|s| {
-                super::verify::parse_rule(s)
-                    .map_err(|e| anyhow::anyhow!("client_ca_allow {s:?}: {e}"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?
-    } else {
-        a.client_ca_allow
-    };
-    cfg.client_auth_optional = match a.client_auth.or(f.client_auth).as_deref() {
-        None | Some("required") => false,
-        Some("optional") => true,
-        Some(o) => bail!("--client-auth {o}: use required or optional"),
-    };
-    cfg.ca_hints = match a.ca_hints.or(f.ca_hints).as_deref() {
-        None | Some("store") => CaHints::Store,
-        Some("off") => CaHints::Off,
-        Some(o) => bail!("--ca-hints {o}: use store or off"),
-    };
-    if let Some(list) = a.compress.or(f.compress) {
-        cfg.compress = Vec::new();
-        for c in list.split(',').map(str::trim) {
-            match c {
-                "brotli" => cfg.compress.push(Compression::Brotli),
-                "zlib" => cfg.compress.push(Compression::Zlib),
-                "none" | "" => {}
-                o => bail!("--compress {o}: use brotli, zlib or none"),
-            }
-        }
-    }
-    cfg.alpn = if a.alpn.is_empty() {
-        f.alpn.unwrap_or_default()
-    } else {
-        a.alpn
-    };
-    cfg.backend_alpn = if a.backend_alpn.is_empty() {
-        f.backend_alpn
-    } else {
-        Some(a.backend_alpn)
-    };
-    let tv = if a.tls_version.is_empty() {
-        f.tls_version.unwrap_or_default()
-    } else {
-        a.tls_version
-    };
-    if !tv.is_empty() {
-        cfg.versions = versions(&tv)?;
-    }
-    if let Some(m) = a.metrics.or(f.metrics) {
-        cfg.metrics = Some(
-            *addrs(&[m], "--metrics")?
-                .first()
-                .context("--metrics: no address")?,
-        );
-    }
-    if let Some(v) = secs_setting(
-        a.handshake_timeout,
-        f.handshake_timeout,
-        file,
-        &ranges::HANDSHAKE_TIMEOUT,
-    )? {
-        cfg.handshake_timeout = v;
-    }
-    if let Some(v) = secs_setting(a.idle_timeout, f.idle_timeout, file, &ranges::IDLE_TIMEOUT)? {
-        cfg.idle_timeout = v;
-    }
-    if let Some(v) = secs_setting(
-        a.header_timeout,
-        f.header_timeout,
-        file,
-        &ranges::HEADER_TIMEOUT,
-    )? {
-        cfg.header_timeout = v;
-    }
-    let as_u64 = |v: Option<usize>| v.map(|n| u64::try_from(n).unwrap_or(u64::MAX));
-    if let Some(v) = count_setting(
-        as_u64(a.max_client_hello),
-        as_u64(f.max_client_hello),
-        file,
-        &ranges::MAX_CLIENT_HELLO,
-    )? {
-        cfg.max_client_hello = v;
-    }
-    if let Some(v) = count_setting(
-        as_u64(a.handshake_budget),
-        as_u64(f.handshake_budget),
-        file,
-        &ranges::HANDSHAKE_BUDGET,
-    )? {
-        cfg.handshake_budget = v;
-    }
-    if let Some(v) = secs_setting(
-        a.shutdown_grace,
-        f.shutdown_grace,
-        file,
-        &ranges::SHUTDOWN_GRACE,
-    )? {
-        cfg.shutdown_grace = v;
-    }
-    if let Some(v) = count_setting(
-        as_u64(a.max_connections),
-        as_u64(f.max_connections),
-        file,
-        &ranges::MAX_CONNECTIONS,
-    )? {
-        cfg.max_connections = v;
-    }
-    if let Some(v) = count_setting(
-        a.ticket_rotation,
-        f.ticket_rotation,
-        file,
-        &ranges::TICKET_ROTATION,
-    )? {
-        cfg.ticket_rotation = Duration::from_secs(u64::try_from(v).unwrap_or(u64::MAX));
-    }
-    cfg.proxy_protocol = a.proxy_protocol || f.proxy_protocol.unwrap_or(false);
-    let (ca_profile, ca_allow) = profile_and_allow(
-        "shared_state_ca",
-        (a.shared_state_ca_profile, &a.shared_state_ca_allow),
-        (
-            f.shared_state_ca_profile.as_deref(),
-            f.shared_state_ca_allow.as_deref(),
-        ),
-    )?;
-    let ca_check_given = a.shared_state_ca_profile.is_some()
-        || !a.shared_state_ca_allow.is_empty()
-        || f.shared_state_ca_profile.is_some()
-        || f.shared_state_ca_allow.is_some();
-    match (
-        a.shared_state.or(f.shared_state),
-        a.shared_state_key.or(f.shared_state_key),
-    ) {
-        (Some(url), _) if ca_check_given && !url.starts_with("rediss://") => {
-            bail!(
-                "--shared-state-ca-profile and --shared-state-ca-allow need a rediss:// URL (TLS), not {}",
-                tlskit_fleet::shared::redact(&url)
-            )
-        }
-        (Some(url), Some(key_file)) => {
-            let mut s = tlskit_fleet::shared::SharedSettings::new(url, key_file);
-            s.required = a.shared_state_required || f.shared_state_required.unwrap_or(false);
-            // At least 0.1 s: a zero interval would hammer Redis.
-            s.reread = secs_setting(
-                a.shared_state_reread,
-                f.shared_state_reread,
-                file,
-                &ranges::SHARED_STATE_REREAD,
-            )?
-            .unwrap_or(tlskit_fleet::shared::REREAD);
-            s.ca = a.shared_state_ca.or(f.shared_state_ca);
-            s.ca_profile = ca_profile;
-            s.ca_allow = ca_allow;
-            cfg.shared_state = Some(s);
-        }
-        (Some(_), None) => {
-            bail!("--shared-state needs --shared-state-key FILE (32 bytes, mode 0600)")
-        }
-        (None, Some(_)) => bail!("--shared-state-key needs --shared-state URL"),
-        (None, None) => {
-            if a.shared_state_ca.is_some() || f.shared_state_ca.is_some() || ca_check_given {
-                bail!("--shared-state-ca, --shared-state-ca-profile and --shared-state-ca-allow need --shared-state rediss://URL");
-            }
-        }
-    }
-    cfg.watch = !(a.no_watch || f.no_watch.unwrap_or(false));
-    if let Some(v) = count_setting(
-        a.expiry_warning_days,
-        f.expiry_warning_days,
-        file,
-        &ranges::EXPIRY_WARNING_DAYS,
-    )? {
-        cfg.expiry_warning_days = u32::try_from(v).unwrap_or(u32::MAX);
-    }
-    if cfg.proxy_protocol && !matches!(cfg.mode, Mode::Backend(_)) {
-        bail!("--proxy-protocol needs --backend");
-    }
+    let flag_level = a.log_level.take();
+    let mut s = flag_settings(a);
+    s.log_format = log_format.map(|f| match f {
+        LogFormat::Text => tlskit_server::LogFormat::Text,
+        LogFormat::Json => tlskit_server::LogFormat::Json,
+    });
+    let mut s = s.merge(file);
+    let log = s.take_log();
+    let cfg = s.into_config()?;
     let log = ServeLog {
-        flag_level: a.log_level,
-        file_level: f.log_level,
-        file_format: f.log_format,
+        flag_level,
+        file_level: log.level.map(|l| l.map(tlskit_tls::log::Level::name)),
+        format: match log.format? {
+            Some(tlskit_server::LogFormat::Json) => LogFormat::Json,
+            _ => LogFormat::Text,
+        },
     };
     Ok((cfg, log))
 }
 
 pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult {
-    let (cfg, log) = build_serve_config(args)?;
-    let format = match (log_format, &log.file_format) {
-        (Some(f), _) => f,
-        (None, Some(f)) => LogFormat::parse(f)?,
-        (None, None) => LogFormat::Text,
-    };
+    let (cfg, log) = build_serve_config(args, log_format)?;
     logging::init(
-        format,
+        log.format,
         &LevelChoice {
             flag: log.flag_level.as_deref(),
-            file: log.file_level.as_deref(),
+            file: log.file_level.as_ref().ok().copied().flatten(),
+            file_refused: log.file_level.as_ref().err(),
         },
     )?;
     let server = Server::bind(cfg)?;
