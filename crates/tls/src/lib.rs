@@ -1,6 +1,8 @@
 //! tlskit tls: the base that tlskit's TLS client (`tlskit-client`), terminator
 //! (`tlskit-server`), ACME (`tlskit-acme`) and fleet (`tlskit-fleet`) crates share.
 //!
+//! - [`clock`]: where "now" comes from ([`Clock`]): the system's clocks by default, a
+//!   [`ManualClock`] that tests move.
 //! - [`keys`]: a served chain and its private key (PEM file or PKCS#11 URI), checked to
 //!   belong together.
 //! - [`compress`]: certificate compression (RFC 8879) with a cache of compressed chains.
@@ -13,6 +15,7 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
+pub mod clock;
 pub mod compress;
 pub mod error;
 pub mod keys;
@@ -22,6 +25,7 @@ pub mod sock;
 pub mod tls_text;
 pub mod versions;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use compress::Compression;
 pub use error::NetError;
 pub use keys::{load_certified_key, load_signing_key};
