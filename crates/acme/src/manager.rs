@@ -749,19 +749,25 @@ mod tests {
         assert_eq!(at(Some(renewed)), Plan::Spaced(hour));
     }
 
-    #[test]
-    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    /// A manager for `a.test` with failures retried after `retry_base`, reporting to
+    /// `metrics`, whose CA roots are a file that does not exist: every pass fails at
+    /// once, without touching the network.
+    fn failing(
+        dir: &std::path::Path,
+        retry_base: Duration,
+        metrics: Arc<dyn AcmeEvents>,
+    ) -> Manager {
         let mut settings = AcmeSettings::new(
             "https://ca.test/dir".into(),
             vec!["a.test".into()],
-            dir.path().join("s"),
+            dir.join("s"),
         );
-        settings.retry_base = Duration::from_secs(4);
+        settings.retry_base = retry_base;
+        settings.roots = vec![tlskit_store::Source::File(dir.join("missing-roots.pem"))];
         let storage: Arc<dyn AcmeStorage> =
             Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let m = Manager {
+        Manager {
             settings,
             challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
             storage,
@@ -769,14 +775,70 @@ mod tests {
                 cert: ArcSwapOption::empty(),
                 names: Vec::new(),
             }),
-            metrics: Arc::new(NoEvents),
+            metrics,
             provider,
             name: "a.test".into(),
             compress: Vec::new(),
             last_renewal: Mutex::new(None),
             clock: tlskit_tls::clock::system(),
             test_panics: AtomicU32::new(0),
-        };
+        }
+    }
+
+    /// When each error was reported, on tokio's (paused) clock.
+    #[derive(Debug, Default)]
+    struct ErrorTimes(Mutex<Vec<tokio::time::Instant>>);
+
+    impl AcmeEvents for ErrorTimes {
+        fn acme_enable(&self) {}
+        fn acme_not_after(&self, _: u64) {}
+        fn acme_error(&self) {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(tokio::time::Instant::now());
+        }
+        fn acme_task_restart(&self) {}
+        fn acme_next_renewal(&self, _: u64) {}
+        fn acme_order(&self, _: bool) {}
+        fn acme_refused(&self, _: crate::error::Refusal) {}
+    }
+
+    /// The renewal task itself backs off (on tokio's paused time, so hours pass in
+    /// milliseconds): after failure n it waits between half and all of
+    /// 4 s × 2^(n-1), at most an hour, and it stops when told.
+    #[tokio::test(start_paused = true)]
+    async fn failures_are_retried_with_doubling_backoff_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(4), times.clone()));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(m.run(stopped));
+        let count = || times.0.lock().unwrap_or_else(|p| p.into_inner()).len();
+        while count() < 13 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+        let t = times.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (n, pair) in t.windows(2).take(12).enumerate() {
+            let gap = pair[1] - pair[0];
+            let full = Duration::from_secs(4 << n).min(RETRY_MAX);
+            assert!(
+                gap >= full / 2 && gap <= full,
+                "after failure {}: waited {gap:?}, not within {full:?}",
+                n + 1
+            );
+        }
+        let after = count();
+        tokio::time::sleep(RETRY_MAX * 2).await;
+        assert_eq!(count(), after, "no pass after the stop");
+    }
+
+    #[test]
+    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let m = failing(dir.path(), Duration::from_secs(4), Arc::new(NoEvents));
         for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
             let mut seen = std::collections::HashSet::new();
             for _ in 0..20 {
