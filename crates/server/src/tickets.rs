@@ -341,7 +341,7 @@ mod tests {
         s.handshake_kind().expect("handshake kind")
     }
 
-    /// What `net_serve_ticket_rotation_previous_key_resumes_older_does_not` (the CLI test)
+    /// What the CLI test `net_serve_ticket_rotation_previous_key_resumes_older_does_not`
     /// checked by sleeping 6.4 s, on the server's clock: with keys rotated every 2 s, a
     /// ticket made under the key that has since become the previous one resumes; after
     /// another rotation (the ticket is then older than two periods) it does not.
