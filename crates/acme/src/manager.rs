@@ -216,11 +216,10 @@ impl ServerAcme {
                 &[("name", &clean(&name)), ("reason", &e)],
             ),
         }
-        let challenges = Arc::new(Challenges::new(
-            storage.clone(),
-            provider.clone(),
-            &managed.names,
-        ));
+        let challenges = Arc::new(
+            Challenges::new(storage.clone(), provider.clone(), &managed.names)
+                .with_clock(clock.clone()),
+        );
         let alpn_config = match settings.challenge {
             crate::settings::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
             crate::settings::ChallengeKind::Http01 => None,
