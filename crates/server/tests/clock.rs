@@ -1,11 +1,12 @@
 //! The terminator's clock, through the public API: a server bound with
-//! `Server::bind_with_clock` rotates its session-ticket keys and ages its tickets by that
-//! clock, so a test moves a `ManualClock` instead of waiting for the keys to turn.
+//! `Server::bind_with_clock` rotates its session-ticket keys, ages its tickets and warns
+//! about expiring certificates by that clock, so a test moves a `ManualClock` instead of
+//! waiting.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -16,15 +17,26 @@ use tlskit_tls::ManualClock;
 /// A CA and a leaf for `test.example` under `dir` (`chain.pem`, `leaf.key`); the CA's
 /// certificate.
 fn pki(dir: &Path) -> CertificateDer<'static> {
+    pki_valid(dir, None)
+}
+
+/// [`pki`] with the leaf valid over `validity` (rcgen's default otherwise).
+fn pki_valid(
+    dir: &Path,
+    validity: Option<(time::OffsetDateTime, time::OffsetDateTime)>,
+) -> CertificateDer<'static> {
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let root = rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().expect("key"))
         .expect("ca");
     let key = rcgen::KeyPair::generate().expect("key");
-    let leaf = rcgen::CertificateParams::new(vec!["test.example".to_string()])
-        .expect("params")
-        .signed_by(&key, &root)
-        .expect("leaf");
+    let mut params =
+        rcgen::CertificateParams::new(vec!["test.example".to_string()]).expect("params");
+    if let Some((not_before, not_after)) = validity {
+        params.not_before = not_before;
+        params.not_after = not_after;
+    }
+    let leaf = params.signed_by(&key, &root).expect("leaf");
     std::fs::write(dir.join("chain.pem"), leaf.pem() + &root.pem()).expect("chain");
     std::fs::write(dir.join("leaf.key"), key.serialize_pem()).expect("key");
     CertificateDer::from(root.der().to_vec())
@@ -102,4 +114,85 @@ fn ticket_keys_rotate_and_tickets_age_by_the_servers_clock() {
         HandshakeKind::Full,
         "a ticket older than two periods gets a full handshake"
     );
+}
+
+/// Events logged (tlskit's events are `tracing` events): their `event` field.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<String>>>);
+
+struct EventName(Option<String>);
+
+impl tracing_core::field::Visit for EventName {
+    fn record_debug(&mut self, f: &tracing_core::Field, v: &dyn std::fmt::Debug) {
+        if f.name() == "event" {
+            self.0 = Some(format!("{v:?}"));
+        }
+    }
+    fn record_str(&mut self, f: &tracing_core::Field, v: &str) {
+        if f.name() == "event" {
+            self.0 = Some(v.to_string());
+        }
+    }
+}
+
+impl tracing_core::Subscriber for Events {
+    fn enabled(&self, _: &tracing_core::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing_core::span::Attributes<'_>) -> tracing_core::span::Id {
+        tracing_core::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing_core::span::Id, _: &tracing_core::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing_core::span::Id, _: &tracing_core::span::Id) {}
+    fn event(&self, e: &tracing_core::Event<'_>) {
+        let mut name = EventName(None);
+        e.record(&mut name);
+        if let (Some(n), Ok(mut seen)) = (name.0, self.0.lock()) {
+            seen.push(n);
+        }
+    }
+    fn enter(&self, _: &tracing_core::span::Id) {}
+    fn exit(&self, _: &tracing_core::span::Id) {}
+}
+
+/// The certificate events `Server::bind_with_clock` logs for a leaf valid from
+/// 2027-01-01 to 2027-03-01 (14 warning days) with the clock at `now`.
+fn expiry_events_at(now: time::OffsetDateTime) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    pki_valid(
+        dir.path(),
+        Some((
+            rcgen::date_time_ymd(2027, 1, 1),
+            rcgen::date_time_ymd(2027, 3, 1),
+        )),
+    );
+    let mut cfg = ServeConfig::new(
+        vec!["127.0.0.1:0".parse().expect("addr")],
+        dir.path().join("chain.pem"),
+        dir.path().join("leaf.key"),
+    );
+    cfg.watch = false;
+    cfg.expiry_warning_days = 14;
+    let secs = u64::try_from(now.unix_timestamp()).expect("after 1970");
+    let clock = Arc::new(ManualClock::at_unix(secs));
+    let events = Events::default();
+    tracing_core::dispatcher::with_default(&tracing_core::Dispatch::new(events.clone()), || {
+        drop(Server::bind_with_clock(cfg, clock).expect("bind"))
+    });
+    let seen = events.0.lock().map(|s| s.clone()).unwrap_or_default();
+    seen.into_iter()
+        .filter(|e| e.starts_with("certificate_") && e != "certificates_loaded")
+        .collect()
+}
+
+/// The expiry warnings at start read the server's clock: nothing 2 months before the
+/// end, "expires soon" 9 days before, "expired" after it, "not yet valid" before the
+/// start. (On the system clock the same certificate would have to be made for today.)
+#[test]
+fn expiry_warnings_at_start_follow_the_servers_clock() {
+    let at = |y, m, d| expiry_events_at(rcgen::date_time_ymd(y, m, d));
+    assert_eq!(at(2027, 1, 2), Vec::<String>::new());
+    assert_eq!(at(2027, 2, 20), ["certificate_expires_soon"]);
+    assert_eq!(at(2027, 3, 2), ["certificate_expired"]);
+    assert_eq!(at(2026, 12, 31), ["certificate_not_yet_valid"]);
 }
