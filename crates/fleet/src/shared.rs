@@ -42,7 +42,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
@@ -259,13 +259,6 @@ pub fn read_kek(path: &Path) -> Result<[u8; 32], NetError> {
         "a key-encryption key is 32 bytes or 64 hex digits, not {} bytes (make one: head -c 32 /dev/urandom > FILE)",
         bytes.len()
     )))
-}
-
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 pub(crate) fn random<const N: usize>() -> Option<[u8; N]> {
@@ -1354,7 +1347,8 @@ mod tests {
         KeySet(
             ids.iter()
                 .map(|&i| {
-                    TicketKey::fresh(i, now_secs()).unwrap_or_else(|| unreachable!("OS randomness"))
+                    TicketKey::fresh(i, tlskit_tls::SystemClock.unix_secs())
+                        .unwrap_or_else(|| unreachable!("OS randomness"))
                 })
                 .collect(),
         )
