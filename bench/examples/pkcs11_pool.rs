@@ -1,6 +1,6 @@
 //! Signatures per second on one token key from T threads, for the session pool size in
 //! TLSKIT_PKCS11_SESSIONS: how parallel signing scales with the pool (runs in
-//! bench/RESULTS.md; crates/net/README.md, "PKCS#11 token keys").
+//! bench/RESULTS.md; crates/tls/README.md, "PKCS#11 token keys").
 //!
 //!     TLSKIT_PKCS11_PIN=... TLSKIT_PKCS11_SESSIONS=4 \
 //!         cargo run --release -p tlskit-bench --example pkcs11_pool -- 'pkcs11:...' [THREADS] [SECONDS]

@@ -1,6 +1,6 @@
 //! Records the rustls version this build links, for the `tlskit_build_info` metric: read
 //! from the Cargo.lock of the workspace being built (above this package, or above the
-//! build directory when tlskit-net is a dependency of another workspace). Without one
+//! build directory when tlskit-server is a dependency of another workspace). Without one
 //! (a build from a registry without a lock file) the label says `unknown`.
 
 use std::path::Path;

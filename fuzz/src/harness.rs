@@ -828,7 +828,7 @@ fn check_hello_run(
     }
 }
 
-/// The server's own ClientHello reader (`crates/net/src/hello.rs`), through
+/// The server's own ClientHello reader (`crates/server/src/hello.rs`), through
 /// `tlskit_server::fuzzing::client_hello`. Control bytes: [flags, cap, chunk, split], then
 /// the client's bytes. flags bit 0: two connections share the budget (the input split
 /// at `split` * len / 256; the first stalls at its end so the second may evict it);
@@ -880,7 +880,7 @@ pub fn client_hello(data: &[u8]) -> HelloOutcome {
     HelloOutcome::Runs(runs)
 }
 
-/// The HTTP responder's request-head parser (`crates/net/src/http.rs`, through
+/// The HTTP responder's request-head parser (`crates/server/src/http.rs`, through
 /// `tlskit_server::fuzzing::http_head`): the bytes up to the first CRLF CRLF (the whole
 /// input when there is none). Returns the parse as the responder sees it.
 ///
@@ -1058,7 +1058,7 @@ pub fn pkcs11_uri(data: &[u8]) -> bool {
     true
 }
 
-/// Replies of the fleet's Redis as tlskit reads them (`crates/net/src/resp.rs`, through
+/// Replies of the fleet's Redis as tlskit reads them (`crates/fleet/src/resp.rs`, through
 /// `tlskit_fleet::fuzzing::resp_replies`). The first byte picks the cap of each reply (64
 /// bytes, the 4 KiB of ticket keys, the 256 KiB of an ACME certificate) and the size of
 /// each read (a drip of one byte, 7 bytes, 4 KiB); the rest is what "Redis" sends.

@@ -9,16 +9,16 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
-mod challenge;
-pub mod check;
-pub mod client;
 pub mod error;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod manager;
-mod ops;
 pub mod settings;
 pub mod storage;
+pub mod check;
+mod challenge;
+pub mod client;
+pub mod manager;
+mod ops;
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};

@@ -13,21 +13,21 @@
 //!
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
-mod certs;
 mod config;
 mod conn;
-#[doc(hidden)]
-pub mod fuzzing;
 mod hello;
 mod http;
-mod metrics;
-mod optional;
 mod process;
-mod proxy;
-mod server;
-mod services;
 mod systemd;
 mod tickets;
+mod proxy;
+mod optional;
+mod certs;
+mod metrics;
+mod services;
+mod server;
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use certs::{CertIndex, PairIssue, ServedCert, SniResolver};
 pub use config::{ranges, FileConfig, Range};

@@ -803,7 +803,7 @@ type ReloadJob = Box<dyn FnOnce() + Send>;
 /// each thread an allocator arena and keeps freed memory in it; reloads spread over
 /// the blocking pool's threads left a freed SNI index in each of their arenas (RSS 65 ->
 /// 169 MB over 55 reloads of 20,000 pairs). On one thread every reload reuses the memory
-/// the previous one freed (crates/net/README.md, "Memory over reloads").
+/// the previous one freed (crates/server/README.md, "Memory over reloads").
 fn reload_thread() -> Option<std::sync::mpsc::Sender<ReloadJob>> {
     let (tx, rx) = std::sync::mpsc::channel::<ReloadJob>();
     // Inside the runtime, as a blocking-pool thread is (for code that asks for it).

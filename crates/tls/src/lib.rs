@@ -16,14 +16,14 @@
 //! Modules are listed bottom layer first: each uses only those above it in this list.
 
 pub mod clock;
-pub mod compress;
-pub mod error;
-pub mod keys;
+pub mod tls_text;
 pub mod log;
 pub mod ratelimit;
+pub mod error;
 pub mod sock;
-pub mod tls_text;
 pub mod versions;
+pub mod compress;
+pub mod keys;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use compress::Compression;

@@ -5,7 +5,7 @@
 //! escaping function (`tlskit_x509::text`), and each value is cut at
 //! [`MAX_VALUE_CHARS`]. Nothing secret is ever passed here.
 //!
-//! Events go out as `tracing` events (through `tracing-core`): target `tlskit_net`, the
+//! Events go out as `tracing` events (through `tracing-core`): target `tlskit_net` (the name of the crate it came from, kept: log pipelines filter on it), the
 //! event's name in the field `event`, then one field per key, each value as its `Display`
 //! text. This crate never writes to stderr itself: whoever embeds it installs a
 //! subscriber (the `tlskit` binary installs one that writes text or JSON lines; without

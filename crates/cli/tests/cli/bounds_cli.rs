@@ -206,6 +206,10 @@ fn bounds_store_dir_100k_files() {
 /// tmpfs (/dev/shm, used when present) and the load 7.5-19 s in a debug build (160 MiB
 /// peak); the text-mode pass is left to the 100,000-file test.
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: a million-file directory"
+)]
 fn bounds_store_dir_1m_files() {
     dir_of_many_files(1_000_000, 1024, Duration::from_secs(900), false);
 }

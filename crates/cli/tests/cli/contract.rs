@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use crate::BIN;
 use net_support::*;
 
 fn s(p: &Path) -> String {
@@ -899,6 +900,7 @@ fn help_texts_have_examples_and_no_duplicated_defaults() {
 /// `completions` prints a script for each shell; `man` writes tlskit.1 and a page per
 /// subcommand that man(1) formats.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: man")]
 fn completions_and_man_pages() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = tlskit(&["completions", shell]);
@@ -954,6 +956,7 @@ fn completions_and_man_pages() {
 /// installed binary. Its own target directory because the running `cargo test` holds the
 /// lock of the workspace's.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: a cargo install")]
 fn installed_binary_runs() {
     let root = tempfile::tempdir().expect("tempdir");
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -1008,6 +1011,7 @@ fn installed_binary_runs() {
 /// the binary under test) of Type=notify with a SIGHUP reload and the hardening options,
 /// and systemd rates its exposure "OK" (under 2.0 of 10).
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: systemd-analyze")]
 fn systemd_unit_verifies_and_is_hardened() {
     let unit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tlskit.service");
     let unit = std::fs::read_to_string(&unit_path).expect("dist/tlskit.service");

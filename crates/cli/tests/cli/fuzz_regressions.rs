@@ -285,6 +285,7 @@ fn params(cn: &str, ca: bool, sans: &[&str]) -> rcgen::CertificateParams {
 /// refused everything would fuzz nothing), and a damaged anchor in a snapshot is never
 /// returned.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn harnesses_accept_valid_inputs() {
     let root_key = rcgen::KeyPair::generate().unwrap();
     let root_p = params("Fuzz Root", true, &[]);

@@ -4,26 +4,32 @@
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
+//!
+//! Tiers: the tests that need an external program (a peer `scripts/setup` installs), a
+//! `cargo install` or a million files run only with `--features slow-tests` (the slow
+//! tier); plain `cargo test` (the fast tier) marks them ignored or leaves their module out.
 
-#[path = "../common/hostile.rs"]
-mod hostile;
-#[path = "../net_support/mod.rs"]
-mod net_support;
-use net_support::run;
-#[path = "../common/show.rs"]
-mod show;
-#[path = "../common/store_pki.rs"]
-mod store_pki;
-#[path = "../common/verify_pki.rs"]
-mod verify_pki;
+use tlskit_testkit::{hostile, net_support, run, show, store_pki, verify_pki};
+
+/// The binary under test (the same file as `tlskit_testkit::run::bin()`).
+pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 mod bounds_cli;
 mod contract;
 mod doctor_cli;
 mod fuzz_regressions;
 mod pki_cli;
+#[cfg(feature = "slow-tests")] // slow tier: OpenSSL and GnuTLS as peers
 mod pki_interop;
 mod serve_ranges;
 mod store_cli;
 mod verify_cli;
 mod verify_warnings_cli;
+
+/// The test-support crate runs the binary Cargo built for these tests (its runner and
+/// `Serve` find it beside the test binary).
+#[test]
+fn testkit_finds_the_binary() {
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).expect("the binary exists");
+    assert_eq!(canon(run::bin()), canon(std::path::Path::new(BIN)));
+}

@@ -9,7 +9,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::net_support::{Pki, BIN};
+use crate::net_support::Pki;
+use crate::BIN;
 
 /// `tlskit serve` with these arguments: its exit code and stderr, or None when it was still
 /// running after 10 s (then killed): a value that should have been refused was accepted.

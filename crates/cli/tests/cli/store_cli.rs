@@ -370,6 +370,7 @@ fn have_openssl() -> bool {
 /// weak key and a SHA-1 signature (store lint used to miss small EC keys), and an RSA CA
 /// signed with MD5 an MD5 signature (lint used to call it "sha1-signature").
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn lint_and_store_lint_share_certificate_rules() {
     assert!(
         have_openssl(),
@@ -434,6 +435,7 @@ fn lint_and_store_lint_share_certificate_rules() {
 /// sha1-signature), the same CA as DER, and an `openssl rehash` directory (hash links are
 /// aliases: each certificate counted once, nothing reported as duplicate).
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn openssl_made_inputs_weak_key_sha1_der_and_rehash_dir() {
     assert!(
         have_openssl(),

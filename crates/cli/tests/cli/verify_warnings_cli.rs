@@ -125,6 +125,7 @@ const EC_KEY: &[&str] = &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"
 /// compliant leaf under it: accepted by default and under webpki and rfc5280 (it was
 /// exit 1, serial-invalid on the anchor), like `openssl verify -x509_strict`.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn serial_zero_root_is_an_anchor_under_every_profile() {
     let dir = tempfile::tempdir().unwrap();
     let root_args = [EC_KEY, &["-set_serial", "0"]].concat();
@@ -140,6 +141,7 @@ fn serial_zero_root_is_an_anchor_under_every_profile() {
 /// output; a refusal (exit 1) under webpki; --allow silences it; `warnings` is present
 /// and empty on a clean chain and on a refused one.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn cn_not_in_san_warns_by_default_and_refuses_under_webpki() {
     let dir = tempfile::tempdir().unwrap();
     let (root, leaf) = root_and_leaf(dir.path(), EC_KEY, "Example \u{1b}[31mServer");
@@ -208,6 +210,7 @@ fn cn_not_in_san_warns_by_default_and_refuses_under_webpki() {
 /// -algorithm RSA-PSS`) is refused for what it is, not as "SHA-1, MD5 and DSA"; and
 /// `serve --key` with such a key says what the key is, not "failed to parse".
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn rsa_pss_only_keys_get_their_true_reason() {
     let dir = tempfile::tempdir().unwrap();
     openssl(

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use net_support::{free_port, tlskit, Serve, BIN};
+use crate::BIN;
+use net_support::{free_port, tlskit, Serve};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
 fn s(p: &Path) -> String {

@@ -11,7 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::hostile_ca::{Cert, HostileCa, Mode, Window, HUGE};
-use crate::net_support::{self, tlskit, Serve, BIN};
+use crate::net_support::{self, tlskit, Serve};
+use crate::BIN;
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -280,6 +281,7 @@ fn metric(srv: &Serve, name: &str) -> f64 {
 /// leave a tenth of the lifetime. On main the not-yet-valid certificate was installed and
 /// served, and the `Retry-After` overflow on renewal information killed the task.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn acme_hostile_serve_survives_every_mode_and_keeps_its_certificate() {
     let ca = HostileCa::start(Mode::default());
     let t = tempfile::tempdir().expect("tempdir");

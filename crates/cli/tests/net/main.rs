@@ -6,21 +6,31 @@
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
+//!
+//! Tiers: the tests that need an external program (a peer `scripts/setup` installs), a
+//! `cargo install` or a million files run only with `--features slow-tests` (the slow
+//! tier); plain `cargo test` (the fast tier) marks them ignored or leaves their module out.
 
-#[path = "../common/hostile.rs"]
-mod hostile;
-#[path = "../net_support/mod.rs"]
-mod net_support;
+use tlskit_testkit::{hostile, net_support};
 
+/// The binary under test (the same file as `tlskit_testkit::run::bin()`).
+pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
+
+#[cfg(feature = "slow-tests")] // slow tier: Pebble, curl, OpenSSL, Redis
 mod acme;
 mod acme_hostile;
 mod hostile_ca;
+#[cfg(feature = "slow-tests")] // slow tier: python3, OpenSSL
 mod mozilla_shapes;
 mod net_bounds;
+#[cfg(feature = "slow-tests")] // slow tier: every external peer
 mod net_interop;
 mod net_serve;
+#[cfg(feature = "slow-tests")] // slow tier: Pebble, step-ca
 mod outbound;
+#[cfg(feature = "slow-tests")] // slow tier: SoftHSM2, OpenSC, GnuTLS
 mod pkcs11;
 mod probe_cli;
+#[cfg(feature = "slow-tests")] // slow tier: exim4
 mod probe_starttls;
 mod redis_hostile;

@@ -177,7 +177,7 @@ fn connect_from(src: Ipv4Addr, to: SocketAddr) -> Option<TcpStream> {
 
 /// 5,000 loopback sources (127.1.x.y) each failing handshakes: every failure is counted
 /// in the metrics, but the log stays under the global rate (20 lines at once, then 5 per
-/// second; docs: crates/net/README.md "Log volume"), whatever the number of sources.
+/// second; docs: crates/server/README.md "Log volume"), whatever the number of sources.
 /// Before: each source had its own burst of 5, so the same flood logged a line for
 /// nearly every failure (about 820 lines/s) and 4,097-line summaries every 10 s.
 #[test]
@@ -257,6 +257,7 @@ fn net_serve_5000_source_failure_flood_log_bounded() {
 /// the metric label values show them escaped, never raw, and `promtool check metrics`
 /// accepts the scrape.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: promtool")]
 fn net_serve_metric_labels_from_file_names_escaped() {
     let pki = Pki::new();
     std::fs::create_dir(pki.path("sni")).expect("mkdir");
@@ -423,7 +424,7 @@ fn net_serve_damaged_snapshot_anchor_reported() {
 }
 
 /// RSS over 30 reloads of a 2,000-pair SNI directory levels off: the allocator keeps
-/// what a reload freed for the next one (retention, not a leak; crates/net/README.md
+/// what a reload freed for the next one (retention, not a leak; crates/server/README.md
 /// "Memory over reloads"). Each RSS is read after the reload's `reloaded` line; the
 /// peak of reloads 11-30 stays within 4 MiB (or a tenth) of the peak of reloads 1-10.
 /// Without certificate compression, whose caches are bounded on their own (64 MiB) and

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use crate::BIN;
 use net_support::*;
 
 fn p(path: &Path) -> String {

@@ -10,6 +10,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::BIN;
 use net_support::*;
 
 fn s(p: &std::path::Path) -> String {
@@ -337,6 +338,7 @@ fn net_serve_sni_directory_exact_and_wildcard() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_client_certificates_required() {
     let pki = Pki::new();
     let srv = http_server(&pki, &["--client-ca", &s(&pki.path("client-ca.pem"))]);
@@ -476,6 +478,7 @@ fn net_serve_resumption_with_tickets() {
 /// certificates) keep connecting: zero failed handshakes, a connection open throughout keeps
 /// working, and afterwards the new certificate is served.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_sighup_reload_under_connections() {
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
@@ -712,6 +715,10 @@ fn sample(all: &[(String, f64)], series: &str) -> f64 {
 /// each reload, and not for the one expiring in 60 days (until the warning window, set
 /// in the config file, is 90 days).
 #[test]
+#[cfg_attr(
+    not(feature = "slow-tests"),
+    ignore = "slow tier: openssl, promtool, python3"
+)]
 fn net_serve_metrics_promtool_certificates_expiry() {
     let pki = Pki::new();
     std::fs::create_dir(pki.path("sni")).expect("mkdir");
@@ -986,6 +993,7 @@ fn net_serve_bad_traffic_timeout_limit_garbage() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_sigterm_graceful_shutdown() {
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
@@ -1157,6 +1165,7 @@ fn net_serve_backend_with_proxy_protocol() {
 /// client's certificate is removed and the store reloaded, the saved session (a TLS 1.3
 /// ticket, or a TLS 1.2 ticket) is not resumed and its certificate is refused.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_removed_client_ca_ends_resumption() {
     require("openssl");
     let pki = Pki::new();
@@ -1227,11 +1236,10 @@ fn net_serve_removed_client_ca_ends_resumption() {
 /// (`ticket_key_generated`, debug). That the keys rotate every period, that a ticket of
 /// the previous key still resumes and that one older than two periods gets a full
 /// handshake is tested on the server's clock, without waiting, by tlskit-server's
-/// `tickets::tests::resumption_previous_key_resumes_older_does_not` (a TLS 1.3
-/// resumption with keys rotated every 2 s) and
-/// `tickets::tests::keys_rotate_by_the_clock_and_one_previous_key_is_kept`; this test
-/// slept 6.4 s for it.
+/// `tests/clock.rs` (a server bound with a `ManualClock`, a rustls client) and its
+/// `tickets` unit tests; this test slept 6.4 s for it.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_ticket_rotation_sets_the_ticket_lifetime_and_resumes() {
     require("openssl");
     let pki = Pki::new();
@@ -1312,6 +1320,7 @@ fn rss_kib(pid: u32) -> u64 {
 /// server RSS grows by a bounded amount per connection (printed): under the 32 KiB budget
 /// per idle TLS connection.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: python3")]
 fn net_serve_many_idle_connections_bounded_memory() {
     require("python3");
     let pki = Pki::new();
@@ -1410,6 +1419,7 @@ sys.stdin.read()
 /// SIGTERM closes idle HTTP keep-alive connections at once instead of waiting out the
 /// grace period.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_sigterm_closes_idle_keepalive() {
     let pki = Pki::new();
     let mut srv = http_server(&pki, &["--shutdown-grace", "20"]);
@@ -2058,6 +2068,7 @@ fn net_serve_fifo_config_client_ca_or_key_refused_at_start() {
 /// without an authority key identifier is refused under the webpki profile and
 /// accepted when the rule is allowed on purpose (a private PKI without key identifiers).
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_client_ca_profile_and_allow() {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
@@ -2538,7 +2549,7 @@ fn net_connect_pinned_self_signed_server_certificate() {
 /// and most of it stayed after they closed.
 ///
 /// The server runs with `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096`, the setting
-/// crates/net/README.md recommends: glibc otherwise keeps freed heap memory (fragmented)
+/// crates/server/README.md recommends: glibc otherwise keeps freed heap memory (fragmented)
 /// instead of giving it back.
 #[test]
 fn net_serve_partial_client_hello_flood_bounded_memory() {
@@ -2826,6 +2837,7 @@ fn net_serve_dripping_client_header_timeout() {
 /// once: before, rustls's no_renegotiation warning was only queued and sent when the idle
 /// timeout closed the connection (59 s seen).
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn net_serve_tls12_renegotiation_refused_at_once() {
     assert!(
         have("openssl"),

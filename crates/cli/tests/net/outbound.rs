@@ -17,9 +17,10 @@
 
 use crate::net_support::{
     self, assert_sentences, connect_json, debug_shapes, redis_server_tls, require, tlskit,
-    wait_port, Pki, Serve, BIN,
+    wait_port, Pki, Serve,
 };
 
+use crate::BIN;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use net_support::{run, Pki, Serve, BIN};
+use crate::BIN;
+use net_support::{run, Pki, Serve};
 
 // Secrets never printed, a refused PIN never retried (issue 27): uses `Token` below.
 #[path = "pkcs11_pin.rs"]

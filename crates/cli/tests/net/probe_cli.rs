@@ -393,6 +393,7 @@ fn s_server_with_group(pki: &Pki, group: &str) -> (Guard, u16) {
 /// happened and why, the key-share sizes and the days left on the certificate; against
 /// OpenSSL 3 on one group at a time, and tlskit serve (rustls: X25519MLKEM768 first).
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: openssl")]
 fn probe_and_connect_report_key_exchange_and_hello_retry() {
     require("openssl");
     let pki = Pki::new();

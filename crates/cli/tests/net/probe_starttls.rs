@@ -17,6 +17,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::BIN;
 use net_support::*;
 
 /// Serve one protocol's dance on each accepted connection, then splice to `tls`.

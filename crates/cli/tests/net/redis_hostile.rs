@@ -8,7 +8,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::net_support::{free_port, redis_server, require, Pki, Serve, BIN};
+use crate::net_support::{free_port, redis_server, require, Pki, Serve};
+use crate::BIN;
 
 /// How the hostile server answers each command.
 #[derive(Clone, Copy)]
@@ -297,6 +298,7 @@ fn redis_cli(port: u16, args: &[&[u8]]) -> Vec<u8> {
 /// cap; then a list): rotation goes on (a 2 s period; before: 0 rotations in 61 s with a 10 s one),
 /// the node says so once and replaces the value with its sealed keys.
 #[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: redis-server")]
 fn redis_hostile_garbage_in_ticket_keys_rotation_goes_on() {
     require("redis-server");
     require("redis-cli");

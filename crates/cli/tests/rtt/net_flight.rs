@@ -8,6 +8,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::BIN;
 use net_support::*;
 
 /// Return values of write-like syscalls on the fd returned by the first accept4/connect

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::netns::{can_run, Namespaces};
+use crate::BIN;
 use net_support::*;
 
 const NETDELAY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/tools/netdelay");

@@ -4,8 +4,12 @@
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
+//!
+//! The slow tier: built only with `--features slow-tests` (Cargo.toml `required-features`).
 
-#[path = "../net_support/mod.rs"]
-mod net_support;
+use tlskit_testkit::net_support;
+
+/// The binary under test (the same file as `tlskit_testkit::run::bin()`).
+pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 mod net_soak;

@@ -2,8 +2,8 @@
 //!
 //! One test binary (ripgrep's pattern): each file below was a binary of its own.
 
-#[path = "../common/mod.rs"]
-mod common;
+// The certificate builders, shared with the CLI's tests.
+use tlskit_testkit::store_certs as common;
 
 mod store_damage;
 mod store_incremental;

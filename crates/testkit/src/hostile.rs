@@ -1,7 +1,6 @@
 //! Hostile inputs shared by the CLI tests (issue 12): a certificate whose names carry
 //! terminal escape sequences, BEL, CR and bidi overrides, and a corpus of malformed
 //! private keys with the check that no message quotes them.
-#![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
 

@@ -1,12 +1,10 @@
 //! Shared helpers of the net tests: a test PKI made with rcgen, a `tlskit serve` child
 //! process that is killed on drop, and small utilities. Every test uses its own temp dir
 //! and port 0 (the server reports the port it got in its `listening on` line). The
-//! command runner is common/run.rs, the one every test binary uses.
-#![allow(dead_code, unreachable_pub)]
+//! command runner is [`crate::run`], the one every test binary uses.
 
-#[path = "../common/run.rs"]
-pub mod run;
-pub use run::tlskit;
+pub use crate::run;
+pub use crate::run::tlskit;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -15,13 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[path = "../common/pki.rs"]
-pub mod pki;
+pub use crate::pki;
 use pki::{webpki_params, Extras, Role};
 
 use rcgen::{CertificateParams, CertifiedIssuer, KeyPair};
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 /// The net PKI's additions to the webpki profile: digitalSignature on every certificate,
 /// basicConstraints cA=FALSE on a leaf, rcgen's validity (1975 to 4096).
@@ -62,6 +57,7 @@ impl Pki {
     /// Root → intermediate → server leaf (`chain.pem`/`leaf.key`, names test.example,
     /// localhost, 127.0.0.1); a separate client root (`client-ca.pem`) with a client
     /// certificate (`client.pem`/`client.key`); an unrelated root (`other-ca.pem`).
+    #[allow(clippy::new_without_default)] // a PKI on disk, made anew each time: no default
     pub fn new() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let root =
@@ -202,7 +198,7 @@ impl Serve {
     /// Start `tlskit serve ARGS` (with `--listen 127.0.0.1:0` unless ARGS has --listen or
     /// --config) and wait for every `listening on` line.
     pub fn start(args: &[&str]) -> Self {
-        Self::start_with(Command::new(BIN), args, 1)
+        Self::start_with(Command::new(run::bin()), args, 1)
     }
 
     pub fn start_with(mut cmd: Command, args: &[&str], listens: usize) -> Self {
@@ -485,12 +481,13 @@ pub fn partial_client_hello(size: usize) -> Vec<u8> {
 pub fn tls_connect(
     addr: SocketAddr,
     ca: &Path,
-) -> tlskit_verify::rustls::StreamOwned<tlskit_verify::rustls::ClientConnection, std::net::TcpStream>
-{
-    use tlskit_verify::rustls;
+) -> rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
     let mut roots = rustls::RootCertStore::empty();
-    for c in tlskit_verify::load_certs(ca).expect("ca.pem") {
-        roots.add(c).expect("root");
+    for c in CertificateDer::pem_file_iter(ca).expect("ca.pem") {
+        roots
+            .add(c.expect("a certificate in ca.pem"))
+            .expect("root");
     }
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let cfg = rustls::ClientConfig::builder_with_provider(provider)

@@ -1,8 +1,7 @@
 //! The rcgen parameters of the CLI tests' certificates: the one builder for the store and
-//! fuzz tests' PKI (common/store_pki.rs) and the net tests' (net_support's `Pki`), so the
-//! choices of the default (webpki) verification profile live in one place. net_support
-//! loads it, as `net_support::pki`, once per test binary.
-#![allow(dead_code, unreachable_pub, clippy::expect_used)]
+//! fuzz tests' PKI ([`crate::store_pki`]) and the net tests' (net_support's `Pki`), so the
+//! choices of the default (webpki) verification profile live in one place (also reachable
+//! as `net_support::pki`).
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose,

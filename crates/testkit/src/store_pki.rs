@@ -1,12 +1,9 @@
 //! rcgen test PKI of the CLI tests (store, bounds, fuzz replays); the net tests' PKI with
 //! files is net_support's `Pki`.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use rcgen::{CertificateParams, Issuer, KeyPair};
 
-// The webpki-profile parameter builder (common/pki.rs), loaded once per test binary by
-// net_support, which every binary with this module has too.
-use crate::net_support::pki::{webpki_params, Extras, Role};
+use crate::pki::{webpki_params, Extras, Role};
 
 /// A certificate with its parameters and key, to sign others with.
 pub struct Ca {
@@ -41,9 +38,8 @@ pub fn signed(cn: &str, ca: bool, by: &Ca) -> Ca {
     Ca { params, key, pem }
 }
 
-/// The store tests' certificate builders (one copy for both crates), without their O.
-#[path = "../../../store/tests/common/mod.rs"]
-mod store_common;
+// The store tests' certificate builders (one copy for both crates), without their O.
+use crate::store_certs as store_common;
 
 pub fn cert(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> String {
     store_common::self_signed_with(key, cn, None, from, to, is_ca).0

@@ -1,16 +1,38 @@
-//! The one command runner of the CLI tests (every test binary gets it through
-//! net_support): `tlskit` with arguments, in a directory, with no colour and no password
-//! from the environment; the output as text for assertion messages; `ok` for a command
-//! that must succeed, `assert_code` for an exit status.
-#![allow(dead_code, unreachable_pub)]
+//! The one command runner of the CLI tests: `tlskit` with arguments, in a directory, with
+//! no colour and no password from the environment; the output as text for assertion
+//! messages; `ok` for a command that must succeed, `assert_code` for an exit status.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The `tlskit` binary under test, found beside the running test binary: Cargo builds a
+/// package's binaries for its integration tests into the directory above the test
+/// binaries' (`target/debug/deps/cli-HASH` -> `target/debug/tlskit`). A library cannot
+/// read `env!("CARGO_BIN_EXE_tlskit")` (Cargo sets it for the test crate only); the CLI's
+/// test binaries check that both name the same file (`testkit_finds_the_binary`).
+pub fn bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the test binary lies in target/PROFILE/deps");
+        let bin = dir.join(format!("tlskit{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            bin.is_file(),
+            "{}: no tlskit binary (run the tests of the tlskit package)",
+            bin.display()
+        );
+        bin
+    })
+}
 
 /// `tlskit ARGS` to adjust before running (environment of a token, a directory): no
 /// colour, no `TLSKIT_P12_PASSWORD`, stdin closed.
 pub fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tlskit"));
+    let mut c = Command::new(bin());
     c.args(args)
         .env_remove("TLSKIT_P12_PASSWORD")
         .env("NO_COLOR", "1")

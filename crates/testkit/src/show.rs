@@ -5,7 +5,7 @@ use serde_json::Value;
 
 /// `show --json` (schema tlskit.show/1: an array per kind of item) in the shape these
 /// tests were written for: the one item, or an array of the items in file order.
-pub(crate) fn show_items(v: Value) -> Value {
+pub fn show_items(v: Value) -> Value {
     let mut items: Vec<Value> = [
         "certificates",
         "requests",

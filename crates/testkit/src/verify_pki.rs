@@ -1,6 +1,5 @@
 //! The PKI of the `tlskit verify` tests: a root, an intermediate and a leaf (IDN, wildcard
 //! and IP names) with rcgen, written as PEM in a temporary directory.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 

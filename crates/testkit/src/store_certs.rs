@@ -1,5 +1,4 @@
 //! Test PKI generated with rcgen (no committed blobs).
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
@@ -23,7 +22,7 @@ pub const ORG: &str = "tlskit tests";
 
 /// A self-signed certificate: CN `cn` (and O `org`), valid `from`..`to` (years), a CA or
 /// not. The one self-signed builder of the store and CLI tests (the CLI tests include
-/// this file: crates/cli/tests/common/store_pki.rs).
+/// these through [`crate::store_pki`]).
 pub fn self_signed_with(
     key: &KeyPair,
     cn: &str,
