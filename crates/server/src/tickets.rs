@@ -236,31 +236,83 @@ mod tests {
         assert_eq!(t.decrypt(b"garbage"), None);
     }
 
+    /// Counts `ticket_key_generated` events (tlskit's events are `tracing` events).
+    #[derive(Clone, Default)]
+    struct KeysMade(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl KeysMade {
+        fn get(&self) -> usize {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    struct IsKeyEvent(bool);
+
+    impl tracing_core::field::Visit for IsKeyEvent {
+        fn record_debug(&mut self, f: &tracing_core::Field, v: &dyn std::fmt::Debug) {
+            self.record_str(f, &format!("{v:?}"));
+        }
+        fn record_str(&mut self, f: &tracing_core::Field, v: &str) {
+            self.0 |= f.name() == "event" && v == "ticket_key_generated";
+        }
+    }
+
+    impl tracing_core::Subscriber for KeysMade {
+        fn enabled(&self, _: &tracing_core::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing_core::span::Attributes<'_>) -> tracing_core::span::Id {
+            tracing_core::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing_core::span::Id, _: &tracing_core::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing_core::span::Id, _: &tracing_core::span::Id) {}
+        fn event(&self, e: &tracing_core::Event<'_>) {
+            let mut is = IsKeyEvent(false);
+            e.record(&mut is);
+            if is.0 {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        fn enter(&self, _: &tracing_core::span::Id) {}
+        fn exit(&self, _: &tracing_core::span::Id) {}
+    }
+
     /// The key is replaced once the clock is past one period (not at it), at the next
-    /// ticket made or opened; a ticket of the previous key still opens, one of the key
-    /// before it does not, whatever its age (the keys alone, without the age limit).
+    /// ticket made or opened, and each new key is logged (`ticket_key_generated`); a
+    /// ticket of the previous key still opens, one of the key before it does not,
+    /// whatever its age (the keys alone, without the age limit).
     #[test]
     fn keys_rotate_by_the_clock_and_one_previous_key_is_kept() {
-        let clock = clock();
-        let r = Rotator::new(2, clock.clone()).expect("rotator");
-        assert_eq!(r.lifetime(), 4);
-        let first = r.encrypt(b"one").expect("encrypt");
-        clock.advance(Duration::from_secs(2));
-        let same_key = r.encrypt(b"two").expect("encrypt");
-        assert_eq!(r.decrypt(&first).as_deref(), Some(&b"one"[..]));
-        clock.advance(Duration::from_secs(1));
-        // Past the switch time: this call rotates; `first` and `same_key` are the
-        // previous key's now.
-        let second = r.encrypt(b"three").expect("encrypt");
-        assert_eq!(r.decrypt(&first).as_deref(), Some(&b"one"[..]));
-        assert_eq!(r.decrypt(&same_key).as_deref(), Some(&b"two"[..]));
-        clock.advance(Duration::from_secs(3));
-        assert_eq!(r.decrypt(&first), None, "two rotations later");
-        assert_eq!(r.decrypt(&same_key), None, "two rotations later");
-        assert_eq!(r.decrypt(&second).as_deref(), Some(&b"three"[..]));
-        // Idle for long: one rotation only (lazy), the last key made is still previous.
-        clock.advance(Duration::from_secs(3600));
-        assert_eq!(r.decrypt(&second), None, "made two keys ago");
+        let made = KeysMade::default();
+        let dispatch = tracing_core::Dispatch::new(made.clone());
+        tracing_core::dispatcher::with_default(&dispatch, || {
+            let clock = clock();
+            let r = Rotator::new(2, clock.clone()).expect("rotator");
+            assert_eq!(r.lifetime(), 4);
+            assert_eq!(made.get(), 1, "the first key");
+            let first = r.encrypt(b"one").expect("encrypt");
+            clock.advance(Duration::from_secs(2));
+            let same_key = r.encrypt(b"two").expect("encrypt");
+            assert_eq!(r.decrypt(&first).as_deref(), Some(&b"one"[..]));
+            assert_eq!(made.get(), 1, "not rotated at the switch time");
+            clock.advance(Duration::from_secs(1));
+            // Past the switch time: this call rotates; `first` and `same_key` are the
+            // previous key's now.
+            let second = r.encrypt(b"three").expect("encrypt");
+            assert_eq!(made.get(), 2, "rotated past the switch time");
+            assert_eq!(r.decrypt(&first).as_deref(), Some(&b"one"[..]));
+            assert_eq!(r.decrypt(&same_key).as_deref(), Some(&b"two"[..]));
+            clock.advance(Duration::from_secs(3));
+            assert_eq!(r.decrypt(&first), None, "two rotations later");
+            assert_eq!(r.decrypt(&same_key), None, "two rotations later");
+            assert_eq!(r.decrypt(&second).as_deref(), Some(&b"three"[..]));
+            assert_eq!(made.get(), 3);
+            // Idle for an hour: one rotation at the next use (lazy), so `second`'s key
+            // is now two keys back.
+            clock.advance(Duration::from_secs(3600));
+            assert_eq!(r.decrypt(&second), None, "made two keys ago");
+            assert_eq!(made.get(), 4, "one rotation after the idle hour");
+        });
     }
 
     #[test]
