@@ -10,6 +10,7 @@
 
 pub mod ca;
 pub mod cert;
+pub mod chain;
 mod constraints;
 pub mod dn;
 mod error;

@@ -13,17 +13,9 @@ use crate::constraints::{Constraints, Name};
 use crate::inspect::san_info;
 use crate::{dn, fsx, key, PkiError, Result};
 
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Informational.
-    Info,
-    /// Likely a problem.
-    Warning,
-    /// Clients will refuse it, or it breaks a hard rule.
-    Error,
-}
+/// How serious a finding is: the one scale of every lint (tlskit-x509's), so that
+/// `tlskit lint` and `tlskit store lint` grade alike.
+pub use tlskit_x509::Severity;
 
 /// One finding.
 #[derive(Debug, Clone, Serialize)]

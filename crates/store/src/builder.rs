@@ -12,11 +12,13 @@ use sha2::Digest;
 
 use crate::arena::{Arena, Buf, MAP_MIN};
 use crate::error::{IssueKind, LoadIssue};
-use crate::store::{hash_bytes, hash_sha, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+use crate::origin::SourceRecord;
+use crate::store::{hash_bytes, hash_sha, slot_of, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
 use tlskit_x509::der;
 
 /// Result of adding one certificate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Added {
     /// A new anchor.
     New,
@@ -33,12 +35,6 @@ pub enum Added {
 pub(crate) struct Table {
     slots: Buf<u64>,
     count: u32,
-}
-
-/// Home slot of a hash in a table of `cap` (a power of two) slots.
-#[inline]
-pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
-    (h >> 32) as usize & (cap - 1)
 }
 
 impl Table {
@@ -138,7 +134,7 @@ pub struct StoreBuilder {
     pub(crate) aliases: usize,
     pub(crate) duplicates: usize,
     pub(crate) read_buf: Vec<u8>,
-    pub(crate) snapshot_sources: Vec<crate::snapshot::SourceRecord>,
+    pub(crate) snapshot_sources: Vec<SourceRecord>,
     /// Whether to fill `snapshot_sources` (only `build_snapshot` needs them; skipping
     /// them saves about 90 bytes and a `getcwd` per file of a large directory).
     pub(crate) record_sources: bool,
@@ -208,6 +204,7 @@ impl Default for StoreBuilder {
 }
 
 impl StoreBuilder {
+    /// An empty builder.
     pub fn new() -> Self {
         StoreBuilder {
             der: Arena::default(),
@@ -266,6 +263,7 @@ impl StoreBuilder {
     pub fn len(&self) -> usize {
         self.recs.len()
     }
+    /// No anchor added yet.
     pub fn is_empty(&self) -> bool {
         self.recs.is_empty()
     }

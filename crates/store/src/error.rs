@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Largest file the store reads (bundle, DER file or snapshot source file): 64 MiB.
 /// Larger files are reported as [`IssueKind::TooLarge`] and skipped. A snapshot file is
 /// read whole after its header is checked, and has its own limit
-/// ([`crate::snapshot::MAX_SNAPSHOT_BYTES`]).
+/// ([`crate::MAX_SNAPSHOT_BYTES`]).
 pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Most problems of one kind ([`IssueKind::tag`]) a load keeps with their paths; the
@@ -28,7 +29,12 @@ pub enum IssueKind {
     SymlinkLoop,
     /// Larger than [`MAX_FILE_BYTES`].
     #[error("file too large ({size} bytes; limit {limit} bytes)")]
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        /// The file's size, in bytes.
+        size: u64,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// Not a regular file (device, FIFO, socket).
     #[error("not a regular file")]
     NotRegular,
@@ -37,17 +43,26 @@ pub enum IssueKind {
     BadPem(&'static str),
     /// A private key block: skipped, never loaded, never shown.
     #[error("private key block ({label}) skipped: not loaded, contents not shown")]
-    PrivateKey { label: String },
+    PrivateKey {
+        /// The PEM label (e.g. `PRIVATE KEY`).
+        label: String,
+    },
     /// A well-formed PEM block that is not a certificate (CRL, CSR, public key, ...).
     #[error("not a certificate ({label} block) skipped")]
-    NotCertificate { label: String },
+    NotCertificate {
+        /// The PEM label (e.g. `X509 CRL`).
+        label: String,
+    },
     /// Bytes that are not a well-formed DER certificate.
     #[error("malformed DER certificate: {0}")]
     MalformedDer(&'static str),
     /// A well-formed certificate that cannot be a trust anchor: basicConstraints does not
     /// say cA (and it is not a legacy v1 self-issued root). Reported, not loaded.
     #[error("not a CA certificate (basicConstraints cA is not set): not loaded as an anchor; subject {subject}")]
-    NotCa { subject: String },
+    NotCa {
+        /// The certificate's subject, RFC 4514-like.
+        subject: String,
+    },
     /// Neither a PEM block nor a DER certificate in the file.
     #[error("no certificate found (no PEM block, not DER)")]
     NoCertificates,
@@ -101,9 +116,11 @@ impl IssueKind {
 /// One problem with one input, with its path. The load goes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadIssue {
+    /// The file (or directory entry) the problem is in.
     pub path: PathBuf,
     /// 1-based index of the PEM block (or DER element) in the file, where it applies.
     pub block: Option<u32>,
+    /// What is wrong.
     pub reason: IssueKind,
 }
 
@@ -159,25 +176,48 @@ pub enum AnchorDamage {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SnapshotError {
-    #[error("cannot read snapshot: {0}")]
-    Io(String),
+    /// The file could not be opened or read.
+    #[error("cannot read snapshot: {reason}")]
+    Io {
+        /// Why, in words.
+        reason: String,
+        /// The error behind it: the operating system's `std::io::Error`, or tlskit-io's
+        /// `ReadError` for a file refused before reading.
+        #[source]
+        cause: Cause,
+    },
     #[error("not a tlskit snapshot (bad magic)")]
+    /// The file does not start with [`crate::MAGIC`].
     BadMagic,
+    /// Written in a format version this code does not read.
     #[error("unsupported snapshot version {found} (this tlskit reads version {supported}); rebuild it with `tlskit store build`")]
-    WrongVersion { found: u32, supported: u32 },
+    WrongVersion {
+        /// The file's version.
+        found: u32,
+        /// The version this code reads ([`crate::VERSION`]).
+        supported: u32,
+    },
+    /// The file is shorter or longer than its header says.
     #[error("snapshot truncated or extended: {0}")]
     Truncated(String),
+    /// The header's xxh3 does not match.
     #[error("snapshot header checksum mismatch: file altered or corrupt")]
     HeaderChecksum,
+    /// The index part's xxh3 does not match.
     #[error("snapshot index checksum mismatch: file altered or corrupt")]
     TableChecksum,
+    /// Sections or tables that do not fit together.
     #[error("snapshot layout inconsistent: {0}")]
     Layout(&'static str),
+    /// Larger than [`crate::MAX_SNAPSHOT_BYTES`] (the size in bytes).
     #[error("snapshot too large ({0} bytes)")]
     TooLarge(u64),
+    /// Anchors whose DER or record failed the integrity check (a full check).
     #[error("{count} snapshot anchor(s) failed their integrity check, first #{first} ({reason})")]
     CorruptAnchors {
+        /// How many anchors failed.
         count: usize,
+        /// The index of the first that failed.
         first: u32,
         /// What is wrong with the first.
         reason: AnchorDamage,
@@ -205,7 +245,9 @@ pub enum StoreError {
     /// why), then how many more there were.
     #[error("nothing loadable: no trust anchor found{}", nothing_detail(.issues, .counts))]
     NothingLoadable {
+        /// The issues kept (at most [`MAX_ISSUES_PER_KIND`] of each kind).
         issues: Vec<LoadIssue>,
+        /// Every issue counted, by kind tag.
         counts: BTreeMap<&'static str, usize>,
     },
     /// No system trust store was found on this machine.
@@ -213,12 +255,112 @@ pub enum StoreError {
         "no system trust store found (checked SSL_CERT_FILE, SSL_CERT_DIR and the usual paths)"
     )]
     NoSystemStore,
+    /// A snapshot file could not be used.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
-    #[error("cannot write {path}: {reason}")]
-    Write { path: PathBuf, reason: String },
-    #[error("cannot watch: {0}")]
-    Watch(String),
+    /// A file (a snapshot, a pruned certificate's backup) could not be written.
+    #[error("cannot write {}: {}", path.display(), write_reason(source))]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why, as tlskit-io's writer reports it.
+        source: tlskit_io::WriteError,
+    },
+    /// Prune was given a snapshot or the system store: it works on a file or a directory
+    /// of certificate files.
+    #[error(
+        "cannot write {}: prune works on a file or a directory of certificate files",
+        path.display()
+    )]
+    NotPrunable {
+        /// The snapshot's path, or `system`.
+        path: PathBuf,
+    },
+    /// Reloads on a signal or on source changes could not be set up (the signal
+    /// handler, the watcher, a directory watch or the background thread).
+    #[error("cannot watch: {}{source}", watch_prefix(dir.as_deref()))]
+    Watch {
+        /// The directory that could not be watched, when the failure was about one.
+        dir: Option<PathBuf>,
+        /// The underlying error: a `std::io::Error` (signal handler, thread) or the file
+        /// watcher's error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// More anchors or bytes than a store can index (what overflowed).
     #[error("store too large: {0}")]
     Capacity(&'static str),
+}
+
+/// The reason part of [`StoreError::Write`]: an I/O failure as the operating system
+/// words it, any other refusal as tlskit-io words it.
+fn write_reason(e: &tlskit_io::WriteError) -> String {
+    match e {
+        tlskit_io::WriteError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// "DIR: " before a directory watch's failure, nothing otherwise.
+fn watch_prefix(dir: Option<&std::path::Path>) -> String {
+    dir.map(|d| format!("{}: ", d.display()))
+        .unwrap_or_default()
+}
+
+impl StoreError {
+    /// [`StoreError::Watch`] for a failure not about one directory.
+    pub(crate) fn watch(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Watch {
+            dir: None,
+            source: Box::new(e),
+        }
+    }
+}
+
+/// The error behind a [`SnapshotError::Io`], shared by the clones of the report that
+/// carries it. It displays as that error does and gives it as its `source()` (or with
+/// [`Cause::get`]); two causes are equal when their messages are.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    pub(crate) fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Cause(Arc::new(e))
+    }
+    /// The error itself, e.g. to `downcast_ref::<std::io::Error>()`.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.get())
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+impl SnapshotError {
+    /// [`SnapshotError::Io`]: `reason` in words, `e` kept as the cause.
+    pub(crate) fn io(
+        reason: impl Into<String>,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SnapshotError::Io {
+            reason: reason.into(),
+            cause: Cause::new(e),
+        }
+    }
 }

@@ -31,6 +31,7 @@ use crate::store::TrustStore;
 pub struct ReloadOutcome {
     /// Generation of the store now installed.
     pub generation: u64,
+    /// The load report of the reload.
     pub report: LoadReport,
     /// Whether the new store's anchor set differs from the one it replaced (false: same
     /// anchors, [`StoreHandle::anchor_set_generation`] kept).
@@ -187,7 +188,7 @@ impl StoreHandle {
     ) -> Result<BackgroundReload, StoreError> {
         use signal_hook::consts::SIGHUP;
         use signal_hook::iterator::Signals;
-        let mut signals = Signals::new([SIGHUP]).map_err(|e| StoreError::Watch(e.to_string()))?;
+        let mut signals = Signals::new([SIGHUP]).map_err(StoreError::watch)?;
         let closer = signals.handle();
         let me = self.clone();
         let thread = std::thread::Builder::new()
@@ -200,7 +201,7 @@ impl StoreHandle {
                     }
                 }
             })
-            .map_err(|e| StoreError::Watch(e.to_string()))?;
+            .map_err(StoreError::watch)?;
         Ok(BackgroundReload {
             stop: Some(Box::new(move || closer.close())),
             keep: None,
@@ -223,7 +224,7 @@ impl StoreHandle {
                 let _ = tx.send(());
             }
         })
-        .map_err(|e| StoreError::Watch(e.to_string()))?;
+        .map_err(StoreError::watch)?;
         let mut dirs: Vec<PathBuf> = Vec::new();
         for s in &self.inner.sources {
             let expanded = match s {
@@ -248,7 +249,10 @@ impl StoreHandle {
         for d in &dirs {
             watcher
                 .watch(d, RecursiveMode::NonRecursive)
-                .map_err(|e| StoreError::Watch(format!("{}: {e}", d.display())))?;
+                .map_err(|e| StoreError::Watch {
+                    dir: Some(d.clone()),
+                    source: Box::new(e),
+                })?;
         }
         let me = self.clone();
         let thread = std::thread::Builder::new()
@@ -269,7 +273,7 @@ impl StoreHandle {
                     }
                 }
             })
-            .map_err(|e| StoreError::Watch(e.to_string()))?;
+            .map_err(StoreError::watch)?;
         Ok(BackgroundReload {
             stop: None,
             keep: Some(Box::new(watcher)),

@@ -1,6 +1,6 @@
-//! tlskit-store: trust anchors loaded from any CA source in linear time, indexed by
-//! subject, key identifier and fingerprint, compiled to a snapshot file that opens in a
-//! few milliseconds, and reloaded live.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The items at a glance
 //!
 //! * [`load`] / [`StoreBuilder`]: PEM bundles, DER files, directories (Debian and OpenSSL
 //!   hashed layouts), the system default, snapshots. Bad input is reported per file
@@ -9,7 +9,7 @@
 //! * snapshots: [`TrustStore::open_snapshot`], [`build_snapshot`] (format and integrity
 //!   rules in the `snapshot` module docs).
 //! * [`StoreHandle`]: reload on demand, on SIGHUP, on source change; readers never block.
-//! * [`lint()`] and [`plan_prune`]: hygiene.
+//! * [`lint()`] and [`plan_prune`]: hygiene; [`severity`] grades each finding.
 //!
 //! The X.509 vocabulary it reads with (DER reader, name rendering, text escaping, dates,
 //! certificate rules, lint codes) is the foundation crate tlskit-x509's.
@@ -17,30 +17,54 @@
 //! No unsafe code: a snapshot is read into memory, never mapped (a mapped file truncated
 //! or rewritten in place would crash the process with SIGBUS).
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
-mod arena;
-mod builder;
+// Modules in layer order, bottom first: each uses only modules declared above it
+// (rustfmt keeps the order because every module is a group of its own).
+
+// Errors and load issues: the vocabulary every layer reports with.
 mod error;
-mod handle;
-pub mod lint;
+
+// Growable arrays (Vec or huge-page mapping) and the stored bytes they become.
+mod arena;
+
+// The linear PEM scanner and base64 decoder.
 mod pem;
-mod snapshot;
-mod source;
+
+// Where a store came from: recorded sources, the snapshot file.
+mod origin;
+
+// The immutable trust store: one layout, one lookup path.
 mod store;
+
+// Snapshot files: write and open a store.
+mod snapshot;
+
+// Building a store in memory, one certificate at a time.
+mod builder;
+
+// Loading sources (files, directories, system, snapshot) through the builder.
+mod source;
+
+// Live reload.
+mod handle;
+
+// Hygiene: lint and prune.
+pub mod lint;
 
 pub use builder::{Added, StoreBuilder};
 pub use error::{
-    AnchorDamage, IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES,
+    AnchorDamage, Cause, IssueKind, LoadIssue, SnapshotError, StoreError, MAX_FILE_BYTES,
     MAX_ISSUES_PER_KIND,
 };
 pub use handle::{BackgroundReload, ReloadCallback, ReloadOutcome, StoreHandle};
 pub use lint::{
-    apply_prune, lint, lint_at, plan_prune, plan_prune_at, Finding, LintReport, PrunePlan,
+    apply_prune, lint, lint_at, plan_prune, plan_prune_at, severity, Finding, LintReport, PrunePlan,
 };
-pub use snapshot::{
-    atomic_write, build_snapshot, has_magic, SourceRecord, MAGIC, MAX_SNAPSHOT_BYTES, VERSION,
-};
+pub use origin::SourceRecord;
+pub use snapshot::{atomic_write, has_magic, MAGIC, MAX_SNAPSHOT_BYTES, VERSION};
 pub use source::{
-    load, system_store, LoadReport, Source, SystemStore, SYSTEM_BUNDLES, SYSTEM_DIRS,
+    build_snapshot, load, system_store, LoadReport, Source, SystemStore, SYSTEM_BUNDLES,
+    SYSTEM_DIRS,
 };
 pub use store::{Anchor, CaNames, TrustStore};

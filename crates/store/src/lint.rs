@@ -21,7 +21,8 @@ use crate::builder::StoreBuilder;
 use crate::error::{IssueKind, StoreError};
 use crate::source::{LoadReport, Source};
 use crate::store::{now_unix, TrustStore};
-use tlskit_x509::lintcode::LintCode;
+use tlskit_x509::certrules::CertRule;
+use tlskit_x509::lintcode::{LintCode, Severity};
 
 use tlskit_x509::dn;
 
@@ -33,16 +34,72 @@ pub struct Finding {
     /// `md2-signature`), or a load issue (`private-key`, `bad-pem`, ...); serialized as
     /// its text.
     pub kind: LintCode,
+    /// The file it is about (for `same-subject`, the file of the first anchor).
     pub path: PathBuf,
+    /// The certificate's subject, RFC 4514-like (empty for a problem of the file itself).
     pub subject: String,
+    /// What was found, in words.
     pub detail: String,
+}
+
+impl Finding {
+    /// How serious this finding is ([`severity`] of its kind).
+    pub fn severity(&self) -> Severity {
+        severity(self.kind)
+    }
+}
+
+/// The severity of a store-lint finding (or load issue) of kind `code`: the store's
+/// policy, which `tlskit store lint`, `store show`, `store build` and `doctor` print.
+///
+/// * [`Severity::Error`] for what must not be in a trust store: a private key,
+///   unparseable data (bad PEM, malformed DER), a damaged snapshot or snapshot anchor.
+/// * [`Severity::Info`] for what stock system stores hold by design: the same certificate
+///   in the bundle and the directory (`duplicate`), several CAs with one subject
+///   (`same-subject`), SHA-1 self-signatures on old roots (`sha1-signature`).
+/// * [`Severity::Warning`] for the rest: anchors that cannot or should not anchor
+///   anything (expired, not yet valid, not a CA, weak key, MD5), and load issues
+///   (unreadable files, files with no certificate, ...).
+///
+/// A lint exits 1 only for errors and warnings.
+pub fn severity(code: LintCode) -> Severity {
+    match code {
+        LintCode::Duplicate | LintCode::SameSubject | LintCode::Rule(CertRule::Sha1Signature) => {
+            Severity::Info
+        }
+        LintCode::PrivateKey
+        | LintCode::BadPem
+        | LintCode::MalformedDer
+        | LintCode::CorruptAnchor
+        | LintCode::BadSnapshot => Severity::Error,
+        _ => Severity::Warning,
+    }
 }
 
 /// Lint result: findings plus the load report of the tracked load.
 pub struct LintReport {
+    /// The findings, in the order found.
     pub findings: Vec<Finding>,
+    /// The report of the load the lint ran on.
     pub report: LoadReport,
+    /// The store that load built.
     pub store: TrustStore,
+}
+
+impl LintReport {
+    /// How many findings have severity `level`.
+    pub fn count(&self, level: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.severity() == level)
+            .count()
+    }
+
+    /// Whether no finding is an error or a warning (info findings only, or none): a
+    /// lint's exit status 0.
+    pub fn is_clean(&self) -> bool {
+        self.findings.iter().all(|f| f.severity() == Severity::Info)
+    }
 }
 
 struct Tracked {
@@ -220,22 +277,29 @@ pub fn lint(sources: &[Source]) -> LintReport {
 /// One file prune would move.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PruneMove {
+    /// The file.
     pub path: PathBuf,
+    /// Where it goes, inside the backup directory.
     pub to: PathBuf,
+    /// Why, in words (`; `-separated when several).
     pub reason: String,
 }
 
 /// One file prune will not touch although it holds duplicates or expired certificates.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PruneRefusal {
+    /// The file.
     pub path: PathBuf,
+    /// Why it is left where it is, in words.
     pub reason: String,
 }
 
 /// What prune would do.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct PrunePlan {
+    /// The files to move into the backup.
     pub moves: Vec<PruneMove>,
+    /// The files left alone, and why.
     pub refused: Vec<PruneRefusal>,
 }
 
@@ -250,12 +314,11 @@ pub fn plan_prune_at(source: &Source, backup: &Path, now: i64) -> Result<PrunePl
         Source::Dir(p) => p.clone(),
         Source::File(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
         Source::Snapshot(_) | Source::System => {
-            return Err(StoreError::Write {
+            return Err(StoreError::NotPrunable {
                 path: source
                     .path()
                     .map(Path::to_path_buf)
                     .unwrap_or_else(|| "system".into()),
-                reason: "prune works on a file or a directory of certificate files".into(),
             })
         }
     };
@@ -357,16 +420,12 @@ pub fn plan_prune_at(source: &Source, backup: &Path, now: i64) -> Result<PrunePl
 
 /// Carry out a plan: move each file into the backup (rename, or copy + remove across
 /// filesystems; symlinks are moved as links). Never overwrites an existing backup file.
-/// Returns one result per move.
-pub fn apply_prune(plan: &PrunePlan) -> Vec<(PathBuf, Result<(), String>)> {
+/// Returns one result per move: the operating system's error for a move that failed
+/// (`AlreadyExists` for a backup file already there).
+pub fn apply_prune(plan: &PrunePlan) -> Vec<(PathBuf, std::io::Result<()>)> {
     plan.moves
         .iter()
-        .map(|m| {
-            (
-                m.path.clone(),
-                move_file(&m.path, &m.to).map_err(|e| e.to_string()),
-            )
-        })
+        .map(|m| (m.path.clone(), move_file(&m.path, &m.to)))
         .collect()
 }
 

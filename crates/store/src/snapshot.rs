@@ -44,16 +44,16 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::arena::Arena;
+use crate::arena::{Arena, Bytes};
 use crate::error::{AnchorDamage, IssueKind, LoadIssue, SnapshotError, StoreError};
-use crate::store::{Bytes, CaNames, Checker, Core, Layout, TrustStore};
+use crate::origin::{SnapshotMeta, SourceRecord};
+use crate::store::{CaNames, Checker, Core, Layout, TrustStore};
 
 /// First 8 bytes of every snapshot.
 pub const MAGIC: &[u8; 8] = b"TLSKSNAP";
@@ -63,79 +63,6 @@ const HEADER_LEN: usize = 128;
 /// Largest snapshot accepted: 2 GiB (about 3.6 million anchors). The file is read into
 /// memory, and only after its header has been checked (see `precheck_header`).
 pub const MAX_SNAPSHOT_BYTES: u64 = 2 << 30;
-
-/// One source a snapshot was built from, to detect staleness.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceRecord {
-    pub path: PathBuf,
-    pub is_dir: bool,
-    pub size: u64,
-    pub mtime_s: i64,
-    pub mtime_ns: i64,
-}
-
-impl SourceRecord {
-    pub(crate) fn from_meta(path: &Path, md: &fs::Metadata, is_dir: bool) -> Self {
-        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        Self::from_absolute(path, md, is_dir)
-    }
-    /// [`Self::from_meta`] for a path already made absolute (saves a `getcwd` per file).
-    pub(crate) fn from_absolute(path: PathBuf, md: &fs::Metadata, is_dir: bool) -> Self {
-        SourceRecord {
-            path,
-            is_dir,
-            size: if is_dir { 0 } else { md.len() },
-            mtime_s: md.mtime(),
-            mtime_ns: md.mtime_nsec(),
-        }
-    }
-    fn write(&self, out: &mut Vec<u8>) {
-        let p = self.path.as_os_str().as_bytes();
-        out.push(u8::from(self.is_dir));
-        out.extend_from_slice(&self.size.to_le_bytes());
-        out.extend_from_slice(&self.mtime_s.to_le_bytes());
-        out.extend_from_slice(&self.mtime_ns.to_le_bytes());
-        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        out.extend_from_slice(p);
-    }
-    fn read_all(mut b: &[u8]) -> Option<Vec<SourceRecord>> {
-        let mut out = Vec::new();
-        let take = |b: &mut &[u8], n: usize| -> Option<Vec<u8>> {
-            let (h, t) = (b.get(..n)?, b.get(n..)?);
-            *b = t;
-            Some(h.to_vec())
-        };
-        let count = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?);
-        for _ in 0..count {
-            let is_dir = take(&mut b, 1)?[0] != 0;
-            let size = u64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
-            let mtime_s = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
-            let mtime_ns = i64::from_le_bytes(take(&mut b, 8)?.try_into().ok()?);
-            let len = u32::from_le_bytes(take(&mut b, 4)?.try_into().ok()?) as usize;
-            let path = PathBuf::from(std::ffi::OsStr::from_bytes(&take(&mut b, len)?));
-            out.push(SourceRecord {
-                path,
-                is_dir,
-                size,
-                mtime_s,
-                mtime_ns,
-            });
-        }
-        Some(out)
-    }
-}
-
-/// Where a snapshot store came from.
-pub(crate) struct SnapshotMeta {
-    pub(crate) path: PathBuf,
-    /// The whole file, read into memory.
-    pub(crate) file: Arc<Bytes>,
-    pub(crate) sources_range: (usize, usize),
-    pub(crate) sources_xxh3: u64,
-    pub(crate) created: u64,
-    /// Parsed sources (for stores whose sources were read when they were built).
-    pub(crate) sources: Vec<SourceRecord>,
-}
 
 /// Does the file at `path` start with the snapshot magic?
 pub fn has_magic(path: &Path) -> bool {
@@ -164,7 +91,7 @@ fn precheck_header(file: &fs::File, len: u64) -> Result<(), SnapshotError> {
     use std::os::unix::fs::FileExt;
     let mut h = [0u8; HEADER_LEN];
     file.read_exact_at(&mut h, 0)
-        .map_err(|e| SnapshotError::Io(e.to_string()))?;
+        .map_err(|e| SnapshotError::io(e.to_string(), e))?;
     if &h[..8] != MAGIC {
         return Err(SnapshotError::BadMagic);
     }
@@ -211,7 +138,7 @@ fn read_whole(mut file: fs::File, len: u64) -> Result<Bytes, SnapshotError> {
             }
             Ok(k) => got += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(SnapshotError::Io(e.to_string())),
+            Err(e) => return Err(SnapshotError::io(e.to_string(), e)),
         }
     }
     Ok(buf.into_bytes())
@@ -221,13 +148,16 @@ impl TrustStore {
     /// Open a snapshot: read it into memory and check the header and index (see the
     /// module docs). Anchors are verified lazily before their first use.
     pub fn open_snapshot(path: &Path) -> Result<TrustStore, SnapshotError> {
-        let (file, md) = tlskit_io::open_regular(path).map_err(|e| match e.kind {
-            tlskit_io::ReadErrorKind::NotRegular(what) => {
-                SnapshotError::Io(format!("not a regular file ({what}): refused"))
-            }
-            other => SnapshotError::Io(other.to_string()),
+        let (file, md) = tlskit_io::open_regular(path).map_err(|e| {
+            let reason = match &e.kind {
+                tlskit_io::ReadErrorKind::NotRegular(what) => {
+                    format!("not a regular file ({what}): refused")
+                }
+                other => other.to_string(),
+            };
+            SnapshotError::io(reason, e)
         })?;
-        let io = |e: std::io::Error| SnapshotError::Io(e.to_string());
+        let io = |e: std::io::Error| SnapshotError::io(e.to_string(), e);
         let len = md.len();
         if len > MAX_SNAPSHOT_BYTES {
             return Err(SnapshotError::TooLarge(len));
@@ -513,34 +443,8 @@ impl TrustStore {
 /// rename over `path`, fsync the directory (tlskit-io's [`tlskit_io::replace`]). The file
 /// is never written in place.
 pub fn atomic_write(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
-    tlskit_io::replace(path, parts, false).map_err(|e| StoreError::Write {
+    tlskit_io::replace(path, parts, false).map_err(|source| StoreError::Write {
         path: path.to_path_buf(),
-        reason: match e {
-            tlskit_io::WriteError::Io { source, .. } => source.to_string(),
-            other => other.to_string(),
-        },
+        source,
     })
-}
-
-/// Load `sources` and write them as a snapshot at `out`. Returns the load report.
-pub fn build_snapshot(
-    sources: &[crate::Source],
-    out: &Path,
-) -> Result<crate::LoadReport, StoreError> {
-    let started = std::time::Instant::now();
-    let mut b = crate::StoreBuilder::new();
-    b.record_sources = true;
-    let mut report = crate::LoadReport::default();
-    for s in sources {
-        b.add_source(s, &mut report);
-    }
-    b.finish_report(&mut report, started);
-    if b.is_empty() {
-        return Err(report.into_nothing_loadable());
-    }
-    let recs = std::mem::take(&mut b.snapshot_sources);
-    let store = b.build();
-    store.write_snapshot(out, &recs)?;
-    report.load_ms = started.elapsed().as_secs_f64() * 1e3;
-    Ok(report)
 }

@@ -20,8 +20,9 @@ use crate::builder::{prepare, Added, Prepared, StoreBuilder};
 use crate::error::{
     AnchorDamage, IssueKind, LoadIssue, StoreError, MAX_FILE_BYTES, MAX_ISSUES_PER_KIND,
 };
+use crate::origin::SourceRecord;
 use crate::pem::{self, Block, PemScanner};
-use crate::snapshot::{self, SourceRecord};
+use crate::snapshot;
 use crate::store::{now_unix, TrustStore};
 use tlskit_x509::der;
 
@@ -76,6 +77,7 @@ impl std::fmt::Display for Source {
 /// Where this machine's default trust store was found, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemStore {
+    /// The sources to load: the bundle file or the directory found.
     pub sources: Vec<Source>,
     /// How it was chosen: "SSL_CERT_FILE", "SSL_CERT_DIR", or "default path".
     pub chosen_by: String,
@@ -166,6 +168,7 @@ pub struct LoadReport {
     /// met); the rest are only counted, so a directory of a million bad files or a bundle
     /// of a million bad blocks costs bounded memory.
     pub errors: Vec<LoadIssue>,
+    /// Wall time of the load, in milliseconds.
     pub load_ms: f64,
     /// (+) Every problem met, by kind tag ([`IssueKind::tag`]), including those not
     /// kept in `errors`.
@@ -1105,4 +1108,24 @@ pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> 
     let store = b.build();
     report.load_ms = started.elapsed().as_secs_f64() * 1e3;
     Ok((store, report))
+}
+
+/// Load `sources` and write them as a snapshot at `out`. Returns the load report.
+pub fn build_snapshot(sources: &[Source], out: &Path) -> Result<LoadReport, StoreError> {
+    let started = std::time::Instant::now();
+    let mut b = StoreBuilder::new();
+    b.record_sources = true;
+    let mut report = LoadReport::default();
+    for s in sources {
+        b.add_source(s, &mut report);
+    }
+    b.finish_report(&mut report, started);
+    if b.is_empty() {
+        return Err(report.into_nothing_loadable());
+    }
+    let recs = std::mem::take(&mut b.snapshot_sources);
+    let store = b.build();
+    store.write_snapshot(out, &recs)?;
+    report.load_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok(report)
 }

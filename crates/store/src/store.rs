@@ -24,13 +24,20 @@
 //! 16..32 (three tables at load factor <= 3/4) + 4 per distinct subject.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
+use crate::arena::Bytes;
 use crate::error::AnchorDamage;
+use crate::origin::SnapshotMeta;
 use tlskit_x509::der;
 
 pub(crate) const REC_LEN: usize = 40;
 pub(crate) const NO_SKI: u32 = u32::MAX;
+
+/// Home slot of a hash in a table of `cap` (a power of two) slots.
+#[inline]
+pub(crate) fn slot_of(h: u64, cap: usize) -> usize {
+    (h >> 32) as usize & (cap - 1)
+}
 
 /// One anchor's record: offsets into the arena and validity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -150,48 +157,6 @@ impl Layout {
             && ok(self.subj_cap, self.m)
             && ok(self.ski_cap, 0)
             && ok(self.sha_cap, self.n)
-    }
-}
-
-/// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
-/// [`crate::arena`]) or a section of a snapshot file read into memory (shared by the store's four parts).
-pub(crate) enum Bytes {
-    Owned(Vec<u8>),
-    /// `map[..len]`; no longer written once the store is built.
-    Anon {
-        map: memmap2::MmapMut,
-        len: usize,
-    },
-    /// `all[start..start + len]`: one section of a snapshot file read into memory.
-    Shared {
-        all: Arc<Bytes>,
-        start: usize,
-        len: usize,
-    },
-}
-
-impl Bytes {
-    /// Bytes of memory held: the capacity of an owned buffer or anonymous mapping, the
-    /// length of a snapshot section.
-    pub(crate) fn allocated(&self) -> usize {
-        match self {
-            Bytes::Owned(v) => v.capacity(),
-            Bytes::Anon { map, .. } => map.len(),
-            Bytes::Shared { len, .. } => *len,
-        }
-    }
-    #[inline]
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            // The arena keeps len <= map.len().
-            Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
-            // start..start+len was bounds-checked against the file when the snapshot was
-            // opened; `get` keeps this panic-free even so.
-            Bytes::Shared { all, start, len } => {
-                all.as_slice().get(*start..start + len).unwrap_or(&[])
-            }
-        }
     }
 }
 
@@ -382,7 +347,7 @@ impl Core {
             return None;
         }
         let mask = cap as usize - 1;
-        let mut s = crate::builder::slot_of(h, cap as usize);
+        let mut s = slot_of(h, cap as usize);
         for _ in 0..cap {
             let v = rd_u32(self.tab(), tab + s * 4)?;
             if v == 0 {
@@ -486,6 +451,7 @@ impl CaNames {
     pub fn len(&self) -> usize {
         self.counts().0
     }
+    /// No subject at all (an empty store).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -518,7 +484,7 @@ impl CaNames {
 pub struct TrustStore {
     pub(crate) generation: u64,
     pub(crate) names: CaNames,
-    pub(crate) snapshot: Option<Box<crate::snapshot::SnapshotMeta>>,
+    pub(crate) snapshot: Option<Box<SnapshotMeta>>,
 }
 
 /// Iterator over anchors sharing a subject or key identifier (insertion order).
@@ -570,6 +536,7 @@ impl TrustStore {
     pub fn len(&self) -> usize {
         self.core().lay.n as usize
     }
+    /// No anchor at all.
     pub fn is_empty(&self) -> bool {
         self.core().lay.n == 0
     }

@@ -23,15 +23,28 @@ use arc_swap::ArcSwap;
 use rustls_pki_types::{CertificateDer, ServerName};
 use xxhash_rust::xxh3::Xxh3;
 
-use crate::chain::{Purpose, VerifiedChain};
+use crate::purpose::Purpose;
+use crate::verified::VerifiedChain;
 
-/// Bounds on the verification cache.
+/// Bounds on the verification cache. Build it with [`CacheLimits::new`] or
+/// `CacheLimits::default()` and read or set the public fields; more bounds may be added.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct CacheLimits {
     /// Most cached answers (default 16,384).
     pub max_entries: usize,
     /// Most bytes of cached chains and names (default 32 MiB).
     pub max_bytes: usize,
+}
+
+impl CacheLimits {
+    /// At most `max_entries` answers and `max_bytes` of cached chains and names.
+    pub fn new(max_entries: usize, max_bytes: usize) -> Self {
+        Self {
+            max_entries,
+            max_bytes,
+        }
+    }
 }
 
 impl Default for CacheLimits {

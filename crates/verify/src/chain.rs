@@ -23,40 +23,17 @@ use std::sync::Arc;
 use rustls_pki_types::{CertificateDer, ServerName, SignatureVerificationAlgorithm, UnixTime};
 use tlskit_store::{Anchor, StoreHandle, TrustStore};
 use webpki::{
-    CertRevocationList, EndEntityCert, ExpirationPolicy, KeyUsage, OwnedCertRevocationList,
+    CertRevocationList, EndEntityCert, ExpirationPolicy, OwnedCertRevocationList,
     RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy, VerifiedPath,
 };
 
 use crate::cache::{CacheLimits, VerifyCache};
+use crate::crl::Crl;
 use crate::profile::{self, CertRole, PathCert, Profile, Rule, RuleSet, Violation};
+use crate::purpose::Purpose;
 use crate::rfc5280;
+use crate::verified::{Verified, VerifiedChain};
 use tlskit_x509::{der, dn};
-
-/// What the end-entity certificate must be good for (its extended key usage).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Purpose {
-    /// TLS server authentication (id-kp-serverAuth, required if the EKU extension is present).
-    Server,
-    /// TLS client authentication (id-kp-clientAuth, required if the EKU extension is present).
-    Client,
-}
-
-impl Purpose {
-    fn usage(self) -> KeyUsage {
-        match self {
-            Self::Server => KeyUsage::server_auth(),
-            Self::Client => KeyUsage::client_auth(),
-        }
-    }
-    /// `"server"` or `"client"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Server => "server",
-            Self::Client => "client",
-        }
-    }
-}
 
 /// The longest path tlskit validates, end entity and anchor included. rustls-webpki builds
 /// paths of up to [`WEBPKI_MAX_DEPTH`] certificates; when `max_depth` allows longer ones,
@@ -77,23 +54,8 @@ pub const WEBPKI_MAX_DEPTH: usize = 8;
 /// anchors share the name (see the crate README, "Limits").
 pub const MAX_ISSUER_CANDIDATES: usize = 8;
 
-/// A parsed certificate revocation list.
-#[derive(Debug, Clone)]
-pub struct Crl {
-    /// `None`: a CRL rustls-webpki cannot use (its scope is a distribution point, indirect
-    /// or by reasons), read by the RFC 5280 validator only.
-    inner: Option<Arc<CertRevocationList<'static>>>,
-    next_update: Option<i64>,
-    /// Raw issuer Name (for the profile's CRL rules).
-    issuer: Arc<[u8]>,
-    /// The DER, for RFC 5280 path validation when rustls-webpki refuses a path.
-    der: Arc<[u8]>,
-    pub(crate) has_number: bool,
-    pub(crate) number_critical: bool,
-    /// authorityKeyIdentifier keyIdentifier: which key signed it.
-    pub(crate) aki: Option<Vec<u8>>,
-}
-
+// `Crl` is defined in the crl module, below the profile that reads it; its parser is
+// here because its refusal is a `VerifyError`.
 impl Crl {
     /// Parse a DER CRL. rustls-webpki reads it; a CRL whose scope it does not support
     /// (an issuingDistributionPoint with a distribution point or onlyContains..., an
@@ -123,16 +85,6 @@ impl Crl {
             has_number: info.has_number,
             number_critical: info.number_critical,
         })
-    }
-
-    /// The raw DER issuer Name.
-    pub(crate) fn issuer(&self) -> &[u8] {
-        &self.issuer
-    }
-
-    /// The DER encoding.
-    pub(crate) fn der(&self) -> &[u8] {
-        &self.der
     }
 }
 
@@ -182,46 +134,6 @@ impl Default for VerifierConfig {
             allow: Vec::new(),
         }
     }
-}
-
-/// A successfully verified path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifiedChain {
-    /// DER certificates from the end entity to the trust anchor (anchor last).
-    pub certs: Vec<CertificateDer<'static>>,
-    /// SHA-256 of the anchor, as the store indexes it.
-    pub anchor_sha256: [u8; 32],
-    /// Latest notBefore on the path (Unix seconds): no answer is valid before it.
-    pub valid_from: i64,
-    /// Earliest notAfter on the path (and CRL nextUpdate, when enforced): no answer is
-    /// valid after it.
-    pub valid_until: i64,
-    /// Rules this path breaks that the profile reports instead of refusing (the
-    /// `browser` profile's warnings), in path order: rule, position (0 = end entity),
-    /// role, subject and the sentence. Empty under `webpki` and `rfc5280`, which refuse
-    /// every rule they check. A cached answer keeps them.
-    pub warnings: Vec<Violation>,
-}
-
-impl VerifiedChain {
-    /// Subjects from the end entity to the anchor, RFC 4514-like.
-    pub fn subjects(&self) -> Vec<String> {
-        self.certs
-            .iter()
-            .map(|c| {
-                der::cert_view(c).map_or_else(|| "(unparsable)".into(), |f| dn::display(f.subject))
-            })
-            .collect()
-    }
-}
-
-/// The result of a successful verification.
-#[derive(Debug, Clone)]
-pub struct Verified {
-    /// The path.
-    pub chain: Arc<VerifiedChain>,
-    /// Whether the answer came from the cache.
-    pub cached: bool,
 }
 
 /// Why a chain was refused.

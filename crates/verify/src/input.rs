@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rustls_pki_types::pem::{PemObject, SectionKind};
 use rustls_pki_types::CertificateDer;
 
-use crate::chain::Crl;
+use crate::crl::Crl;
 use tlskit_x509::text::pem_error_reason;
 
 /// A file that could not be used.
@@ -18,12 +18,29 @@ pub struct InputError {
     pub path: PathBuf,
     /// Why.
     pub reason: String,
+    /// The error behind `reason`, where another layer reported it (the bounded reader,
+    /// the PEM or X.509 parser, the CRL parser): what `Error::source` returns.
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 fn err(path: &Path, reason: impl Into<String>) -> InputError {
     InputError {
         path: path.to_path_buf(),
         reason: reason.into(),
+        source: None,
+    }
+}
+
+/// [`err`] that keeps the error behind the reason.
+fn err_from(
+    path: &Path,
+    reason: impl Into<String>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> InputError {
+    InputError {
+        source: Some(Box::new(source)),
+        ..err(path, reason)
     }
 }
 
@@ -33,7 +50,7 @@ fn err(path: &Path, reason: impl Into<String>) -> InputError {
 pub const MAX_INPUT_BYTES: u64 = tlskit_io::MAX_INPUT_BYTES;
 
 fn read(path: &Path) -> Result<Vec<u8>, InputError> {
-    tlskit_io::read(path, MAX_INPUT_BYTES).map_err(|e| err(path, e.kind.to_string()))
+    tlskit_io::read(path, MAX_INPUT_BYTES).map_err(|e| err_from(path, e.kind.to_string(), e))
 }
 
 fn is_pem(bytes: &[u8]) -> bool {
@@ -47,7 +64,7 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, InputErro
     if is_pem(&bytes) {
         for item in <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes) {
             let (kind, der) =
-                item.map_err(|e| err(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
+                item.map_err(|e| err_from(path, format!("bad PEM: {}", pem_error_reason(&e)), e))?;
             if kind == SectionKind::Certificate {
                 certs.push(CertificateDer::from(der));
             }
@@ -73,7 +90,7 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, InputErro
                 } else {
                     format!("certificate {} is not a valid X.509 certificate", i + 1)
                 };
-                return Err(err(path, format!("{what} ({e})")));
+                return Err(err_from(path, format!("{what} ({e})"), e));
             }
         }
     }
@@ -87,7 +104,7 @@ pub fn load_crl(path: &Path) -> Result<Crl, InputError> {
         let mut found = None;
         for item in <(SectionKind, Vec<u8>)>::pem_slice_iter(&bytes) {
             let (kind, der) =
-                item.map_err(|e| err(path, format!("bad PEM: {}", pem_error_reason(&e))))?;
+                item.map_err(|e| err_from(path, format!("bad PEM: {}", pem_error_reason(&e)), e))?;
             if kind == SectionKind::Crl {
                 found = Some(der);
                 break;
@@ -97,5 +114,5 @@ pub fn load_crl(path: &Path) -> Result<Crl, InputError> {
     } else {
         bytes
     };
-    Crl::from_der(&der).map_err(|e| err(path, e.to_string()))
+    Crl::from_der(&der).map_err(|e| err_from(path, e.to_string(), e))
 }

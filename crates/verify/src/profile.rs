@@ -28,12 +28,14 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer;
 
-use crate::chain::Purpose;
+use crate::crl::Crl;
+use crate::purpose::Purpose;
 use tlskit_x509::dn;
 
 /// Which rule set a verification applies on top of rustls-webpki.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Profile {
     /// What mainstream relying parties (browsers, rustls) refuse is refused
     /// ([`Rule::browser_refuses`]); every other rule is checked and reported as a
@@ -384,6 +386,7 @@ impl Findings<'_> {
 /// Where a certificate sits on the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum CertRole {
     /// Position 0.
     EndEntity,
@@ -514,7 +517,7 @@ pub(crate) fn check_path(
     path: &[PathCert<'_>],
     rules: RuleSet,
     purpose: Purpose,
-    crls: &[crate::chain::Crl],
+    crls: &[Crl],
 ) -> Result<Vec<Violation>, Violation> {
     let mut warnings = Vec::new();
     let mut out = Findings {
@@ -1218,7 +1221,7 @@ pub(crate) fn is_public_suffix(name: &str) -> bool {
 fn check_crls(
     path: &[PathCert<'_>],
     parsed: &[Option<X509Certificate<'_>>],
-    crls: &[crate::chain::Crl],
+    crls: &[Crl],
     out: &mut Findings<'_>,
 ) -> Result<(), Violation> {
     let rules = out.rules;

@@ -41,8 +41,9 @@ use x509_parser::prelude::FromDer;
 use x509_parser::revocation_list::CertificateRevocationList;
 use x509_parser::x509::{RelativeDistinguishedName, X509Name};
 
-use crate::chain::{Crl, Purpose};
+use crate::crl::Crl;
 use crate::profile::CertRole;
+use crate::purpose::Purpose;
 use tlskit_x509::der;
 
 /// Most signature verifications (certificates and CRLs) per call, like rustls-webpki's

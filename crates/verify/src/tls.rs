@@ -24,7 +24,9 @@ use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use tlskit_store::{StoreHandle, TrustStore};
 
-use crate::chain::{ChainVerifier, Purpose, Verified, VerifierConfig, VerifyError};
+use crate::chain::{ChainVerifier, VerifierConfig, VerifyError};
+use crate::purpose::Purpose;
+use crate::verified::Verified;
 
 /// The most bytes the certificate_authorities list can take on the wire.
 pub const MAX_HINT_BYTES: usize = 65_535;
@@ -33,6 +35,7 @@ pub const MAX_HINT_SETS: usize = 64;
 
 /// Which CA names a server sends in its CertificateRequest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RootHints {
     /// Send no names (clients offer whatever certificate they have).
     Off,
@@ -59,6 +62,7 @@ impl Default for RootHints {
 
 /// What to do when the store's names do not fit the hint caps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HintOverflow {
     /// Send no names at all (a partial list could steer clients away from a valid cert).
     Omit,

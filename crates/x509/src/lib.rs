@@ -10,4 +10,4 @@ pub mod lintcode;
 pub mod stats;
 pub mod text;
 
-pub use lintcode::LintCode;
+pub use lintcode::{LintCode, Severity};

@@ -1,7 +1,9 @@
 //! The one list of finding codes of `tlskit lint` and `tlskit store lint`: the shared
 //! certificate rules ([`CertRule`]), the checks only one of them makes, and the load
 //! issues `store lint` reports. [`LintCode::as_str`] is the stable text JSON carries
-//! (docs/json.md lists them).
+//! (docs/json.md lists them). [`Severity`] is the one scale both lints grade their
+//! findings on; which code gets which severity is each lint's policy
+//! (`tlskit_store::lint::severity`, `tlskit_pki::lint`).
 
 use crate::certrules::CertRule;
 
@@ -133,5 +135,50 @@ impl std::fmt::Display for LintCode {
 impl serde::Serialize for LintCode {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// How serious a finding is, one scale for every lint: errors and warnings make a lint
+/// exit 1, info findings do not. Ordered `Info < Warning < Error`; serialized (and shown)
+/// as `info`, `warning`, `error`. Exhaustive on purpose: callers map each level to an
+/// exit status and a colour, and a fourth level would change that contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Informational: what stock stores hold by design, or worth knowing.
+    Info,
+    /// Likely a problem.
+    Warning,
+    /// Clients will refuse it, or it breaks a hard rule.
+    Error,
+}
+
+impl Severity {
+    /// The text JSON carries: `info`, `warning` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Severity;
+
+    #[test]
+    fn severity_orders_and_reads_as_json_carries_it() {
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+        let all = [Severity::Info, Severity::Warning, Severity::Error];
+        assert_eq!(all.map(Severity::as_str), ["info", "warning", "error"]);
+        assert_eq!(all.map(|s| s.to_string()), ["info", "warning", "error"]);
     }
 }

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tlskit_client::probe::{ProbeOptions, ProbeReport};
 use tlskit_server::{Compression, ServeConfig, Server};
 
-use crate::cmd::store::{issue_json, load_or_explain, store_severity};
+use crate::cmd::store::{issue_json, load_or_explain};
 use crate::output::{print_json, CmdResult, Escaped, Outcome, Style};
 
 /// Arguments of `tlskit doctor`.
@@ -211,11 +211,12 @@ fn lint_section(srcs: &[tlskit_store::Source]) -> Section {
     } else {
         lines.push("details: tlskit store lint system".into());
     }
-    // One severity policy with `store lint`: only errors and warnings make this a warning.
+    // One severity policy with `store lint` (the store's): only errors and warnings make
+    // this a warning.
     let serious = r
         .findings
         .iter()
-        .filter(|f| store_severity(f.kind) != "info")
+        .filter(|f| f.severity() != tlskit_x509::Severity::Info)
         .count();
     let status = if serious > 0 {
         Status::Warn
@@ -371,52 +372,21 @@ fn loopback_probes() -> anyhow::Result<(Vec<String>, Value)> {
     Ok((lines, Value::Object(out)))
 }
 
-/// Root → intermediate → leaf with 800 extra DNS names (about 27 KB of DER), written to
-/// `dir`: returns (root.pem, chain.pem, key.pem).
+/// Root → intermediate → leaf with 800 extra DNS names (about 27 KB of DER), made by
+/// tlskit-pki and written to `dir`: returns (root.pem, chain.pem, key.pem).
 fn long_chain(
     dir: &std::path::Path,
 ) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let ca_params = |cn: &str| -> anyhow::Result<CertificateParams> {
-        let mut p = CertificateParams::new(Vec::<String>::new())?;
-        p.distinguished_name.push(DnType::CommonName, cn);
-        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        // What the strict (webpki) verification profile asks of a CA.
-        p.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::CrlSign,
-        ];
-        p.use_authority_key_identifier_extension = true;
-        Ok(p)
-    };
-    let root_key = KeyPair::generate()?;
-    let root = ca_params("tlskit doctor root")?.self_signed(&root_key)?;
-    let inter_key = KeyPair::generate()?;
-    let inter_issuer = rcgen::Issuer::new(ca_params("tlskit doctor root")?, &root_key);
-    let inter = ca_params("tlskit doctor intermediate")?.signed_by(&inter_key, &inter_issuer)?;
-    let mut names = vec!["doctor.tlskit.test".to_string()];
-    names.extend((0..800).map(|i| format!("host-{i:04}.long-chain.tlskit.test")));
-    let leaf_key = KeyPair::generate()?;
-    let mut leaf_params = CertificateParams::new(names)?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "doctor.tlskit.test");
-    leaf_params.use_authority_key_identifier_extension = true;
-    leaf_params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-    let leaf_issuer = rcgen::Issuer::new(ca_params("tlskit doctor intermediate")?, &inter_key);
-    let leaf = leaf_params.signed_by(&leaf_key, &leaf_issuer)?;
-    let (root_p, chain_p, key_p) = (
-        dir.join("root.pem"),
-        dir.join("chain.pem"),
-        dir.join("key.pem"),
-    );
-    // Through the one writer (temporary file + rename; the key 0600), like every file
-    // tlskit writes.
-    tlskit_io::write_atomic(&root_p, root.pem().as_bytes(), false, false)?;
-    let chain = format!("{}{}", leaf.pem(), inter.pem());
-    tlskit_io::write_atomic(&chain_p, chain.as_bytes(), false, false)?;
-    tlskit_io::write_atomic(&key_p, leaf_key.serialize_pem().as_bytes(), true, false)?;
-    Ok((root_p, chain_p, key_p))
+    let mut names = vec!["dns:doctor.tlskit.test".to_string()];
+    names.extend((0..800).map(|i| format!("dns:host-{i:04}.long-chain.tlskit.test")));
+    let opts = tlskit_pki::chain::ServerChainOptions::new(
+        "CN=tlskit doctor root",
+        "CN=tlskit doctor intermediate",
+        "CN=doctor.tlskit.test",
+    )
+    .sans(names);
+    let files = tlskit_pki::chain::server_chain(&opts)?.write(dir)?;
+    Ok((files.root, files.chain, files.key))
 }
 
 pub(crate) fn run(args: DoctorArgs) -> CmdResult {

@@ -1,16 +1,14 @@
-//! `tlskit store ...` and `tlskit bench store`.
+//! `tlskit store ...` and `tlskit bench store` (measured by tlskit-bench-harness).
 //!
 //! Parsing and output only: the work is in tlskit-store. Every command that takes SRC
 //! accepts files (PEM bundles, DER), directories, snapshot files and the word `system`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::Context;
 use serde::Serialize;
 use tlskit_store::{LoadIssue, LoadReport, Source, StoreError, TrustStore};
-use tlskit_x509::LintCode;
+use tlskit_x509::{LintCode, Severity};
 
 use crate::output::{print_json, warn, CmdResult, Escaped, Outcome, Style};
 
@@ -133,7 +131,7 @@ pub(crate) struct IssueJson {
     pub(crate) kind: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) block: Option<u32>,
-    pub(crate) severity: &'static str,
+    pub(crate) severity: Severity,
     pub(crate) code: &'static str,
     pub(crate) message: String,
     /// Not known for a block that did not load (always empty).
@@ -144,7 +142,7 @@ pub(crate) struct IssueJson {
 pub(crate) fn issue_json(i: &LoadIssue) -> IssueJson {
     let kind = i.reason.tag();
     IssueJson {
-        severity: store_severity(i.reason.code()),
+        severity: tlskit_store::severity(i.reason.code()),
         path: i.path.display().to_string(),
         reason: i.reason.to_string(),
         kind,
@@ -435,32 +433,11 @@ fn build(a: BuildArgs) -> CmdResult {
     Ok(Outcome::Success)
 }
 
-/// The severity of a `store lint` finding, one policy with `tlskit lint` and `doctor`:
-/// `error` for what must not be in a trust store (a private key, unparseable data),
-/// `warning` for anchors that cannot or should not anchor anything (expired, not yet valid,
-/// not a CA, weak key, MD5), `info` for what stock system stores hold by design (the same
-/// certificate in the bundle and the directory, several CAs with one subject, SHA-1
-/// self-signatures on old roots). Exit 1 only for errors and warnings.
-pub(crate) fn store_severity(kind: LintCode) -> &'static str {
-    use tlskit_x509::certrules::CertRule;
-    match kind {
-        LintCode::Duplicate | LintCode::SameSubject | LintCode::Rule(CertRule::Sha1Signature) => {
-            "info"
-        }
-        LintCode::PrivateKey
-        | LintCode::BadPem
-        | LintCode::MalformedDer
-        | LintCode::CorruptAnchor
-        | LintCode::BadSnapshot => "error",
-        _ => "warning",
-    }
-}
-
 /// One finding of `store lint --json`: the store's fields (kind, path, subject, detail) and
 /// the record every lint uses (severity, code, message, subject, path, index).
 #[derive(Serialize)]
 struct StoreFindingJson<'a> {
-    severity: &'static str,
+    severity: Severity,
     code: LintCode,
     message: &'a str,
     /// Position in the file: not tracked by the store lint (always null).
@@ -479,19 +456,18 @@ fn lint(a: LintArgs) -> CmdResult {
             describe(&srcs)
         );
     }
-    let count = |sev: &str| {
-        r.findings
-            .iter()
-            .filter(|f| store_severity(f.kind) == sev)
-            .count()
-    };
-    let (errors, warnings, infos) = (count("error"), count("warning"), count("info"));
+    // The severities are the store's (`tlskit_store::severity`); this only prints them.
+    let (errors, warnings, infos) = (
+        r.count(Severity::Error),
+        r.count(Severity::Warning),
+        r.count(Severity::Info),
+    );
     if a.json {
         let findings: Vec<StoreFindingJson> = r
             .findings
             .iter()
             .map(|f| StoreFindingJson {
-                severity: store_severity(f.kind),
+                severity: f.severity(),
                 code: f.kind,
                 message: &f.detail,
                 index: None,
@@ -514,10 +490,10 @@ fn lint(a: LintArgs) -> CmdResult {
             } else {
                 format!(" [{}]", Escaped(&f.subject))
             };
-            let kind = match store_severity(f.kind) {
-                "error" => st.bad(f.kind.as_str()),
-                "warning" => st.warn(f.kind.as_str()),
-                _ => f.kind.to_string(),
+            let kind = match f.severity() {
+                Severity::Error => st.bad(f.kind.as_str()),
+                Severity::Warning => st.warn(f.kind.as_str()),
+                Severity::Info => f.kind.to_string(),
             };
             println!(
                 "{kind}: {}{}: {}",
@@ -533,7 +509,7 @@ fn lint(a: LintArgs) -> CmdResult {
             r.report.files
         );
     }
-    Ok(if errors + warnings == 0 {
+    Ok(if r.is_clean() {
         Outcome::Success
     } else {
         Outcome::Negative
@@ -558,7 +534,7 @@ fn prune(a: PruneArgs) -> CmdResult {
     if a.json {
         let moved: Vec<_> = results
             .iter()
-            .map(|(p, r)| serde_json::json!({"path": p.display().to_string(), "ok": r.is_ok(), "error": r.as_ref().err()}))
+            .map(|(p, r)| serde_json::json!({"path": p.display().to_string(), "ok": r.is_ok(), "error": r.as_ref().err().map(ToString::to_string)}))
             .collect();
         print_json(&serde_json::json!({
             "applied": a.apply,
@@ -608,87 +584,25 @@ fn prune(a: PruneArgs) -> CmdResult {
 
 pub(crate) use tlskit_x509::datetime::rfc3339;
 
+/// `tlskit bench store`: the measuring is tlskit-bench-harness's; this loads (saying why
+/// nothing loaded) and prints.
 pub(crate) fn bench(a: BenchStoreArgs) -> CmdResult {
     let srcs = sources(&a.sources);
     let (store, report) = load_or_explain(&srcs, true)?;
-    let runs = a.runs as usize;
-    let mut load_ms = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        let r = tlskit_store::load(&srcs)?;
-        load_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(r);
-    }
-    let load_ms = tlskit_x509::stats::median(&mut load_ms).unwrap_or(f64::NAN);
-
-    let tmp = tempfile::Builder::new()
-        .prefix("tlskit-bench-")
-        .tempdir()
-        .context("creating a temporary directory")?;
-    let snap = tmp.path().join("bench.snap");
-    tlskit_store::build_snapshot(&srcs, &snap)?;
-    let mut snap_ms = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        let s = TrustStore::open_snapshot(&snap)?;
-        snap_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        drop(s);
-    }
-    let snapshot_load_ms = tlskit_x509::stats::median(&mut snap_ms).unwrap_or(f64::NAN);
-
-    // One subject lookup on the in-memory store: a subject from the middle of the store.
-    let subject = store
-        .get((store.len() / 2) as u32)
-        .map(|x| x.subject().to_vec())
-        .unwrap_or_default();
-    let iters = 200_000u32;
-    let mut lookup = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        let t = Instant::now();
-        let mut found = 0usize;
-        for _ in 0..iters {
-            found += store.by_subject(std::hint::black_box(&subject)).count();
-        }
-        std::hint::black_box(found);
-        lookup.push(t.elapsed().as_nanos() as f64 / f64::from(iters));
-    }
-    let lookup_ns = tlskit_x509::stats::median(&mut lookup).unwrap_or(f64::NAN);
-    let anchors = store.len();
-    let der = store.der_bytes();
-    let mem = store.memory_bytes();
-    let per_cert_us = if anchors > 0 {
-        load_ms * 1e3 / anchors as f64
-    } else {
-        0.0
-    };
-    let j = serde_json::json!({
-        "anchors": anchors,
-        "files": report.files,
-        "runs": runs,
-        "load_ms": load_ms,
-        "us_per_cert": per_cert_us,
-        "snapshot_load_ms": snapshot_load_ms,
-        "lookup_ns": lookup_ns,
-        "der_bytes": der,
-        "memory_bytes": mem,
-        "memory_ratio": if der > 0 { mem as f64 / der as f64 } else { 0.0 },
-    });
+    let j = tlskit_bench_harness::store::run(&srcs, &store, &report, a.runs as usize)?;
     if a.json {
         print_json(&j)?;
     } else {
-        println!("anchors           {anchors} (from {} files)", report.files);
+        println!("anchors           {} (from {} files)", j.anchors, j.files);
         println!(
-            "load_ms           {load_ms:.3}  ({per_cert_us:.3} µs per anchor, median of {runs})"
+            "load_ms           {:.3}  ({:.3} µs per anchor, median of {})",
+            j.load_ms, j.us_per_cert, j.runs
         );
-        println!("snapshot_load_ms  {snapshot_load_ms:.4}");
-        println!("lookup_ns         {lookup_ns:.1}");
+        println!("snapshot_load_ms  {:.4}", j.snapshot_load_ms);
+        println!("lookup_ns         {:.1}", j.lookup_ns);
         println!(
-            "memory_bytes      {mem} ({:.3}x the {der} DER bytes)",
-            if der > 0 {
-                mem as f64 / der as f64
-            } else {
-                0.0
-            }
+            "memory_bytes      {} ({:.3}x the {} DER bytes)",
+            j.memory_bytes, j.memory_ratio, j.der_bytes
         );
     }
     Ok(Outcome::Success)

@@ -1,16 +1,15 @@
 //! `tlskit verify` and `tlskit bench verify`: argument parsing and output only; the
-//! work is done by `tlskit_verify`.
+//! work is done by `tlskit_verify` (and the benchmark by `tlskit_bench_harness`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use tlskit_store::{Source, StoreHandle, TrustStore};
+use tlskit_bench_harness::{BenchError, VerifyOptions};
+use tlskit_store::{Source, TrustStore};
 use tlskit_verify::names::ReferenceName;
 use tlskit_verify::{
-    CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, StoreServerVerifier,
-    UnixTime, VerifierConfig,
+    CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, UnixTime, VerifierConfig,
 };
 
 use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
@@ -409,60 +408,8 @@ pub(crate) fn print_warnings(st: &Style, warnings: &[tlskit_verify::Violation], 
     }
 }
 
-#[derive(serde::Serialize)]
-struct BenchJson {
-    anchors: usize,
-    host: String,
-    runs: usize,
-    verify_us: f64,
-    cached_verify_us: f64,
-    one_thread_per_s: f64,
-    two_thread_per_s: f64,
-    two_thread_speedup: f64,
-    cached_two_thread_speedup: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rustls_webpki_us: Option<f64>,
-}
-
-/// tlskit_store's median, NaN when there are no values (never: every run records one).
-fn median_of(mut v: Vec<f64>) -> f64 {
-    tlskit_x509::stats::median(&mut v).unwrap_or(f64::NAN)
-}
-
-/// Run `f` on `threads` threads for at least `min` and return verifications per second.
-fn rate<F>(threads: usize, min: Duration, f: &F) -> anyhow::Result<f64>
-where
-    F: Fn() -> anyhow::Result<()> + Sync,
-{
-    let start = Instant::now();
-    let total = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(move || -> anyhow::Result<u64> {
-                    let mut n = 0u64;
-                    loop {
-                        for _ in 0..32 {
-                            f()?;
-                        }
-                        n += 32;
-                        if start.elapsed() >= min {
-                            return Ok(n);
-                        }
-                    }
-                })
-            })
-            .collect();
-        let mut total = 0u64;
-        for h in handles {
-            total += h
-                .join()
-                .map_err(|_| anyhow!("benchmark thread panicked"))??;
-        }
-        Ok::<_, anyhow::Error>((total, start.elapsed()))
-    })?;
-    Ok(total.0 as f64 / total.1.as_secs_f64())
-}
-
+/// `tlskit bench verify`: the measuring is tlskit-bench-harness's; this reads the inputs
+/// and prints.
 pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
     let Some((_, name)) = reference(Some(&args.host), None)? else {
         bail!("--host is required");
@@ -473,100 +420,12 @@ pub(crate) fn bench(args: BenchVerifyArgs) -> CmdResult {
         .pop()
         .ok_or_else(|| anyhow!("{}: no certificate", args.cert.display()))?;
     let store = load_store(&args.roots)?;
-    let anchors = store.len();
-    let rustls_verifier = if args.compare_rustls {
-        let mut roots = tlskit_verify::rustls::RootCertStore::empty();
-        for a in store.anchors() {
-            // Anchors rustls cannot parse are skipped, as rustls would.
-            let _ = roots.add(CertificateDer::from(a.der()));
-        }
-        let provider = Arc::new(tlskit_verify::rustls::crypto::aws_lc_rs::default_provider());
-        Some(
-            tlskit_verify::rustls::client::WebPkiServerVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            )
-            .build()
-            .map_err(|e| anyhow!("rustls verifier: {e}"))?,
-        )
-    } else {
-        None
-    };
-    let handle = Arc::new(StoreHandle::from_store(store));
-    let now = UnixTime::now();
-    let runs = args.runs.max(1);
-    let min = Duration::from_millis(args.run_ms.max(10));
-
-    let uncached = StoreServerVerifier::new(
-        handle.clone(),
-        VerifierConfig {
-            cache: None,
-            ..VerifierConfig::default()
-        },
-    );
-    let cached = StoreServerVerifier::new(handle, VerifierConfig::default());
-    // One verification first: a chain that does not verify is not benchmarked.
-    uncached
-        .verify(&leaf, &intermediates, &name, now)
-        .map_err(|e| anyhow!("{}: the chain does not verify: {e}", args.cert.display()))?;
-    // Both go through the rustls entry point a TLS client calls for every handshake.
-    use tlskit_verify::rustls::client::danger::ServerCertVerifier as _;
-    let v_uncached = || -> anyhow::Result<()> {
-        uncached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
-        Ok(())
-    };
-    let v_cached = || -> anyhow::Result<()> {
-        cached.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
-        Ok(())
-    };
-    v_cached()?;
-
-    let mut one = Vec::new();
-    let mut two = Vec::new();
-    let mut speedup = Vec::new();
-    let mut c_one = Vec::new();
-    let mut c_speedup = Vec::new();
-    let v_rustls = || -> anyhow::Result<()> {
-        if let Some(rv) = &rustls_verifier {
-            rv.verify_server_cert(&leaf, &intermediates, &name, &[], now)?;
-        }
-        Ok(())
-    };
-    v_rustls()?;
-    let mut rustls_us = Vec::new();
-    // Interleaved, and alternating which goes first, so that neither side gets a
-    // systematically warmer or cooler machine.
-    for run in 0..runs {
-        let compare = rustls_verifier.is_some();
-        if compare && run % 2 == 1 {
-            rustls_us.push(1e6 / rate(1, min, &v_rustls)?);
-        }
-        let r1 = rate(1, min, &v_uncached)?;
-        if compare && run % 2 == 0 {
-            rustls_us.push(1e6 / rate(1, min, &v_rustls)?);
-        }
-        let r2 = rate(2, min, &v_uncached)?;
-        one.push(r1);
-        two.push(r2);
-        speedup.push(r2 / r1);
-        let c1 = rate(1, min / 4, &v_cached)?;
-        let c2 = rate(2, min / 4, &v_cached)?;
-        c_one.push(c1);
-        c_speedup.push(c2 / c1);
-    }
-    let rustls_webpki_us = rustls_verifier.as_ref().map(|_| median_of(rustls_us));
-    let one_rate = median_of(one);
-    let report = BenchJson {
-        anchors,
-        host: name.to_str().into_owned(),
-        runs,
-        verify_us: 1e6 / one_rate,
-        cached_verify_us: 1e6 / median_of(c_one),
-        one_thread_per_s: one_rate,
-        two_thread_per_s: median_of(two),
-        two_thread_speedup: median_of(speedup),
-        cached_two_thread_speedup: median_of(c_speedup),
-        rustls_webpki_us,
+    let opts = VerifyOptions::new(args.runs, args.run_ms).compare_rustls(args.compare_rustls);
+    let report = match tlskit_bench_harness::verify::run(store, &leaf, &intermediates, &name, &opts)
+    {
+        Ok(r) => r,
+        Err(e @ BenchError::ChainInvalid(_)) => bail!("{}: {e}", args.cert.display()),
+        Err(e) => return Err(e.into()),
     };
     if args.json {
         print_json(&report)?;

@@ -6,6 +6,7 @@
 use tlskit_testkit::store_certs as common;
 
 mod store_damage;
+mod store_errors;
 mod store_incremental;
 mod store_large;
 mod store_snapshot;

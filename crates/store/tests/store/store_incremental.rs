@@ -251,6 +251,58 @@ fn lint_reports_each_kind() {
     assert!(r.findings.iter().all(|f| !f.detail.contains(SECRET_MARKER)));
 }
 
+/// The store's severity policy (once decided by the CLI): errors for keys and unparseable
+/// data, info for what system stores hold by design, warnings for the rest.
+#[test]
+fn lint_grades_each_kind_by_the_store_policy() {
+    use tlskit_x509::certrules::CertRule;
+    use tlskit_x509::{LintCode, Severity};
+    for (code, want) in [
+        (LintCode::PrivateKey, Severity::Error),
+        (LintCode::BadPem, Severity::Error),
+        (LintCode::MalformedDer, Severity::Error),
+        (LintCode::CorruptAnchor, Severity::Error),
+        (LintCode::BadSnapshot, Severity::Error),
+        (LintCode::Duplicate, Severity::Info),
+        (LintCode::SameSubject, Severity::Info),
+        (LintCode::Rule(CertRule::Sha1Signature), Severity::Info),
+        (LintCode::Rule(CertRule::Md5Signature), Severity::Warning),
+        (LintCode::Rule(CertRule::Expired), Severity::Warning),
+        (LintCode::Rule(CertRule::NotYetValid), Severity::Warning),
+        (LintCode::Rule(CertRule::WeakKey), Severity::Warning),
+        (LintCode::NonCa, Severity::Warning),
+        (LintCode::Unreadable, Severity::Warning),
+        (LintCode::StaleSnapshot, Severity::Warning),
+    ] {
+        assert_eq!(tlskit_store::severity(code), want, "{code}");
+    }
+
+    let d = tempfile::tempdir().unwrap();
+    let good = ca("Graded Root");
+    fs::write(d.path().join("a.pem"), &good.pem).unwrap();
+    let only = |r: &tlskit_store::LintReport| {
+        [Severity::Error, Severity::Warning, Severity::Info].map(|s| r.count(s))
+    };
+    let clean = tlskit_store::lint_at(&[Source::Dir(d.path().into())], 1_800_000_000);
+    assert_eq!(only(&clean), [0, 0, 0], "{:?}", clean.findings);
+    assert!(clean.is_clean());
+
+    fs::write(d.path().join("b.pem"), &good.pem).unwrap(); // duplicate: info
+    let info = tlskit_store::lint_at(&[Source::Dir(d.path().into())], 1_800_000_000);
+    assert_eq!(only(&info), [0, 0, 1], "{:?}", info.findings);
+    assert!(info.is_clean(), "info findings alone leave a store clean");
+
+    let (leaf_pem, _) = leaf("leaf.example");
+    fs::write(d.path().join("c.pem"), &leaf_pem).unwrap(); // non-ca: warning
+    fs::write(d.path().join("d.pem"), FAKE_KEY).unwrap(); // private-key: error
+    let r = tlskit_store::lint_at(&[Source::Dir(d.path().into())], 1_800_000_000);
+    assert_eq!(only(&r), [1, 1, 1], "{:?}", r.findings);
+    assert!(!r.is_clean());
+    for f in &r.findings {
+        assert_eq!(f.severity(), tlskit_store::severity(f.kind));
+    }
+}
+
 #[test]
 fn prune_moves_only_duplicate_and_expired_files() {
     let d = tempfile::tempdir().unwrap();

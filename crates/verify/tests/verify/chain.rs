@@ -915,10 +915,7 @@ fn cache_is_bounded() {
     let p = pki();
     let h = handle(&[&p.root.der]);
     let v = ChainVerifier::new(VerifierConfig {
-        cache: Some(CacheLimits {
-            max_entries: 4,
-            max_bytes: 1 << 20,
-        }),
+        cache: Some(CacheLimits::new(4, 1 << 20)),
         ..Default::default()
     });
     let st = h.current();
@@ -936,10 +933,7 @@ fn cache_is_bounded() {
         assert!(v.cache_len() <= 4, "{} entries", v.cache_len());
     }
     let small = ChainVerifier::new(VerifierConfig {
-        cache: Some(CacheLimits {
-            max_entries: 1000,
-            max_bytes: 4096,
-        }),
+        cache: Some(CacheLimits::new(1000, 4096)),
         ..Default::default()
     });
     for i in 0..12 {

@@ -9,6 +9,7 @@ mod common;
 mod anchors;
 mod chain;
 mod chain_bounds;
+mod input;
 mod pkits;
 mod profile;
 mod same_subject;
