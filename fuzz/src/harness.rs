@@ -411,10 +411,7 @@ fn p12_import(data: &[u8]) -> bool {
     let Some(file) = Scratch::new("p12", data) else {
         return false;
     };
-    let limits = tlskit_pki::p12::P12Limits {
-        max_iterations: FUZZ_P12_MAX_ITERATIONS,
-        ..Default::default()
-    };
+    let limits = tlskit_pki::p12::P12Limits::default().max_iterations(FUZZ_P12_MAX_ITERATIONS);
     match tlskit_pki::p12::import_with_limits(&file.0, "fuzz", &limits) {
         Ok(imp) => {
             assert!(!imp.key_pkcs8.is_empty());
@@ -572,6 +569,7 @@ pub fn probe_wire(data: &[u8]) -> WireOutcome {
                         Starttls::Smtp => b"EHLO tlskit.invalid\r\nSTARTTLS\r\n",
                         Starttls::Imap => b"a1 STARTTLS\r\n",
                         Starttls::Pop3 => b"STLS\r\n",
+                        _ => unreachable!("only SMTP, IMAP and POP3 are picked above"),
                     };
                     assert_eq!(peer.sent, expected, "commands sent");
                     let last = peer.at.checked_sub(1).and_then(|i| rest.get(i));

@@ -321,7 +321,8 @@ pub(crate) fn is_validation(hello: &ClientHello<'_>) -> bool {
 }
 
 /// What the server's TLS accept returns: a connection to serve, or a TLS-ALPN-01
-/// validation handshake that was answered and closed.
+/// validation handshake that was answered and closed. There is no third outcome (so not
+/// `#[non_exhaustive]`): the server matches both.
 pub enum Accepted<IO> {
     /// A TLS connection for the application.
     Tls(Box<tokio_rustls::server::TlsStream<IO>>),

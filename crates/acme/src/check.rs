@@ -2,15 +2,16 @@
 //! arithmetic, and the certificate it hands back is checked before it is written or
 //! served.
 //!
-//! The rules (documented in the crate README, "ACME"):
+//! The rules (documented in the crate README, "How it works"):
 //! - `Retry-After` (delay-seconds or HTTP-date, on orders and on renewal information) is
-//!   read here, saturating, and clamped to at most [`RETRY_AFTER_MAX`]; renewal
-//!   information is asked again no sooner than [`ARI_RECHECK_MIN`].
+//!   read here, saturating, and clamped to at most `RETRY_AFTER_MAX` (one day); renewal
+//!   information is asked again no sooner than `ARI_RECHECK_MIN` (a minute).
 //! - An ARI window is clamped to the certificate's lifetime: not before notBefore, and
-//!   not after notAfter less a tenth of the lifetime ([`renewal_due`]).
+//!   not after notAfter less a tenth of the lifetime (`renewal_due`).
 //! - A new certificate must be valid now (notBefore at most a little ahead, at least
 //!   half of its lifetime left), carry the key we generated, name exactly the names
-//!   ordered, and come in a chain of at most [`MAX_CHAIN`] certificates ([`check_result`]).
+//!   ordered, and come in a chain of at most `MAX_CHAIN` (16) certificates
+//!   (`check_result`).
 
 use std::time::{Duration, SystemTime};
 
@@ -202,8 +203,12 @@ pub(crate) fn check_issuer(
 ) -> Result<(), crate::error::AcmeError> {
     let config_err =
         |why: String| crate::error::AcmeError::Config(format!("ACME issuer roots: {why}"));
-    let (handle, report) =
-        tlskit_store::StoreHandle::new(roots.to_vec()).map_err(|e| config_err(e.to_string()))?;
+    let (handle, report) = tlskit_store::StoreHandle::new(roots.to_vec()).map_err(|source| {
+        crate::error::AcmeError::Store {
+            what: "ACME issuer roots",
+            source,
+        }
+    })?;
     if handle.current().is_empty() {
         let why = report
             .errors
@@ -299,6 +304,30 @@ pub(crate) fn check_validity(info: &LeafInfo, now: SystemTime, fresh: bool) -> R
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    /// Issuing roots that do not load are a configuration error that keeps the store's
+    /// error typed, under the text the CLI has always printed.
+    #[test]
+    fn issuer_roots_that_do_not_load_keep_the_store_error() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let missing = tlskit_store::Source::File(dir.path().join("missing.pem"));
+        let e = check_issuer(&[], &["a.test".into()], &[missing], SystemTime::now()).err();
+        assert!(
+            matches!(
+                &e,
+                Some(crate::error::AcmeError::Store {
+                    what: "ACME issuer roots",
+                    source: tlskit_store::StoreError::NothingLoadable { .. },
+                })
+            ),
+            "{e:?}"
+        );
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.starts_with("ACME: ACME issuer roots: nothing loadable: no trust anchor found ("),
+            "{text}"
+        );
+    }
 
     fn at(s: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(s)

@@ -32,8 +32,10 @@ fn http_client(ep: &Endpoint<'_>) -> Result<Box<dyn instant_acme::HttpClient>, A
     } else {
         ep.roots.to_vec()
     };
-    let (handle, report) =
-        StoreHandle::new(roots).map_err(|e| AcmeError::Config(format!("ACME roots: {e}")))?;
+    let (handle, report) = StoreHandle::new(roots).map_err(|source| AcmeError::Store {
+        what: "ACME roots",
+        source,
+    })?;
     if handle.current().is_empty() {
         let why = report
             .errors

@@ -55,6 +55,16 @@ pub enum AcmeError {
     /// Inconsistent settings or unusable data.
     #[error("ACME: {0}")]
     Config(String),
+    /// A trust store (the roots the CA's HTTPS is verified on, the CA's issuing roots)
+    /// could not load.
+    #[error("ACME: {what}: {source}")]
+    Store {
+        /// Which store: `ACME roots`, `ACME issuer roots`.
+        what: &'static str,
+        /// Why it did not load.
+        #[source]
+        source: tlskit_store::StoreError,
+    },
     /// The shared state (Redis) of a fleet could not be read or written.
     #[error("ACME shared state {url}: {reason}")]
     Shared {
@@ -159,6 +169,7 @@ impl Refusal {
 /// A refused result: the reason and a sentence saying what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the CA's certificate was refused ({}): {detail}", reason.label())]
+#[non_exhaustive]
 pub struct Refused {
     /// The class, for metrics.
     pub reason: Refusal,

@@ -40,8 +40,8 @@ use rustls::ServerConfig;
 use crate::challenge::{self, Challenges, HttpOther};
 use crate::check::{self, two_thirds};
 use crate::client::{self, Endpoint, OrderRequest};
-use crate::error::{clean, AcmeError};
-use crate::settings::{certified, leaf_info, unix, AcmeSettings};
+use crate::error::{clean, AcmeError, Refused};
+use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
 use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
 use tlskit_tls::clock::Clock;
 use tlskit_tls::log::{self, Level};
@@ -281,9 +281,20 @@ fn usable(
     names: &[String],
     provider: &CryptoProvider,
     now: SystemTime,
-) -> Result<Arc<CertifiedKey>, String> {
-    check::check_result(&stored.chain_pem, None, names, now, false).map_err(|e| e.detail)?;
-    certified(&stored.chain_pem, &stored.key_pem, provider)
+) -> Result<Arc<CertifiedKey>, Unusable> {
+    check::check_result(&stored.chain_pem, None, names, now, false).map_err(Unusable::Refused)?;
+    Ok(certified(&stored.chain_pem, &stored.key_pem, provider)?)
+}
+
+/// Why a stored pair is not served, as the log line's `reason` says it.
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    /// The chain fails the checks of a CA's answer: said by its detail alone.
+    #[error("{}", .0.detail)]
+    Refused(Refused),
+    /// The chain and key are not a pair.
+    #[error(transparent)]
+    Pair(#[from] PairError),
 }
 
 /// Run the renewal task, and run it again whenever it ends before shutdown (a panic):
@@ -691,6 +702,22 @@ fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stored pair the checks refuse is logged with the refusal's detail alone (the
+    /// `reason` of `acme_stored_certificate_unusable`), not the CA-result sentence.
+    #[test]
+    fn an_unusable_stored_pair_is_told_by_its_detail() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let names = vec!["a.test".to_string()];
+        let stored = StoredCert::new("no certificate here".into(), String::new());
+        let refused =
+            check::check_result(&stored.chain_pem, None, &names, SystemTime::now(), false)
+                .err()
+                .unwrap_or_else(|| panic!("an empty chain was accepted"));
+        let e = usable(&stored, &names, &provider, SystemTime::now()).err();
+        assert!(matches!(e, Some(Unusable::Refused(_))), "{e:?}");
+        assert_eq!(e.map(|e| e.to_string()), Some(refused.detail));
+    }
 
     #[test]
     fn managed_names_exact_and_wildcard() {

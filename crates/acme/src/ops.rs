@@ -24,6 +24,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, AcmeError> {
 
 /// `tlskit acme issue` / `renew`: where to answer the challenge and where to write.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct IssueOptions {
     /// CA, names, storage, challenge type, profile.
     pub settings: AcmeSettings,
@@ -35,8 +36,22 @@ pub struct IssueOptions {
     pub listen: SocketAddr,
 }
 
+impl IssueOptions {
+    /// Order a certificate under `settings` with the key at `key` (created when missing),
+    /// write its chain to `out`, and answer the challenge on `listen`.
+    pub fn new(settings: AcmeSettings, key: PathBuf, out: PathBuf, listen: SocketAddr) -> Self {
+        Self {
+            settings,
+            key,
+            out,
+            listen,
+        }
+    }
+}
+
 /// What `issue` did.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct IssueReport {
     /// Names in the certificate.
     pub domains: Vec<String>,
@@ -62,6 +77,7 @@ pub struct IssueReport {
 
 /// What `renew` decided.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct RenewReport {
     /// Whether a new certificate was issued.
     pub renewed: bool,
@@ -77,6 +93,7 @@ pub struct RenewReport {
 
 /// `tlskit acme revoke`.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RevokeOptions {
     /// CA and storage (the account that ordered the certificate).
     pub settings: AcmeSettings,
@@ -84,6 +101,18 @@ pub struct RevokeOptions {
     pub cert: PathBuf,
     /// RFC 5280 reason code.
     pub reason: Option<u8>,
+}
+
+impl RevokeOptions {
+    /// Revoke the first certificate in `cert` with the account of `settings`, giving
+    /// `reason` (an RFC 5280 reason code) when set.
+    pub fn new(settings: AcmeSettings, cert: PathBuf, reason: Option<u8>) -> Self {
+        Self {
+            settings,
+            cert,
+            reason,
+        }
+    }
 }
 
 fn load_or_create_key(path: &Path) -> Result<(rcgen::KeyPair, bool), AcmeError> {

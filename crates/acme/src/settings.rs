@@ -15,6 +15,7 @@ use crate::error::{clean, AcmeError};
 
 /// How the CA checks that we control a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChallengeKind {
     /// A token served over plain HTTP on port 80 (RFC 8555 §8.3).
     Http01,
@@ -43,6 +44,7 @@ impl ChallengeKind {
 
 /// What the server (or a command) needs to get certificates from an ACME CA.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AcmeSettings {
     /// The CA's directory URL (`https://acme-v02.api.letsencrypt.org/directory`).
     pub directory: String,
@@ -197,33 +199,91 @@ pub(crate) fn unix(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// Why a chain and key (PEM) are not a pair that can be served.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PairError {
+    /// The chain is not PEM.
+    #[error("bad certificate PEM: {0}")]
+    ChainPem(#[source] rustls_pki_types::pem::Error),
+    /// The chain holds no certificate.
+    #[error("no certificate")]
+    NoCertificate,
+    /// The key is not a PEM private key.
+    #[error("no usable private key: {0}")]
+    KeyPem(#[source] rustls_pki_types::pem::Error),
+    /// The provider cannot sign with the key.
+    #[error("unsupported private key: {0}")]
+    Unsupported(#[source] rustls::Error),
+    /// The key is not the certificate's.
+    #[error("key does not match the certificate: {0}")]
+    Mismatch(#[source] rustls::Error),
+}
+
 /// A chain (PEM) and key (PEM) as a rustls certified key, checked to belong together.
 pub(crate) fn certified(
     chain_pem: &str,
     key_pem: &str,
     provider: &rustls::crypto::CryptoProvider,
-) -> Result<Arc<CertifiedKey>, String> {
+) -> Result<Arc<CertifiedKey>, PairError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem.as_bytes())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("bad certificate PEM: {e}"))?;
+        .map_err(PairError::ChainPem)?;
     if chain.is_empty() {
-        return Err("no certificate".into());
+        return Err(PairError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
-        .map_err(|e| format!("no usable private key: {e}"))?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(PairError::KeyPem)?;
     let signing = provider
         .key_provider
         .load_private_key(key)
-        .map_err(|e| format!("unsupported private key: {e}"))?;
+        .map_err(PairError::Unsupported)?;
     let ck = CertifiedKey::new(chain, signing);
-    ck.keys_match()
-        .map_err(|e| format!("key does not match the certificate: {e}"))?;
+    ck.keys_match().map_err(PairError::Mismatch)?;
     Ok(Arc::new(ck))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A self-signed certificate for `name` (PEM) and its key (PEM).
+    fn pair(name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap_or_else(|e| panic!("{e}"));
+        let cert = rcgen::CertificateParams::new(vec![name.to_string()])
+            .and_then(|p| p.self_signed(&key))
+            .unwrap_or_else(|e| panic!("{e}"));
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_pair_that_cannot_be_served_says_why() {
+        let provider = rustls::crypto::aws_lc_rs::default_provider();
+        let (chain, key) = pair("a.test");
+        assert!(certified(&chain, &key, &provider).is_ok());
+
+        let e = certified("", &key, &provider).err();
+        assert!(matches!(e, Some(PairError::NoCertificate)), "{e:?}");
+        assert_eq!(e.map(|e| e.to_string()).as_deref(), Some("no certificate"));
+
+        let e = certified(&chain, "not a key", &provider).err();
+        assert!(matches!(e, Some(PairError::KeyPem(_))), "{e:?}");
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(text.starts_with("no usable private key: "), "{text}");
+
+        // Another pair's key: refused, with rustls's error kept as the source.
+        let (_, other) = pair("a.test");
+        let e = certified(&chain, &other, &provider).err();
+        assert!(matches!(e, Some(PairError::Mismatch(_))), "{e:?}");
+        let source = e
+            .as_ref()
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<rustls::Error>());
+        assert!(source.is_some(), "{e:?}");
+        let text = e.map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            text.starts_with("key does not match the certificate: "),
+            "{text}"
+        );
+    }
 
     #[test]
     fn covers_exact_names_and_one_label_under_a_wildcard() {

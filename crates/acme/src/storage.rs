@@ -28,11 +28,19 @@ const MAX_FILE: u64 = 1 << 20;
 
 /// A certificate chain (PEM, leaf first) with its private key (PEM).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct StoredCert {
     /// PEM: leaf, then the chain the CA sent.
     pub chain_pem: String,
     /// PEM: the leaf's private key.
     pub key_pem: String,
+}
+
+impl StoredCert {
+    /// A chain (PEM, leaf first) and its private key (PEM), as a storage read them back.
+    pub fn new(chain_pem: String, key_pem: String) -> Self {
+        Self { chain_pem, key_pem }
+    }
 }
 
 impl std::fmt::Debug for StoredCert {

@@ -47,10 +47,7 @@ fn served_at(y: i32, m: u8, d: u8) -> (bool, Option<u64>) {
         .expect("storage")
         .store_cert(
             &cert_name(&domains),
-            &StoredCert {
-                chain_pem: cert.pem(),
-                key_pem: key.serialize_pem(),
-            },
+            &StoredCert::new(cert.pem(), key.serialize_pem()),
         )
         .expect("store");
     let now = rcgen::date_time_ymd(y, m, d).unix_timestamp();

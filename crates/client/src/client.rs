@@ -24,6 +24,7 @@ use tlskit_tls::{version_name, TlsVersion};
 
 /// What to connect to and how.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ConnectOptions {
     /// The server and how it is verified (shared with `probe`).
     pub peer: PeerOptions,
@@ -36,9 +37,22 @@ pub struct ConnectOptions {
     pub reconnect: bool,
 }
 
+impl ConnectOptions {
+    /// A connection to `peer`: no ALPN, no client certificate, one connection.
+    pub fn new(peer: PeerOptions) -> Self {
+        Self {
+            peer,
+            alpn: Vec::new(),
+            client_cert: None,
+            reconnect: false,
+        }
+    }
+}
+
 /// What `connect` and `probe` share: the server to reach, the name to verify against
 /// which trust store and rules, the versions to offer and how long to wait.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PeerOptions {
     /// HOST:PORT (`[v6]:PORT` for IPv6 literals).
     pub target: String,
@@ -78,6 +92,7 @@ impl PeerOptions {
 
 /// Negotiated parameters, as printed by `tlskit connect`.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct ConnectReport {
     /// HOST:PORT as given.
     pub target: String,
@@ -210,6 +225,7 @@ impl ServerCertVerifier for RecordingVerifier {
 }
 
 /// An established connection and its report.
+#[non_exhaustive]
 pub struct Connected {
     /// What was negotiated.
     pub report: ConnectReport,
@@ -272,12 +288,12 @@ impl ClientSetup {
         );
         let (host, port) = split_target(target)?;
         let name_text = server_name.map_or_else(|| host.clone(), str::to_string);
-        let reference =
-            ReferenceName::parse(&name_text).map_err(|e| NetError::Config(e.to_string()))?;
+        let reference = ReferenceName::parse(&name_text).map_err(NetError::Name)?;
         let server_name: ServerName<'static> = match &reference {
             ReferenceName::Ip(ip) => ServerName::IpAddress((*ip).into()),
             ReferenceName::Dns(d) => ServerName::try_from(d.ascii().to_string())
                 .map_err(|e| NetError::Config(format!("{name_text}: {e}")))?,
+            _ => return Err(NetError::Config(format!("{name_text}: not a host name"))),
         };
         let roots = if roots.is_empty() {
             vec![Source::System]
@@ -286,9 +302,9 @@ impl ClientSetup {
         };
         let (handle, report) = StoreHandle::new(roots).map_err(|e| {
             // Name the problems: "nothing loadable" alone does not say what to fix.
-            NetError::Store(match &e {
+            match &e {
                 tlskit_store::StoreError::NothingLoadable { issues, .. } if !issues.is_empty() => {
-                    format!(
+                    NetError::StoreUnusable(format!(
                         "roots: nothing loadable ({})",
                         issues
                             .iter()
@@ -296,10 +312,10 @@ impl ClientSetup {
                             .map(ToString::to_string)
                             .collect::<Vec<_>>()
                             .join("; ")
-                    )
+                    ))
                 }
-                _ => e.to_string(),
-            })
+                _ => NetError::Store(e),
+            }
         })?;
         if handle.current().is_empty() {
             let why = report
@@ -307,7 +323,9 @@ impl ClientSetup {
                 .first()
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "no certificates".into());
-            return Err(NetError::Store(format!("roots: nothing loadable ({why})")));
+            return Err(NetError::StoreUnusable(format!(
+                "roots: nothing loadable ({why})"
+            )));
         }
         // The store loaded, but a source given may still have yielded nothing (a file of
         // one unusable certificate next to a good one): name each problem.
@@ -719,6 +737,22 @@ mod tests {
         assert!(matches!(split_target("[::1]:8443"), Ok((h, 8443)) if h == "::1"));
         assert!(split_target("example.com").is_err());
         assert!(split_target(":443").is_err());
+    }
+
+    /// A name that is not one is refused before any connection, with the names crate's
+    /// error kept typed under the text `connect` has always printed.
+    #[test]
+    fn a_bad_server_name_keeps_its_name_error() {
+        let mut peer = PeerOptions::new("127.0.0.1:9");
+        peer.server_name = Some("a\u{2024}test".into());
+        let Err(e) = connect(&ConnectOptions::new(peer)) else {
+            panic!("a name with U+2024 was accepted");
+        };
+        let NetError::Name(name) = &e else {
+            panic!("not a name error: {e:?}");
+        };
+        assert_eq!(e.to_string(), format!("configuration: {name}"));
+        assert!(std::error::Error::source(&e).is_some());
     }
 }
 

@@ -7,6 +7,7 @@ use rustls::{ClientConnection, HandshakeKind, NamedGroup};
 
 /// Key-share sizes in bytes for the agreed group, client's and server's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct KeyShareBytes {
     /// The client's key share (for a hybrid: ML-KEM encapsulation key + classical share).
     pub client: usize,
@@ -16,6 +17,7 @@ pub struct KeyShareBytes {
 
 /// The key exchange of one handshake, as reported by `connect` and `probe`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct KeyExchange {
     /// The group agreed (`X25519MLKEM768`, `X25519`, `secp256r1`, ...).
     pub key_exchange_group: Option<String>,

@@ -36,6 +36,7 @@ const DEFAULT_MSS: usize = 1460;
 
 /// What to probe and how.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ProbeOptions {
     /// The server and how it is verified (shared with `connect`).
     pub peer: crate::client::PeerOptions,
@@ -43,8 +44,16 @@ pub struct ProbeOptions {
     pub repeat: usize,
 }
 
+impl ProbeOptions {
+    /// One handshake with `peer`.
+    pub fn new(peer: crate::client::PeerOptions) -> Self {
+        Self { peer, repeat: 1 }
+    }
+}
+
 /// One burst of server bytes.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct Flight {
     /// Bytes (TLS records, as on the wire above TCP).
     pub bytes: usize,
@@ -59,6 +68,7 @@ pub struct Flight {
 
 /// TCP_INFO of the probe's socket after the handshake (read via `ss -ti`).
 #[derive(Debug, Clone, Default, serde::Serialize)]
+#[non_exhaustive]
 pub struct TcpInfo {
     /// Smoothed RTT (tcpi_rtt), milliseconds.
     pub rtt_ms: Option<f64>,
@@ -72,6 +82,7 @@ pub struct TcpInfo {
 
 /// Timing of one handshake.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct Run {
     /// TCP connect time, milliseconds (the RTT estimate).
     pub tcp_rtt_ms: f64,
@@ -85,6 +96,7 @@ pub struct Run {
 
 /// The resumption attempt of `--repeat`.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct Resumed {
     /// Whether the server resumed the session.
     pub resumed: bool,
@@ -96,6 +108,7 @@ pub struct Resumed {
 
 /// Everything `tlskit probe` reports.
 #[derive(Debug, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct ProbeReport {
     /// HOST:PORT as given.
     pub target: String,
@@ -200,7 +213,8 @@ static RECORDING: std::sync::LazyLock<Vec<RecordingDecompressor>> =
             .collect()
     });
 
-/// What the probe's recorder saw on its socket during a handshake.
+/// What the probe's recorder saw on its socket during a handshake: a write or a read,
+/// nothing else (so not `#[non_exhaustive]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireEvent {
     /// The client wrote (a lone TLS 1.3 ChangeCipherSpec is not recorded).
@@ -348,6 +362,7 @@ struct Shot {
 
 /// One flight of the handshake, for `probe --timeline`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct TimelineEntry {
     /// Milliseconds from the first ClientHello byte.
     pub at_ms: f64,

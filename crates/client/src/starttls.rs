@@ -28,6 +28,7 @@ pub const IMAP_TAG: &str = "a1";
 
 /// Mail protocols whose STARTTLS dance tlskit speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Starttls {
     /// SMTP (RFC 3207): greeting, EHLO, STARTTLS, 220.
     Smtp,
@@ -66,6 +67,7 @@ impl std::fmt::Display for Starttls {
 
 /// Why a reply could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReplyError {
     /// The connection ended before the end of the line.
     #[error("server closed the connection")]
@@ -102,6 +104,7 @@ impl From<std::io::Error> for ReplyError {
 
 /// A failed STARTTLS upgrade.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StarttlsError {
     /// The server's reply could not be read (or was too long).
     #[error("STARTTLS ({proto}): {reason}")]
@@ -158,6 +161,7 @@ pub fn read_line<R: Read + ?Sized>(r: &mut R) -> Result<String, ReplyError> {
 /// An SMTP reply (RFC 5321 §4.2): one or more lines; every line but the last has `-`
 /// after the code.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SmtpReply {
     /// The first three characters of the last line (`220`, `250`, ...; not checked to
     /// be digits).
@@ -205,6 +209,7 @@ pub fn smtp_reply<R: Read + ?Sized>(r: &mut R) -> Result<SmtpReply, ReplyError> 
 
 /// An IMAP tagged response's status (RFC 3501 §7.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ImapStatus {
     /// `TAG OK ...`
     Ok,

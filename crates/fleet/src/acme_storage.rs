@@ -211,10 +211,7 @@ impl AcmeStorage for RedisAcmeStorage {
         };
         let c: SealedCert = serde_json::from_slice(&plain)
             .map_err(|_| self.inner.err(format!("{key}: not a stored certificate")))?;
-        Ok(Some(StoredCert {
-            chain_pem: c.chain_pem,
-            key_pem: c.key_pem,
-        }))
+        Ok(Some(StoredCert::new(c.chain_pem, c.key_pem)))
     }
 
     fn store_cert(&self, name: &str, cert: &StoredCert) -> Result<(), AcmeError> {

@@ -1,5 +1,5 @@
 //! Entry points for the fuzz harnesses (`fuzz/src/harness.rs`) into the RESP reply reader
-//! of the fleet's Redis connections ([`crate::resp`]). Not API: hidden from the docs, may
+//! of the fleet's Redis connections (`resp.rs`). Not API: hidden from the docs, may
 //! change at any time. They call the same code the fleet runs, unchanged.
 
 use std::io;

@@ -85,6 +85,7 @@ const MAX_SEALED: usize = 4096;
 /// Its `Debug` shows the URL with the password masked (a `ServeConfig` printed with
 /// `{:?}` holds it).
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SharedSettings {
     /// `redis://[user:pass@]HOST:PORT[/db]` or `rediss://...` (TLS).
     pub url: String,
@@ -103,6 +104,23 @@ pub struct SharedSettings {
     pub ca_profile: tlskit_verify::Profile,
     /// `--shared-state-ca-allow`: rules not checked on it.
     pub ca_allow: Vec<tlskit_verify::Rule>,
+}
+
+impl SharedSettings {
+    /// Redis at `url` with the key-encryption key in `key_file`, and the defaults: not
+    /// required, re-read every [`REREAD`], the system's roots under the verifier's
+    /// default profile.
+    pub fn new(url: impl Into<String>, key_file: impl Into<PathBuf>) -> Self {
+        Self {
+            url: url.into(),
+            key_file: key_file.into(),
+            required: false,
+            reread: REREAD,
+            ca: None,
+            ca_profile: tlskit_verify::Profile::default(),
+            ca_allow: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedSettings {
@@ -189,15 +207,17 @@ fn tls_config(s: &SharedSettings) -> Result<rustls::ClientConfig, NetError> {
         Some(p) => vec![Source::File(p.clone())],
         None => vec![Source::System],
     };
-    let (handle, report) =
-        StoreHandle::new(sources).map_err(|e| NetError::Store(format!("shared-state CA: {e}")))?;
+    let (handle, report) = StoreHandle::new(sources).map_err(|source| NetError::StoreOf {
+        what: "shared-state CA",
+        source,
+    })?;
     if handle.current().is_empty() {
         let why = report
             .errors
             .first()
             .map(|e| e.to_string())
             .unwrap_or_else(|| "no certificates".into());
-        return Err(NetError::Store(format!(
+        return Err(NetError::StoreUnusable(format!(
             "shared-state CA: nothing loadable ({why})"
         )));
     }
@@ -450,12 +470,7 @@ impl SharedTickets {
         // flight then ends by its own deadline on the blocking pool, left behind.
         let state = rt
             .block_on(async { tokio::time::timeout(START_SYNC, me.tick()).await })
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "Redis did not finish the first sync within {} s",
-                    START_SYNC.as_secs_f64()
-                ))
-            });
+            .unwrap_or(Err(Trouble::Late));
         rt.shutdown_background();
         me.store.reset();
         if let Err(why) = state {
@@ -482,8 +497,9 @@ impl SharedTickets {
         self.up.load(Ordering::Relaxed)
     }
 
-    /// Re-read when another node announces new keys on [`CHANGED`], and every `reread`
-    /// in any case, until `stop` changes.
+    /// Re-read when another node announces new keys on the change channel
+    /// (`tlskit:ticket-keys:changed`), and every `reread` in any case, until `stop`
+    /// changes.
     pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let changed = Arc::new(tokio::sync::Notify::new());
         let listener = tokio::spawn(listen(
@@ -529,7 +545,7 @@ impl SharedTickets {
     }
 
     /// One sync: read the fleet's keys, adopt them, seed or rotate under the lease.
-    async fn tick(&self) -> Result<(), String> {
+    async fn tick(&self) -> Result<(), Trouble> {
         match self.sync().await {
             Ok(()) => {
                 self.unreadable
@@ -544,24 +560,23 @@ impl SharedTickets {
                 Ok(())
             }
             Err(Trouble::Sealed) => {
-                let why = "the shared ticket keys do not open with this --shared-state-key \
-                           (another key-encryption key than the fleet's): they are kept, never \
-                           overwritten, and this node rotates its own keys";
-                self.report(false, "shared_state_key_refused", why);
-                Err(why.to_string())
+                self.report(false, "shared_state_key_refused", SEALED);
+                Err(Trouble::Sealed)
             }
             Err(Trouble::Unreadable(why)) => {
                 // Logged (rate-limited) where it was found; the next good sync is logged.
                 self.up.store(false, Ordering::Relaxed);
                 *self.said.lock().unwrap_or_else(|p| p.into_inner()) =
                     format!("shared_ticket_keys_unreadable:{why}");
-                Err(why)
+                Err(Trouble::Unreadable(why))
             }
             Err(Trouble::Down(why)) => {
                 self.store.reset();
                 self.report(false, "shared_state_down", &why);
-                Err(why)
+                Err(Trouble::Down(why))
             }
+            // Only start-up's deadline says this, never a sync.
+            Err(Trouble::Late) => Err(Trouble::Late),
         }
     }
 
@@ -761,15 +776,30 @@ struct Unreadable {
     suppressed: u64,
 }
 
-/// Why a sync did not end in step with the fleet.
+/// Why a sync did not end in step with the fleet, as start-up and the log say it.
+#[derive(Debug, thiserror::Error)]
 enum Trouble {
     /// Redis unreachable, too slow, broke the connection, or a local failure.
+    #[error("{0}")]
     Down(String),
     /// A sealed key set that this node's KEK does not open: kept, never overwritten.
+    #[error("{SEALED}")]
     Sealed,
     /// A value tlskit never wrote, found by a node that did not win the lease.
+    #[error("{0}")]
     Unreadable(String),
+    /// The first sync at start-up did not end within [`START_SYNC`].
+    #[error(
+        "Redis did not finish the first sync within {} s",
+        START_SYNC.as_secs_f64()
+    )]
+    Late,
 }
+
+/// What a node says when the fleet's sealed keys do not open with its key-encryption key.
+const SEALED: &str = "the shared ticket keys do not open with this --shared-state-key \
+                      (another key-encryption key than the fleet's): they are kept, never \
+                      overwritten, and this node rotates its own keys";
 
 impl Trouble {
     fn local(why: &str) -> Self {
@@ -820,6 +850,7 @@ pub type StoreFuture<'a, T> =
 
 /// Why a [`TicketStore`] call failed. Sentences, any password masked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The store cannot be reached, did not answer in time, or broke the connection.
     #[error("{0}")]
@@ -1433,11 +1464,27 @@ mod tests {
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("rediss://") && !e.contains("s3cret"), "{e}");
-        let e = endpoint(&settings("rediss://u:s3cret@127.0.0.1:1/2"))
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(e.contains("no certificate found"), "{e}");
+        let Err(e) = endpoint(&settings("rediss://u:s3cret@127.0.0.1:1/2")) else {
+            panic!("a CA file without a certificate was taken");
+        };
+        // The store's error is kept typed, under the text the CLI has always printed.
+        assert!(
+            matches!(
+                &e,
+                NetError::StoreOf {
+                    what: "shared-state CA",
+                    source: tlskit_store::StoreError::NothingLoadable { .. },
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.starts_with(
+                "trust store: shared-state CA: nothing loadable: no trust anchor found ("
+            ) && e.contains("no certificate found"),
+            "{e}"
+        );
         let mut none = settings("rediss://u:s3cret@127.0.0.1:1/2");
         none.ca = None;
         assert!(endpoint(&none).is_ok());
@@ -1445,6 +1492,47 @@ mod tests {
         assert!(
             shown.contains("u:***@") && !shown.contains("s3cret"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn new_settings_hold_the_defaults() {
+        let s = SharedSettings::new("redis://127.0.0.1:6379", "/etc/tlskit/fleet.kek");
+        assert_eq!(
+            s,
+            SharedSettings {
+                url: "redis://127.0.0.1:6379".into(),
+                key_file: PathBuf::from("/etc/tlskit/fleet.kek"),
+                required: false,
+                reread: REREAD,
+                ca: None,
+                ca_profile: tlskit_verify::Profile::default(),
+                ca_allow: Vec::new(),
+            }
+        );
+    }
+
+    /// What a failed sync says at start-up and in the log: the same sentences as when
+    /// they were strings.
+    #[test]
+    fn sync_troubles_say_what_happened() {
+        assert_eq!(
+            Trouble::Sealed.to_string(),
+            "the shared ticket keys do not open with this --shared-state-key (another \
+             key-encryption key than the fleet's): they are kept, never overwritten, and this \
+             node rotates its own keys"
+        );
+        assert_eq!(
+            Trouble::Late.to_string(),
+            "Redis did not finish the first sync within 2 s"
+        );
+        assert_eq!(
+            Trouble::Down("connection refused".into()).to_string(),
+            "connection refused"
+        );
+        assert_eq!(
+            Trouble::Unreadable("tlskit:ticket-keys holds 3 bytes".into()).to_string(),
+            "tlskit:ticket-keys holds 3 bytes"
         );
     }
 

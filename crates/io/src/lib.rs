@@ -1,21 +1,4 @@
-//! tlskit-io: the one bounded file reader and the one atomic file writer of tlskit.
-//!
-//! Every command and library function that reads a file a user named goes through
-//! [`read`] (or [`open_regular`] + [`read_open`] when it needs the metadata first), and
-//! every file tlskit writes goes through [`write_atomic`], [`write_all_or_nothing`] or
-//! [`replace`]. That keeps three promises in one place:
-//!
-//! * **nothing blocks on a file that is not a regular file**: the file is opened with
-//!   `O_NONBLOCK` (so opening a FIFO with no writer returns at once instead of waiting for
-//!   one) and the *opened handle* is `fstat`ed; a FIFO, device, socket or directory is
-//!   refused before a single byte is read. Checking the handle, not the path, closes the
-//!   race where a regular file is swapped for a FIFO between a `stat` and the `open`.
-//! * **reads are bounded**: the size is checked before reading (a 1 GB sparse file fails
-//!   at once), and the read itself stops one byte past the limit (a file growing while it
-//!   is read). The error names the file and the limit.
-//! * **writes replace files by rename, never in place**: a temporary file in the target's
-//!   directory is filled, synced and renamed over the target (then the directory is
-//!   synced). A process reading or holding the old file keeps the old inode intact.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

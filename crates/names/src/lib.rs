@@ -1,13 +1,6 @@
-//! Reference names: the one place where tlskit turns what a user typed (or what a
-//! request carries) into the name that is matched or written into a certificate.
-//!
-//! DNS names given as U-labels are converted to A-labels by UTS #46 processing (the
-//! `idna` crate) with STD3 rules, hyphen checks and DNS length checks. The four
-//! characters that UTS #46 treats as label separators (U+002E, U+3002, U+FF0E, U+FF61)
-//! separate labels. Any other character whose UTS #46 mapping *contains* a full stop
-//! (U+2024 ONE DOT LEADER, U+FE52 SMALL FULL STOP, U+2488 DIGIT ONE FULL STOP, ...) is
-//! refused with an error naming it: such a name looks like several labels to a person
-//! but is one label, and silently "fixing" it changes what the user asked for.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 use std::fmt;
 use std::net::IpAddr;
@@ -16,6 +9,7 @@ use idna::uts46::{AsciiDenyList, DnsLength, Hyphens, Uts46};
 
 /// A reference name after validation: either a DNS name in A-label form or an IP address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ReferenceName {
     /// A DNS name (possibly with a leading `*.` wildcard label), lower-case A-labels.
     Dns(DnsName),

@@ -29,6 +29,22 @@ pub enum Pkcs11Error {
         /// The loader's or the module's reason.
         reason: String,
     },
+    /// The module file could not be looked at.
+    #[error("{}: cannot load the PKCS#11 module: {source}", path.display())]
+    ModuleIo {
+        /// The module path.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The PIN file could not be looked at or read.
+    #[error("{}: cannot read the PIN file: {source}", path.display())]
+    PinFileIo {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// The PIN file could not be read.
     #[error("{}: cannot read the PIN file: {reason}", path.display())]
     PinFile {

@@ -14,6 +14,7 @@ use crate::{Pkcs11Error, Pkcs11Uri};
 
 /// Key types that can be generated on a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GenType {
     /// ECDSA P-256.
     P256,

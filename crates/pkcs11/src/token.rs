@@ -71,7 +71,10 @@ pub(crate) fn module(path: &Path) -> Result<Pkcs11, Pkcs11Error> {
         reason,
     };
     // A bounded look first: the loader would otherwise block on a FIFO or read a device.
-    let meta = std::fs::metadata(path).map_err(|e| err(e.to_string()))?;
+    let meta = std::fs::metadata(path).map_err(|source| Pkcs11Error::ModuleIo {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.is_file() {
         return Err(err("not a regular file".into()));
     }
@@ -123,15 +126,19 @@ pub(crate) fn pin(uri: &Pkcs11Uri) -> Result<Option<AuthPin>, Pkcs11Error> {
             reason,
         };
         // Look before opening: opening a FIFO would block.
-        let meta = std::fs::metadata(p).map_err(|e| err(e.to_string()))?;
+        let io_err = |source| Pkcs11Error::PinFileIo {
+            path: p.clone(),
+            source,
+        };
+        let meta = std::fs::metadata(p).map_err(io_err)?;
         if !meta.is_file() {
             return Err(err("not a regular file".into()));
         }
-        let f = std::fs::File::open(p).map_err(|e| err(e.to_string()))?;
+        let f = std::fs::File::open(p).map_err(io_err)?;
         let mut s = String::new();
         f.take(PIN_FILE_MAX)
             .read_to_string(&mut s)
-            .map_err(|e| err(e.to_string()))?;
+            .map_err(io_err)?;
         let v = s.trim_end_matches(['\r', '\n']).to_string();
         if v.is_empty() {
             return Err(err("empty".into()));
@@ -233,7 +240,7 @@ fn pin_digest(pin: &AuthPin) -> [u8; 32] {
     out
 }
 
-/// A token whose PIN is refused, as [`pin_refusals`] reports it.
+/// A token whose PIN is refused, as [`login_stats`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinRefusal {
     /// The module.
@@ -373,6 +380,7 @@ pub(crate) fn login(
 
 /// What kind of key a token holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyKind {
     /// ECDSA on P-256.
     EcP256,
@@ -946,5 +954,51 @@ impl TokenKey {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_missing_pin_file_keeps_the_io_error() {
+        let t = std::env::temp_dir().join(format!("tlskit-no-pin-{}", std::process::id()));
+        let uri =
+            Pkcs11Uri::parse(&format!("pkcs11:token=t?pin-source=file:{}", t.display())).unwrap();
+        let e = pin(&uri).unwrap_err();
+        assert!(matches!(e, Pkcs11Error::PinFileIo { .. }), "{e:?}");
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            format!("{}: cannot read the PIN file: {io}", t.display())
+        );
+    }
+
+    #[test]
+    fn a_missing_module_keeps_the_io_error() {
+        let p = std::env::temp_dir().join(format!("tlskit-no-module-{}.so", std::process::id()));
+        let Err(e) = module(&p) else {
+            panic!("a module that does not exist loaded")
+        };
+        assert!(matches!(e, Pkcs11Error::ModuleIo { .. }), "{e:?}");
+        let io = e
+            .source()
+            .unwrap()
+            .downcast_ref::<std::io::Error>()
+            .unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            e.to_string(),
+            format!("{}: cannot load the PKCS#11 module: {io}", p.display())
+        );
     }
 }

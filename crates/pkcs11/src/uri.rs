@@ -10,6 +10,7 @@ use crate::Pkcs11Error;
 
 /// The object class named by `type=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ObjectType {
     /// `type=private`
     Private,

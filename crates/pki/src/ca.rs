@@ -76,6 +76,7 @@ fn lock_ca(lock_path: &Path, on_wait: Option<fn(&Path)>) -> Result<File> {
 
 /// Options of `ca init`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct InitOptions {
     /// Subject DN; a default naming tlskit and a random tag when `None`.
     pub subject: Option<String>,
@@ -96,9 +97,58 @@ pub struct InitOptions {
     pub token_key: Option<String>,
 }
 
+impl InitOptions {
+    /// Options with the defaults: a generated subject, a P-256 key, no path length, no
+    /// name constraints, a root CA, and a validity of 0 days (set it with [`Self::days`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The subject DN (`None`: a default naming tlskit and a random tag).
+    pub fn subject(mut self, subject: Option<String>) -> Self {
+        self.subject = subject;
+        self
+    }
+    /// The key type of the CA key.
+    pub fn key_type(mut self, key_type: KeyType) -> Self {
+        self.key_type = key_type;
+        self
+    }
+    /// The pathLenConstraint of basicConstraints.
+    pub fn path_len(mut self, path_len: Option<u8>) -> Self {
+        self.path_len = path_len;
+        self
+    }
+    /// Permitted DNS subtrees (name constraints).
+    pub fn permit_dns(mut self, permit_dns: Vec<String>) -> Self {
+        self.permit_dns = permit_dns;
+        self
+    }
+    /// Validity in days.
+    pub fn days(mut self, days: u32) -> Self {
+        self.days = days;
+        self
+    }
+    /// Make an intermediate issued by the CA in this directory (`None`: a root).
+    pub fn parent(mut self, parent: Option<PathBuf>) -> Self {
+        self.parent = parent;
+        self
+    }
+    /// Called once with the parent CA's lock file when another process holds it.
+    pub fn on_lock_wait(mut self, on_lock_wait: Option<fn(&Path)>) -> Self {
+        self.on_lock_wait = on_lock_wait;
+        self
+    }
+    /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of a key file.
+    pub fn token_key(mut self, token_key: Option<String>) -> Self {
+        self.token_key = token_key;
+        self
+    }
+}
+
 /// Certificate profiles of `ca issue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Profile {
     /// TLS server: digitalSignature (+keyEncipherment for RSA), EKU serverAuth.
     #[default]
@@ -120,17 +170,25 @@ impl Profile {
 }
 
 impl std::str::FromStr for Profile {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownProfile;
+    fn from_str(s: &str) -> Result<Self, UnknownProfile> {
         match s {
             "server" => Ok(Profile::Server),
             "client" => Ok(Profile::Client),
             "intermediate" => Ok(Profile::Intermediate),
-            _ => Err(format!(
-                "unknown profile {s:?} (one of: server, client, intermediate)"
-            )),
+            _ => Err(UnknownProfile {
+                input: s.to_string(),
+            }),
         }
     }
+}
+
+/// A profile name that [`Profile`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile {input:?} (one of: server, client, intermediate)")]
+pub struct UnknownProfile {
+    /// The name as given.
+    pub input: String,
 }
 
 /// One line of `index.jsonl`.
@@ -177,10 +235,7 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
     let mut permitted = Vec::new();
     for d in &opts.permit_dns {
         let trimmed = d.strip_prefix('.').unwrap_or(d);
-        let name = tlskit_names::DnsName::parse(trimmed).map_err(|e| PkiError::San {
-            input: d.clone(),
-            reason: e.to_string(),
-        })?;
+        let name = tlskit_names::DnsName::parse(trimmed).map_err(PkiError::san_refused(d))?;
         if name.is_wildcard() {
             return Err(PkiError::San {
                 input: d.clone(),
@@ -358,7 +413,7 @@ impl Ca {
             String::new()
         };
         let (_, x) = X509Certificate::from_der(&cert_der)
-            .map_err(|e| PkiError::bad(&cert_path, format!("not a certificate: {e}")))?;
+            .map_err(PkiError::parse(&cert_path, "not a certificate"))?;
         let bc = x
             .basic_constraints()
             .ok()
@@ -498,8 +553,8 @@ impl Ca {
             sha256,
             issued_at: fmt(::time::OffsetDateTime::now_utc()),
         };
-        let mut line = serde_json::to_string(&entry)
-            .map_err(|e| PkiError::Other(format!("encoding the index entry: {e}")))?;
+        let mut line =
+            serde_json::to_string(&entry).map_err(PkiError::failed("encoding the index entry"))?;
         line.push('\n');
         let mut idx = OpenOptions::new()
             .create(true)
@@ -555,7 +610,7 @@ fn read_serials(index: &Path) -> Result<HashSet<String>> {
             continue;
         }
         let e: IndexEntry = serde_json::from_str(&line)
-            .map_err(|e| PkiError::bad(index, format!("line {}: {e}", n + 1)))?;
+            .map_err(PkiError::parse(index, format!("line {}", n + 1)))?;
         out.insert(e.serial.to_ascii_lowercase());
     }
     Ok(out)
@@ -568,13 +623,14 @@ fn first_cert(path: &Path, data: &[u8]) -> Result<Vec<u8>> {
             .find(|(l, _)| l == "CERTIFICATE")
             .map(|(_, d)| d)
             .ok_or_else(|| PkiError::bad(path, "no CERTIFICATE in this PEM file")),
-        Some(Err(e)) => Err(PkiError::bad(path, e)),
+        Some(Err(e)) => Err(PkiError::content(path, e)),
         None => Ok(data.to_vec()),
     }
 }
 
 /// Options of `ca issue`.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct IssueOptions {
     /// Validity in days (profile default when `None`).
     pub days: Option<u32>,
@@ -585,6 +641,33 @@ pub struct IssueOptions {
     /// Called once with the lock file's path when another process holds the CA's lock
     /// (the CLI says that it waits); the wait lasts at most [`LOCK_WAIT`].
     pub on_lock_wait: Option<fn(&Path)>,
+}
+
+impl IssueOptions {
+    /// Options with the defaults: the server profile and its default validity.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Validity in days (`None`: the profile's default).
+    pub fn days(mut self, days: Option<u32>) -> Self {
+        self.days = days;
+        self
+    }
+    /// The profile.
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+    /// pathLenConstraint for the intermediate profile (`None`: 0).
+    pub fn path_len(mut self, path_len: Option<u8>) -> Self {
+        self.path_len = path_len;
+        self
+    }
+    /// Called once with the lock file's path when another process holds the CA's lock.
+    pub fn on_lock_wait(mut self, on_lock_wait: Option<fn(&Path)>) -> Self {
+        self.on_lock_wait = on_lock_wait;
+        self
+    }
 }
 
 /// The result of `issue`.
@@ -613,11 +696,11 @@ fn read_request(path: &Path) -> Result<Request> {
             .find(|(l, _)| l == "CERTIFICATE REQUEST" || l == "NEW CERTIFICATE REQUEST")
             .map(|(_, d)| d)
             .ok_or_else(|| PkiError::bad(path, "no CERTIFICATE REQUEST in this PEM file"))?,
-        Some(Err(e)) => return Err(PkiError::bad(path, e)),
+        Some(Err(e)) => return Err(PkiError::content(path, e)),
         None => data,
     };
     let (_, req) = X509CertificationRequest::from_der(&der)
-        .map_err(|e| PkiError::bad(path, format!("not a certificate request: {e}")))?;
+        .map_err(PkiError::parse(path, "not a certificate request"))?;
     req.verify_signature().map_err(|_| {
         PkiError::bad(
             path,
@@ -625,20 +708,21 @@ fn read_request(path: &Path) -> Result<Request> {
         )
     })?;
     let info = &req.certification_request_info;
-    let subject = dn::from_x509(&info.subject).map_err(|e| PkiError::bad(path, e))?;
+    let subject = dn::from_x509(&info.subject).map_err(|e| PkiError::content(path, e))?;
     let cn = dn::common_name(&info.subject);
     let mut sans = Vec::new();
     if let Some(exts) = req.requested_extensions() {
         for ext in exts {
             if let ParsedExtension::SubjectAlternativeName(s) = ext {
                 for g in &s.general_names {
-                    sans.push(san_from_general(g).map_err(|e| PkiError::bad(path, e))?);
+                    sans.push(san_from_general(g).map_err(|e| PkiError::content(path, e))?);
                 }
             }
         }
     }
-    let spki = rcgen::SubjectPublicKeyInfo::from_der(info.subject_pki.raw)
-        .map_err(|e| PkiError::bad(path, format!("unsupported public key in the request: {e}")))?;
+    let spki = rcgen::SubjectPublicKeyInfo::from_der(info.subject_pki.raw).map_err(
+        PkiError::parse(path, "unsupported public key in the request"),
+    )?;
     let rsa =
         info.subject_pki.algorithm.algorithm == x509_parser::oid_registry::OID_PKCS1_RSAENCRYPTION;
     Ok(Request {
@@ -650,17 +734,43 @@ fn read_request(path: &Path) -> Result<Request> {
     })
 }
 
-fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, String> {
+/// Why a subjectAltName of a request was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestSanError {
+    /// A DNS name that is not a valid host name (the SAN as written, and why).
+    #[error("SAN {name:?} in the request: {source}")]
+    Name {
+        /// The SAN as written in the request.
+        name: String,
+        /// Why it was refused.
+        #[source]
+        source: tlskit_names::NameError,
+    },
+    /// rcgen refused the name's string.
+    #[error("{0}")]
+    Rcgen(#[source] rcgen::Error),
+    /// An iPAddress SAN that is neither 4 nor 16 bytes.
+    #[error("an IP address SAN in the request has a bad length")]
+    IpLength,
+    /// A SAN type tlskit does not issue (as x509-parser shows it).
+    #[error("unsupported SAN type in the request: {0}")]
+    Unsupported(String),
+}
+
+fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, RequestSanError> {
     use rcgen::string::Ia5String;
+    let bad_name = |d: &str| {
+        let name = d.to_string();
+        move |source| RequestSanError::Name { name, source }
+    };
     match g {
         GeneralName::DNSName(d) => {
-            tlskit_names::check_presented_dns(d)
-                .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
-            let n = tlskit_names::DnsName::parse(d)
-                .map_err(|e| format!("SAN {d:?} in the request: {e}"))?;
+            tlskit_names::check_presented_dns(d).map_err(bad_name(d))?;
+            let n = tlskit_names::DnsName::parse(d).map_err(bad_name(d))?;
             Ia5String::try_from(n.ascii())
                 .map(SanType::DnsName)
-                .map_err(|e| e.to_string())
+                .map_err(RequestSanError::Rcgen)
         }
         GeneralName::IPAddress(b) => match b.len() {
             4 => Ok(SanType::IpAddress(std::net::IpAddr::from(
@@ -669,15 +779,15 @@ fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, String> {
             16 => Ok(SanType::IpAddress(std::net::IpAddr::from(
                 <[u8; 16]>::try_from(*b).unwrap_or_default(),
             ))),
-            _ => Err("an IP address SAN in the request has a bad length".into()),
+            _ => Err(RequestSanError::IpLength),
         },
         GeneralName::RFC822Name(e) => Ia5String::try_from(*e)
             .map(SanType::Rfc822Name)
-            .map_err(|e| e.to_string()),
+            .map_err(RequestSanError::Rcgen),
         GeneralName::URI(u) => Ia5String::try_from(*u)
             .map(SanType::URI)
-            .map_err(|e| e.to_string()),
-        other => Err(format!("unsupported SAN type in the request: {other}")),
+            .map_err(RequestSanError::Rcgen),
+        other => Err(RequestSanError::Unsupported(other.to_string())),
     }
 }
 
@@ -741,7 +851,7 @@ pub fn index(dir: &Path) -> Result<Vec<IndexEntry>> {
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(n, l)| {
-            serde_json::from_str(l).map_err(|e| PkiError::bad(&p, format!("line {}: {e}", n + 1)))
+            serde_json::from_str(l).map_err(PkiError::parse(&p, format!("line {}", n + 1)))
         })
         .collect()
 }

@@ -257,7 +257,10 @@ mod tests {
     #[test]
     fn bad_input_is_refused_before_anything_is_signed() {
         let bad_san = ServerChainOptions::new("CN=R", "CN=I", "CN=l.example").sans(["dns:a..b"]);
-        assert!(matches!(server_chain(&bad_san), Err(PkiError::San { .. })));
+        assert!(matches!(
+            server_chain(&bad_san),
+            Err(PkiError::SanRefused { .. })
+        ));
         let zero = ServerChainOptions::new("CN=R", "CN=I", "CN=l.example").days(0);
         assert!(server_chain(&zero).is_err());
     }

@@ -66,59 +66,95 @@ impl Constraints {
         Some(c)
     }
 
-    /// `Err(reason)` when `name` is outside these constraints.
-    pub(crate) fn check(&self, name: &Name<'_>) -> Result<(), String> {
+    /// `Err(why)` when `name` is outside these constraints.
+    pub(crate) fn check(&self, name: &Name<'_>) -> Result<(), Violation> {
+        let ca = || self.ca.clone();
         match name {
             Name::Dns(d) => {
                 let d = d.to_ascii_lowercase();
                 if let Some(x) = self.excluded_dns.iter().find(|c| dns_within(&d, c)) {
-                    return Err(format!(
-                        "DNS name {d} is in a subtree excluded by {} ({x})",
-                        self.ca
-                    ));
+                    return Err(Violation::DnsExcluded {
+                        name: d,
+                        ca: ca(),
+                        subtree: x.clone(),
+                    });
                 }
                 if let Some(p) = &self.permitted_dns {
                     if !p.iter().any(|c| dns_within(&d, c)) {
-                        return Err(format!(
-                            "DNS name {d} is outside the name constraints of {} (permitted: {})",
-                            self.ca,
-                            p.join(", ")
-                        ));
+                        return Err(Violation::DnsOutside {
+                            name: d,
+                            ca: ca(),
+                            permitted: p.join(", "),
+                        });
                     }
                 }
             }
             Name::Ip(ip) => {
                 let b = ip_bytes(ip);
                 if self.excluded_ip.iter().any(|(a, m)| ip_within(&b, a, m)) {
-                    return Err(format!("IP address {ip} is excluded by {}", self.ca));
+                    return Err(Violation::IpExcluded { ip: *ip, ca: ca() });
                 }
                 if let Some(p) = &self.permitted_ip {
                     if !p.iter().any(|(a, m)| ip_within(&b, a, m)) {
-                        return Err(format!(
-                            "IP address {ip} is outside the name constraints of {}",
-                            self.ca
-                        ));
+                        return Err(Violation::IpOutside { ip: *ip, ca: ca() });
                     }
                 }
             }
             Name::Email(e) => {
                 let e = e.to_ascii_lowercase();
                 if let Some(x) = self.excluded_email.iter().find(|c| email_within(&e, c)) {
-                    return Err(format!("email {e} is excluded by {} ({x})", self.ca));
+                    return Err(Violation::EmailExcluded {
+                        email: e,
+                        ca: ca(),
+                        subtree: x.clone(),
+                    });
                 }
                 if let Some(p) = &self.permitted_email {
                     if !p.iter().any(|c| email_within(&e, c)) {
-                        return Err(format!(
-                            "email {e} is outside the name constraints of {} (permitted: {})",
-                            self.ca,
-                            p.join(", ")
-                        ));
+                        return Err(Violation::EmailOutside {
+                            email: e,
+                            ca: ca(),
+                            permitted: p.join(", "),
+                        });
                     }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// A name outside the name constraints of a CA (`ca`: its subject).
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum Violation {
+    #[error("DNS name {name} is in a subtree excluded by {ca} ({subtree})")]
+    DnsExcluded {
+        name: String,
+        ca: String,
+        subtree: String,
+    },
+    #[error("DNS name {name} is outside the name constraints of {ca} (permitted: {permitted})")]
+    DnsOutside {
+        name: String,
+        ca: String,
+        permitted: String,
+    },
+    #[error("IP address {ip} is excluded by {ca}")]
+    IpExcluded { ip: IpAddr, ca: String },
+    #[error("IP address {ip} is outside the name constraints of {ca}")]
+    IpOutside { ip: IpAddr, ca: String },
+    #[error("email {email} is excluded by {ca} ({subtree})")]
+    EmailExcluded {
+        email: String,
+        ca: String,
+        subtree: String,
+    },
+    #[error("email {email} is outside the name constraints of {ca} (permitted: {permitted})")]
+    EmailOutside {
+        email: String,
+        ca: String,
+        permitted: String,
+    },
 }
 
 fn split_ip(b: &[u8]) -> (Vec<u8>, Vec<u8>) {

@@ -61,15 +61,92 @@ enum Kind {
     Ia5,
 }
 
+/// Why a distinguished name (typed by a user, or found in a request) was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DnProblem {
+    /// Nothing was given.
+    #[error("the DN is empty")]
+    Empty,
+    /// A `\` at the very end.
+    #[error("it ends with a lone backslash")]
+    LoneBackslash,
+    /// An empty RDN between two separators.
+    #[error("empty component #{position} (a stray or doubled '{separator}'?)")]
+    EmptyComponent {
+        /// Which component, from 1.
+        position: usize,
+        /// The separator (`,` or `/`).
+        separator: char,
+    },
+    /// An RDN without `=` (as given, trimmed).
+    #[error("{0:?} has no '=' (expected TYPE=value)")]
+    NoEquals(String),
+    /// An RDN with an unescaped `+` (as given, trimmed).
+    #[error("{0:?}: multi-valued RDNs ('+') are not supported; escape a literal plus as \\+")]
+    MultiValued(String),
+    /// An attribute type tlskit does not know.
+    #[error(
+        "unknown attribute type {0:?} (known: CN, O, OU, C, ST, L, street, serialNumber, DC, \
+         emailAddress, ...)"
+    )]
+    UnknownType(String),
+    /// An attribute (its short name) with an empty value.
+    #[error("{0} has an empty value")]
+    EmptyValue(&'static str),
+    /// An attribute (its short name) whose value holds a control character.
+    #[error("{0} contains a control character")]
+    ControlChar(&'static str),
+    /// A CN over 64 characters.
+    #[error("CN is longer than 64 characters (RFC 5280 ub-common-name)")]
+    CnTooLong,
+    /// A countryName that is not two letters.
+    #[error("C must be a two-letter ISO 3166 country code, not {0:?}")]
+    BadCountry(String),
+    /// A countryName that is not a PrintableString.
+    #[error("C is not printable")]
+    CountryNotPrintable,
+    /// A PrintableString attribute (its short name) with other characters.
+    #[error("{0} allows only A-Z a-z 0-9 space and '()+,-./:=?")]
+    NotPrintable(&'static str),
+    /// An IA5String attribute (its short name) that is not ASCII.
+    #[error("{0} must be ASCII")]
+    NotAscii(&'static str),
+    /// An attribute type (its short name) given twice.
+    #[error("{0} appears twice (repeated attributes are not supported)")]
+    Repeated(&'static str),
+    /// `\` and one hex digit.
+    #[error("bad escape \\{0}: expected two hex digits")]
+    BadHexEscape(char),
+    /// `\` and a character that needs no escape.
+    #[error("bad escape \\{0}")]
+    BadEscape(char),
+    /// `\XX` escapes that are not UTF-8.
+    #[error("hex escapes do not form valid UTF-8")]
+    NotUtf8,
+    /// A request's subject attribute type OID with an arc too large.
+    #[error("attribute type OID too large")]
+    OidTooLarge,
+    /// A request's subject repeats an attribute type (its short name or OID).
+    #[error("the subject repeats attribute {0} (not supported)")]
+    RequestRepeats(String),
+    /// A request's subject attribute (its short name or OID) that is not a string.
+    #[error("subject attribute {0} is not a string")]
+    NotAString(String),
+    /// rcgen refused a request's subject string.
+    #[error("{0}")]
+    Rcgen(#[source] rcgen::Error),
+}
+
 /// Parse a DN string into rcgen's form.
 pub fn parse(input: &str) -> Result<DistinguishedName> {
-    let err = |reason: String| PkiError::Dn {
+    let err = |reason: DnProblem| PkiError::Dn {
         input: input.to_string(),
         reason,
     };
     let trimmed = input.trim();
     if trimmed.is_empty() {
-        return Err(err("the DN is empty".into()));
+        return Err(err(DnProblem::Empty));
     }
     let (rdns, reverse) = if let Some(rest) = trimmed.strip_prefix('/') {
         (split_unescaped(rest, '/').map_err(&err)?, false)
@@ -88,10 +165,7 @@ pub fn parse(input: &str) -> Result<DistinguishedName> {
     for (idx, value) in entries {
         let (names, oid, _) = ATTRS[idx];
         if seen.contains(&oid) {
-            return Err(err(format!(
-                "{} appears twice (repeated attributes are not supported)",
-                names[0]
-            )));
+            return Err(err(DnProblem::Repeated(names[0])));
         }
         seen.push(oid);
         dn.push(DnType::from_oid(oid), value);
@@ -100,14 +174,14 @@ pub fn parse(input: &str) -> Result<DistinguishedName> {
 }
 
 /// Split on unescaped `sep`, keeping escapes for the next stage.
-fn split_unescaped(s: &str, sep: char) -> Result<Vec<String>, String> {
+fn split_unescaped(s: &str, sep: char) -> Result<Vec<String>, DnProblem> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut chars = s.chars();
     while let Some(c) = chars.next() {
         if c == '\\' {
             let Some(n) = chars.next() else {
-                return Err("it ends with a lone backslash".into());
+                return Err(DnProblem::LoneBackslash);
             };
             cur.push('\\');
             cur.push(n);
@@ -119,65 +193,58 @@ fn split_unescaped(s: &str, sep: char) -> Result<Vec<String>, String> {
     }
     out.push(cur);
     if let Some(pos) = out.iter().position(|p| p.trim().is_empty()) {
-        return Err(format!(
-            "empty component #{} (a stray or doubled '{sep}'?)",
-            pos + 1
-        ));
+        return Err(DnProblem::EmptyComponent {
+            position: pos + 1,
+            separator: sep,
+        });
     }
     Ok(out)
 }
 
-fn parse_rdn(rdn: &str) -> Result<(usize, DnValue), String> {
+fn parse_rdn(rdn: &str) -> Result<(usize, DnValue), DnProblem> {
     let Some(eq) = find_unescaped(rdn, '=') else {
-        return Err(format!("{:?} has no '=' (expected TYPE=value)", rdn.trim()));
+        return Err(DnProblem::NoEquals(rdn.trim().to_string()));
     };
     let ty = rdn[..eq].trim();
     let raw = &rdn[eq + 1..];
     if find_unescaped(rdn, '+').is_some() {
-        return Err(format!(
-            "{:?}: multi-valued RDNs ('+') are not supported; escape a literal plus as \\+",
-            rdn.trim()
-        ));
+        return Err(DnProblem::MultiValued(rdn.trim().to_string()));
     }
     let idx = ATTRS
         .iter()
         .position(|(names, _, _)| names.iter().any(|n| n.eq_ignore_ascii_case(ty)))
-        .ok_or_else(|| {
-            format!("unknown attribute type {ty:?} (known: CN, O, OU, C, ST, L, street, serialNumber, DC, emailAddress, ...)")
-        })?;
+        .ok_or_else(|| DnProblem::UnknownType(ty.to_string()))?;
     let value = unescape(raw)?;
     let value = value.trim().to_string();
     let name = ATTRS[idx].0[0];
     if value.is_empty() {
-        return Err(format!("{name} has an empty value"));
+        return Err(DnProblem::EmptyValue(name));
     }
     if value.chars().any(char::is_control) {
-        return Err(format!("{name} contains a control character"));
+        return Err(DnProblem::ControlChar(name));
     }
     let dv = match ATTRS[idx].2 {
         Kind::Utf8 => {
             if name == "CN" && value.chars().count() > 64 {
-                return Err("CN is longer than 64 characters (RFC 5280 ub-common-name)".into());
+                return Err(DnProblem::CnTooLong);
             }
             DnValue::Utf8String(value)
         }
         Kind::Country => {
             if value.len() != 2 || !value.chars().all(|c| c.is_ascii_alphabetic()) {
-                return Err(format!(
-                    "C must be a two-letter ISO 3166 country code, not {value:?}"
-                ));
+                return Err(DnProblem::BadCountry(value));
             }
             let v = rcgen::string::PrintableString::try_from(value.to_ascii_uppercase())
-                .map_err(|_| "C is not printable".to_string())?;
+                .map_err(|_| DnProblem::CountryNotPrintable)?;
             DnValue::PrintableString(v)
         }
         Kind::Printable => DnValue::PrintableString(
             rcgen::string::PrintableString::try_from(value.clone())
-                .map_err(|_| format!("{name} allows only A-Z a-z 0-9 space and '()+,-./:=?"))?,
+                .map_err(|_| DnProblem::NotPrintable(name))?,
         ),
         Kind::Ia5 => DnValue::Ia5String(
             rcgen::string::Ia5String::try_from(value.clone())
-                .map_err(|_| format!("{name} must be ASCII"))?,
+                .map_err(|_| DnProblem::NotAscii(name))?,
         ),
     };
     Ok((idx, dv))
@@ -198,7 +265,7 @@ fn find_unescaped(s: &str, c: char) -> Option<usize> {
 }
 
 /// Resolve RFC 4514 escapes: `\` + special character, or `\XX` hex bytes (UTF-8).
-fn unescape(s: &str) -> Result<String, String> {
+fn unescape(s: &str) -> Result<String, DnProblem> {
     let mut bytes = Vec::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -208,11 +275,11 @@ fn unescape(s: &str) -> Result<String, String> {
             continue;
         }
         let Some(n) = chars.next() else {
-            return Err("it ends with a lone backslash".into());
+            return Err(DnProblem::LoneBackslash);
         };
         if n.is_ascii_hexdigit() {
             let Some(m) = chars.next().filter(char::is_ascii_hexdigit) else {
-                return Err(format!("bad escape \\{n}: expected two hex digits"));
+                return Err(DnProblem::BadHexEscape(n));
             };
             let hex = format!("{n}{m}");
             // Two ASCII hex digits always parse as a byte.
@@ -220,10 +287,10 @@ fn unescape(s: &str) -> Result<String, String> {
         } else if ",+\"\\<>;=# /".contains(n) {
             bytes.push(n as u8);
         } else {
-            return Err(format!("bad escape \\{n}"));
+            return Err(DnProblem::BadEscape(n));
         }
     }
-    String::from_utf8(bytes).map_err(|_| "hex escapes do not form valid UTF-8".to_string())
+    String::from_utf8(bytes).map_err(|_| DnProblem::NotUtf8)
 }
 
 fn short_name(oid: &x509_parser::der_parser::oid::Oid<'_>) -> String {
@@ -251,7 +318,7 @@ pub fn common_name(name: &X509Name<'_>) -> Option<String> {
 }
 
 /// Convert a name parsed from a request into rcgen's form, keeping the string types.
-pub(crate) fn from_x509(name: &X509Name<'_>) -> Result<DistinguishedName, String> {
+pub(crate) fn from_x509(name: &X509Name<'_>) -> Result<DistinguishedName, DnProblem> {
     use x509_parser::der_parser::asn1_rs::Tag;
     let mut dn = DistinguishedName::new();
     let mut seen = Vec::new();
@@ -259,30 +326,22 @@ pub(crate) fn from_x509(name: &X509Name<'_>) -> Result<DistinguishedName, String
         let comps: Vec<u64> = atv
             .attr_type()
             .iter()
-            .ok_or("attribute type OID too large")?
+            .ok_or(DnProblem::OidTooLarge)?
             .collect();
         if seen.contains(&comps) {
-            return Err(format!(
-                "the subject repeats attribute {} (not supported)",
-                short_name(atv.attr_type())
-            ));
+            return Err(DnProblem::RequestRepeats(short_name(atv.attr_type())));
         }
         let s = atv
             .as_str()
-            .map_err(|_| {
-                format!(
-                    "subject attribute {} is not a string",
-                    short_name(atv.attr_type())
-                )
-            })?
+            .map_err(|_| DnProblem::NotAString(short_name(atv.attr_type())))?
             .to_string();
         let value = match atv.attr_value().tag() {
             Tag::PrintableString => DnValue::PrintableString(
-                rcgen::string::PrintableString::try_from(s).map_err(|e| e.to_string())?,
+                rcgen::string::PrintableString::try_from(s).map_err(DnProblem::Rcgen)?,
             ),
-            Tag::Ia5String => DnValue::Ia5String(
-                rcgen::string::Ia5String::try_from(s).map_err(|e| e.to_string())?,
-            ),
+            Tag::Ia5String => {
+                DnValue::Ia5String(rcgen::string::Ia5String::try_from(s).map_err(DnProblem::Rcgen)?)
+            }
             _ => DnValue::Utf8String(s),
         };
         dn.push(DnType::from_oid(&comps), value);

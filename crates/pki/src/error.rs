@@ -33,13 +33,45 @@ pub enum PkiError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A file's content could not be understood; the typed reason is the source (an
+    /// [`crate::inspect::DescribeError`], a [`crate::lint::LintInputError`], a
+    /// [`crate::key::PemError`], a [`crate::dn::DnProblem`], ...).
+    #[error("{}: {source}", path.display())]
+    Content {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file's content was refused by the library that reads it (x509-parser, rcgen,
+    /// serde_json, p12-keystore, ...).
+    #[error("{}: {context}: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was being read ("not a certificate", "line 3", ...).
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A library tlskit uses failed at something other than reading a file.
+    #[error("{context}: {source}")]
+    Failed {
+        /// What was being done.
+        context: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A distinguished name given by the user is malformed.
     #[error("invalid subject DN {input:?}: {reason}")]
     Dn {
         /// The DN as given.
         input: String,
         /// The problem.
-        reason: String,
+        reason: crate::dn::DnProblem,
     },
     /// A subjectAltName given by the user is invalid.
     #[error("invalid SAN {input:?}: {reason}")]
@@ -48,6 +80,17 @@ pub enum PkiError {
         input: String,
         /// The problem.
         reason: String,
+    },
+    /// A subjectAltName (or name constraint) given by the user was refused by the
+    /// library that checks it: a [`tlskit_names::NameError`] (which names the input
+    /// again), or rcgen's string checks.
+    #[error("invalid SAN {input:?}: {source}")]
+    SanRefused {
+        /// The SAN or name constraint as given.
+        input: String,
+        /// The library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A CA operation was refused (name constraints, path length, validity, ...).
     #[error("{0}")]
@@ -81,6 +124,9 @@ pub enum PkiError {
     /// redacted).
     #[error(transparent)]
     Pkcs11(#[from] tlskit_pkcs11::Pkcs11Error),
+    /// A file could not be written, for a reason other than the two above.
+    #[error(transparent)]
+    Write(tlskit_io::WriteError),
     /// Another error with its explanation.
     #[error("{0}")]
     Other(String),
@@ -92,7 +138,7 @@ impl From<tlskit_io::WriteError> for PkiError {
             tlskit_io::WriteError::Exists { path } => PkiError::Exists { path },
             tlskit_io::WriteError::Io { path, source } => PkiError::Io { path, source },
             // WriteError is non_exhaustive.
-            other => PkiError::Other(other.to_string()),
+            other => PkiError::Write(other),
         }
     }
 }
@@ -110,8 +156,196 @@ impl PkiError {
             reason: reason.into(),
         }
     }
+    pub(crate) fn content(
+        path: impl Into<PathBuf>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Content {
+            path: path.into(),
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn parse<E: std::error::Error + Send + Sync + 'static>(
+        path: impl Into<PathBuf>,
+        context: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let path = path.into();
+        let context = context.into();
+        move |source| Self::Parse {
+            path,
+            context,
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn failed<E: std::error::Error + Send + Sync + 'static>(
+        context: impl Into<String>,
+    ) -> impl FnOnce(E) -> Self {
+        let context = context.into();
+        move |source| Self::Failed {
+            context,
+            source: Box::new(source),
+        }
+    }
+    pub(crate) fn san_refused<E: std::error::Error + Send + Sync + 'static>(
+        input: &str,
+    ) -> impl FnOnce(E) -> Self {
+        let input = input.to_string();
+        move |source| Self::SanRefused {
+            input,
+            source: Box::new(source),
+        }
+    }
     pub(crate) fn rcgen(context: impl Into<String>) -> impl FnOnce(rcgen::Error) -> Self {
         let context = context.into();
         move |source| Self::Rcgen { context, source }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The typed errors that replaced `String`s: each keeps the text the CLI has always
+    //! printed, and the error of the library underneath stays reachable as the source.
+    use std::error::Error as _;
+
+    use x509_parser::error::X509Error;
+
+    use super::PkiError;
+    use crate::dn::DnProblem;
+    use crate::inspect::{self, DescribeError};
+    use crate::key::{KeyType, PemError};
+    use crate::lint::{self, LintInputError};
+
+    type X509Err = x509_parser::nom::Err<X509Error>;
+
+    #[test]
+    fn a_malformed_certificate_block_keeps_x509_parsers_error() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n";
+        let e = inspect::describe_bytes(pem.as_bytes()).unwrap_err();
+        assert!(matches!(e, DescribeError::Certificate(_)), "{e:?}");
+        let source = e.source().unwrap();
+        assert!(source.downcast_ref::<X509Err>().is_some(), "{source:?}");
+        assert_eq!(e.to_string(), format!("malformed certificate: {source}"));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_described_keeps_the_reason_typed() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.bin");
+        std::fs::write(&p, b"hello").unwrap();
+        let e = inspect::describe(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: not PEM, and not a DER certificate, request, CRL, public or private key",
+                p.display()
+            )
+        );
+        let why = e.source().unwrap().downcast_ref::<DescribeError>().unwrap();
+        assert!(matches!(why, DescribeError::Unknown), "{why:?}");
+    }
+
+    #[test]
+    fn malformed_pem_is_one_typed_error_quoting_none_of_the_input() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB secret";
+        let e = lint::lint_bytes(pem.as_bytes(), time::OffsetDateTime::now_utc()).unwrap_err();
+        assert!(
+            matches!(e, LintInputError::Pem(PemError::Incomplete)),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "malformed PEM: a block has no matching END line (is the PEM on one line, with \
+             its newlines replaced by spaces or a literal \\n?)"
+        );
+        assert!(
+            e.source().is_none(),
+            "the PEM error's own text is not repeated"
+        );
+    }
+
+    #[test]
+    fn lint_keeps_the_certificate_parse_error() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n";
+        let e = lint::lint_bytes(pem.as_bytes(), time::OffsetDateTime::now_utc()).unwrap_err();
+        let LintInputError::Certificate { index, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*index, 1);
+        assert!(e.source().unwrap().downcast_ref::<X509Err>().is_some());
+        assert!(
+            e.to_string().starts_with("certificate #1: malformed: "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn dn_problems_are_typed_and_read_as_before() {
+        let e = crate::dn::parse("CN=a,,O=b").unwrap_err();
+        let PkiError::Dn { reason, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert!(matches!(
+            reason,
+            DnProblem::EmptyComponent {
+                position: 2,
+                separator: ','
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "invalid subject DN \"CN=a,,O=b\": empty component #2 (a stray or doubled ','?)"
+        );
+        let e = crate::dn::parse(r"CN=a\zz").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"invalid subject DN "CN=a\\zz": bad escape \z"#
+        );
+    }
+
+    #[test]
+    fn a_refused_san_keeps_the_name_error() {
+        let e = crate::san::parse("dns:example\u{2024}com").unwrap_err();
+        let name = e
+            .source()
+            .unwrap()
+            .downcast_ref::<tlskit_names::NameError>()
+            .unwrap();
+        assert!(matches!(
+            name.kind,
+            tlskit_names::NameErrorKind::DotLookalike('\u{2024}')
+        ));
+        assert_eq!(
+            e.to_string(),
+            format!("invalid SAN \"dns:example\u{2024}com\": {name}")
+        );
+    }
+
+    #[test]
+    fn unknown_names_of_key_types_and_profiles_read_as_before() {
+        let e = "dsa".parse::<KeyType>().unwrap_err();
+        assert_eq!(e.input, "dsa");
+        let e = "root".parse::<crate::ca::Profile>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown profile \"root\" (one of: server, client, intermediate)"
+        );
+    }
+
+    #[test]
+    fn a_bad_index_line_keeps_serde_jsons_error() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("index.jsonl"), "{\"serial\":\n").unwrap();
+        let e = crate::ca::index(t.path()).unwrap_err();
+        let PkiError::Parse { context, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(context, "line 1");
+        let source = e.source().unwrap();
+        assert!(source.downcast_ref::<serde_json::Error>().is_some());
+        assert!(
+            e.to_string().ends_with(&format!(": line 1: {source}")),
+            "{e}"
+        );
     }
 }

@@ -10,11 +10,13 @@ use x509_parser::objects::{oid2sn, oid_registry};
 use x509_parser::oid_registry::Oid;
 use x509_parser::prelude::*;
 
+use crate::key::PemError;
 use crate::{dn, fsx, key, PkiError, Result};
 
 /// One object found in a file.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
+#[non_exhaustive]
 pub enum Item {
     /// An X.509 certificate.
     Certificate(Box<CertInfo>),
@@ -575,7 +577,7 @@ fn private_key_info(der: &[u8]) -> Option<PrivateKeyInfo> {
 }
 
 /// Describe one DER object whose kind is known from its PEM label (or guessed).
-fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
+fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, DescribeError> {
     let want = |l: &str| label.is_none() || label == Some(l);
     if want("CERTIFICATE")
         || label == Some("TRUSTED CERTIFICATE")
@@ -588,21 +590,21 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
                     &c,
                 ))))
             }
-            Err(e) if label.is_some() => return Err(format!("malformed certificate: {e}")),
+            Err(e) if label.is_some() => return Err(DescribeError::Certificate(e)),
             Err(_) => {}
         }
     }
     if want("CERTIFICATE REQUEST") || label == Some("NEW CERTIFICATE REQUEST") {
         match X509CertificationRequest::from_der(der) {
             Ok((_, r)) => return Ok(Item::Request(request_info(der, &r))),
-            Err(e) if label.is_some() => return Err(format!("malformed request: {e}")),
+            Err(e) if label.is_some() => return Err(DescribeError::Request(e)),
             Err(_) => {}
         }
     }
     if want("X509 CRL") {
         match CertificateRevocationList::from_der(der) {
             Ok((_, c)) => return Ok(Item::Crl(crl_info(der, &c))),
-            Err(e) if label.is_some() => return Err(format!("malformed CRL: {e}")),
+            Err(e) if label.is_some() => return Err(DescribeError::Crl(e)),
             Err(_) => {}
         }
     }
@@ -615,7 +617,7 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
                     sha256: sha256_hex(der),
                 }))
             }
-            _ if label.is_some() => return Err("malformed public key".into()),
+            _ if label.is_some() => return Err(DescribeError::PublicKey),
             _ => {}
         }
     }
@@ -632,7 +634,7 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
             return Ok(Item::PrivateKey(p));
         }
         if label.is_some() {
-            return Err("malformed or unsupported private key".into());
+            return Err(DescribeError::PrivateKey);
         }
     }
     match label {
@@ -643,16 +645,57 @@ fn describe_der(label: Option<&str>, der: &[u8]) -> Result<Item, String> {
                 && l.bytes()
                     .all(|b| b.is_ascii_uppercase() || b == b' ' || b.is_ascii_digit()) =>
         {
-            Err(format!("PEM block \"{l}\" is not something tlskit shows"))
+            Err(DescribeError::Label(l.to_string()))
         }
-        Some(_) => Err("a PEM block with a malformed label (is the PEM on one line?)".into()),
-        None if looks_like_pkcs12(der) => Err(
-            "a PKCS#12 file: read it with `tlskit p12 import FILE --key-out K --cert-out C`".into(),
-        ),
-        None => {
-            Err("not PEM, and not a DER certificate, request, CRL, public or private key".into())
-        }
+        Some(_) => Err(DescribeError::MalformedLabel),
+        None if looks_like_pkcs12(der) => Err(DescribeError::Pkcs12),
+        None => Err(DescribeError::Unknown),
     }
+}
+
+/// Why bytes (or one PEM block of them) could not be described.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum DescribeError {
+    /// The PEM text is malformed.
+    #[error(transparent)]
+    Pem(#[from] PemError),
+    /// PEM with no block in it.
+    #[error("no PEM blocks")]
+    NoPemBlocks,
+    /// A CERTIFICATE block that does not parse.
+    #[error("malformed certificate: {0}")]
+    Certificate(#[source] x509_parser::nom::Err<X509Error>),
+    /// A CERTIFICATE REQUEST block that does not parse.
+    #[error("malformed request: {0}")]
+    Request(#[source] x509_parser::nom::Err<X509Error>),
+    /// An X509 CRL block that does not parse.
+    #[error("malformed CRL: {0}")]
+    Crl(#[source] x509_parser::nom::Err<X509Error>),
+    /// A PUBLIC KEY block that does not parse.
+    #[error("malformed public key")]
+    PublicKey,
+    /// A PRIVATE KEY block that does not parse, or a key type not supported.
+    #[error("malformed or unsupported private key")]
+    PrivateKey,
+    /// A PEM block of a kind `show` does not describe (its label).
+    #[error("PEM block \"{0}\" is not something tlskit shows")]
+    Label(String),
+    /// A PEM label too long or not plain (a key put on one line).
+    #[error("a PEM block with a malformed label (is the PEM on one line?)")]
+    MalformedLabel,
+    /// DER that is a PKCS#12 file.
+    #[error("a PKCS#12 file: read it with `tlskit p12 import FILE --key-out K --cert-out C`")]
+    Pkcs12,
+    /// DER that is none of the things `show` describes.
+    #[error("not PEM, and not a DER certificate, request, CRL, public or private key")]
+    Unknown,
+    /// Bytes after DER certificates that are not one.
+    #[error("trailing data after the certificates")]
+    TrailingData,
+    /// Nothing was found.
+    #[error("nothing to show")]
+    Nothing,
 }
 
 /// PFX: SEQUENCE { INTEGER 3, ContentInfo ... }.
@@ -673,17 +716,17 @@ pub struct Described {
     /// Items in file order.
     pub items: Vec<Item>,
     /// (block number, reason) for PEM blocks that could not be described.
-    pub problems: Vec<(usize, String)>,
+    pub problems: Vec<(usize, DescribeError)>,
 }
 
 /// Describe bytes (PEM or DER).
-pub fn describe_bytes(data: &[u8]) -> Result<Described, String> {
+pub fn describe_bytes(data: &[u8]) -> Result<Described, DescribeError> {
     let mut out = Described::default();
     match key::pem_blocks(data) {
-        Some(Err(e)) => return Err(e),
+        Some(Err(e)) => return Err(DescribeError::Pem(e)),
         Some(Ok(blocks)) => {
             if blocks.is_empty() {
-                return Err("no PEM blocks".into());
+                return Err(DescribeError::NoPemBlocks);
             }
             for (i, (label, der)) in blocks.iter().enumerate() {
                 if label == "EC PARAMETERS" {
@@ -709,10 +752,8 @@ pub fn describe_bytes(data: &[u8]) -> Result<Described, String> {
                 if out.items.is_empty() {
                     out.items.push(describe_der(None, rest)?);
                 } else {
-                    out.problems.push((
-                        out.items.len() + 1,
-                        "trailing data after the certificates".into(),
-                    ));
+                    out.problems
+                        .push((out.items.len() + 1, DescribeError::TrailingData));
                 }
                 break;
             }
@@ -723,7 +764,7 @@ pub fn describe_bytes(data: &[u8]) -> Result<Described, String> {
             .problems
             .first()
             .map(|(_, e)| e.clone())
-            .unwrap_or_else(|| "nothing to show".into());
+            .unwrap_or(DescribeError::Nothing);
         return Err(why);
     }
     Ok(out)
@@ -732,7 +773,7 @@ pub fn describe_bytes(data: &[u8]) -> Result<Described, String> {
 /// Describe a file.
 pub fn describe(path: &Path) -> Result<Described> {
     let data = fsx::read(path)?;
-    describe_bytes(&data).map_err(|e| PkiError::bad(path, e))
+    describe_bytes(&data).map_err(|e| PkiError::content(path, e))
 }
 
 #[cfg(test)]

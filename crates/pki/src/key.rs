@@ -12,6 +12,7 @@ use crate::{fsx, PkiError, Result};
 
 /// The key types `tlskit key new --type` offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum KeyType {
     /// ECDSA on P-256 (the default).
     #[default]
@@ -59,17 +60,25 @@ impl fmt::Display for KeyType {
 }
 
 impl FromStr for KeyType {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownKeyType;
+    fn from_str(s: &str) -> Result<Self, UnknownKeyType> {
         let l = s.to_ascii_lowercase();
         KeyType::ALL
             .into_iter()
             .find(|k| k.name() == l)
-            .ok_or_else(|| {
-                let names: Vec<_> = KeyType::ALL.iter().map(|k| k.name()).collect();
-                format!("unknown key type {s:?} (one of: {})", names.join(", "))
+            .ok_or_else(|| UnknownKeyType {
+                input: s.to_string(),
             })
     }
+}
+
+/// A key type name that [`KeyType`] does not know. Displays as `unknown key type "X"
+/// (one of: p256, ...)`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown key type {input:?} (one of: {})", KeyType::ALL.map(KeyType::name).join(", "))]
+pub struct UnknownKeyType {
+    /// The name as given.
+    pub input: String,
 }
 
 /// Generate a new private key; returns its PKCS#8 v1 DER.
@@ -136,7 +145,7 @@ pub fn pem_encode(label: &str, der: &[u8]) -> String {
 pub(crate) type Blocks = Vec<(String, Vec<u8>)>;
 
 /// PEM blocks of a buffer. `None` when the buffer is not PEM at all.
-pub(crate) fn pem_blocks(data: &[u8]) -> Option<Result<Blocks, String>> {
+pub(crate) fn pem_blocks(data: &[u8]) -> Option<Result<Blocks, PemError>> {
     let start = data.iter().position(|b| !b.is_ascii_whitespace())?;
     if !data[start..].starts_with(b"-----BEGIN ") && !contains(data, b"-----BEGIN ") {
         return None;
@@ -146,30 +155,53 @@ pub(crate) fn pem_blocks(data: &[u8]) -> Option<Result<Blocks, String>> {
         match pem {
             Ok(p) => out.push((p.label, p.contents)),
             Err(x509_parser::error::PEMError::MissingHeader) => break,
-            Err(e) => return Some(Err(pem_error_reason(&e))),
+            Err(e) => return Some(Err(PemError::from(e))),
         }
     }
     Some(Ok(out))
 }
 
-/// A PEM error of x509-parser as a message that quotes none of the input (the buffer may
-/// be a private key) and says what usually causes it.
-fn pem_error_reason(e: &x509_parser::error::PEMError) -> String {
-    use x509_parser::error::PEMError;
-    match e {
-        PEMError::IncompletePEM => "malformed PEM: a block has no matching END line (is the \
-             PEM on one line, with its newlines replaced by spaces or a literal \\n?)"
-            .into(),
-        PEMError::InvalidHeader => {
-            "malformed PEM: a BEGIN line is malformed (expected -----BEGIN LABEL----- on a \
-             line of its own)"
-                .into()
+/// Why PEM text could not be read: x509-parser's PEM errors, as messages that quote none
+/// of the input (the buffer may be a private key) and say what usually causes them.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum PemError {
+    /// A block has no END line.
+    #[error(
+        "malformed PEM: a block has no matching END line (is the PEM on one line, with its \
+         newlines replaced by spaces or a literal \\n?)"
+    )]
+    Incomplete,
+    /// A BEGIN line is malformed.
+    #[error(
+        "malformed PEM: a BEGIN line is malformed (expected -----BEGIN LABEL----- on a line \
+         of its own)"
+    )]
+    InvalidHeader,
+    /// A block's body is not base64.
+    #[error(
+        "malformed PEM: a block's body is not valid base64 (stray characters, or a literal \\n \
+         inside the block?)"
+    )]
+    Base64,
+    /// No BEGIN line.
+    #[error("malformed PEM: no BEGIN line")]
+    MissingHeader,
+    /// Reading failed.
+    #[error("cannot read: {0}")]
+    Io(#[source] std::sync::Arc<std::io::Error>),
+}
+
+impl From<x509_parser::error::PEMError> for PemError {
+    fn from(e: x509_parser::error::PEMError) -> Self {
+        use x509_parser::error::PEMError;
+        match e {
+            PEMError::IncompletePEM => PemError::Incomplete,
+            PEMError::InvalidHeader => PemError::InvalidHeader,
+            PEMError::Base64DecodeError => PemError::Base64,
+            PEMError::MissingHeader => PemError::MissingHeader,
+            PEMError::IOError(e) => PemError::Io(std::sync::Arc::new(e)),
         }
-        PEMError::Base64DecodeError => "malformed PEM: a block's body is not valid base64 \
-             (stray characters, or a literal \\n inside the block?)"
-            .into(),
-        PEMError::MissingHeader => "malformed PEM: no BEGIN line".into(),
-        PEMError::IOError(e) => format!("cannot read: {e}"),
     }
 }
 
@@ -182,7 +214,7 @@ pub fn load(path: &Path) -> Result<rcgen::KeyPair> {
     let data = fsx::read(path)?;
     let der = match pem_blocks(&data) {
         None => data,
-        Some(Err(e)) => return Err(PkiError::bad(path, e)),
+        Some(Err(e)) => return Err(PkiError::content(path, e)),
         Some(Ok(blocks)) => {
             let found = blocks.into_iter().find(|(l, _)| l.ends_with("PRIVATE KEY"));
             match found {
@@ -198,11 +230,12 @@ pub fn load(path: &Path) -> Result<rcgen::KeyPair> {
         }
     };
     rcgen::KeyPair::try_from(der.as_slice())
-        .map_err(|e| PkiError::bad(path, format!("not a usable private key: {e}")))
+        .map_err(PkiError::parse(path, "not a usable private key"))
 }
 
 /// A key that signs requests and certificates: a key file, or a key on a PKCS#11 token.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum SignKey {
     /// Read from a file.
     File(rcgen::KeyPair),
@@ -344,7 +377,10 @@ mod tests {
         for kt in KeyType::ALL {
             assert_eq!(kt.name().parse::<KeyType>().unwrap(), kt);
         }
-        assert!("dsa".parse::<KeyType>().unwrap_err().contains("p256"));
+        assert_eq!(
+            "dsa".parse::<KeyType>().unwrap_err().to_string(),
+            "unknown key type \"dsa\" (one of: p256, p384, ed25519, rsa2048, rsa3072, rsa4096)"
+        );
     }
 
     #[test]

@@ -32,21 +32,45 @@ pub struct Finding {
     pub subject: String,
 }
 
+/// Why bytes could not be linted at all.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LintInputError {
+    /// The PEM text is malformed.
+    #[error(transparent)]
+    Pem(#[from] key::PemError),
+    /// A certificate that does not parse.
+    #[error("certificate #{index}: malformed: {source}")]
+    Certificate {
+        /// Its position in the file, from 1.
+        index: usize,
+        /// What x509-parser found.
+        #[source]
+        source: x509_parser::nom::Err<X509Error>,
+    },
+    /// Neither certificates nor a request.
+    #[error("no certificate or request found")]
+    Nothing,
+    /// DER that parses as none of a certificate, a chain or a request.
+    #[error("not a certificate, chain or request: {0}")]
+    Unknown(#[source] x509_parser::nom::Err<X509Error>),
+}
+
 /// Longest validity CA/Browser Forum baseline requirements allow for TLS leaves.
 pub const MAX_LEAF_DAYS: i64 = 398;
 
 /// Lint a file at time `now`.
 pub fn lint(path: &Path, now: OffsetDateTime) -> Result<Vec<Finding>> {
     let data = fsx::read(path)?;
-    lint_bytes(&data, now).map_err(|e| PkiError::bad(path, e))
+    lint_bytes(&data, now).map_err(|e| PkiError::content(path, e))
 }
 
 /// Lint bytes (PEM or DER certificates, or a request).
-pub fn lint_bytes(data: &[u8], now: OffsetDateTime) -> Result<Vec<Finding>, String> {
+pub fn lint_bytes(data: &[u8], now: OffsetDateTime) -> Result<Vec<Finding>, LintInputError> {
     let mut certs: Vec<Vec<u8>> = Vec::new();
     let mut requests: Vec<Vec<u8>> = Vec::new();
     match key::pem_blocks(data) {
-        Some(Err(e)) => return Err(e),
+        Some(Err(e)) => return Err(LintInputError::Pem(e)),
         Some(Ok(blocks)) => {
             for (label, der) in blocks {
                 match label.as_str() {
@@ -72,8 +96,11 @@ pub fn lint_bytes(data: &[u8], now: OffsetDateTime) -> Result<Vec<Finding>, Stri
     }
     let mut parsed = Vec::new();
     for (i, der) in certs.iter().enumerate() {
-        let (_, c) = X509Certificate::from_der(der)
-            .map_err(|e| format!("certificate #{}: malformed: {e}", i + 1))?;
+        let (_, c) =
+            X509Certificate::from_der(der).map_err(|source| LintInputError::Certificate {
+                index: i + 1,
+                source,
+            })?;
         parsed.push(c);
     }
     let mut out = Vec::new();
@@ -82,11 +109,11 @@ pub fn lint_bytes(data: &[u8], now: OffsetDateTime) -> Result<Vec<Finding>, Stri
     }
     if parsed.is_empty() {
         if requests.is_empty() {
-            return Err("no certificate or request found".into());
+            return Err(LintInputError::Nothing);
         }
         for (i, der) in requests.iter().enumerate() {
-            let (_, r) = X509CertificationRequest::from_der(der)
-                .map_err(|e| format!("not a certificate, chain or request: {e}"))?;
+            let (_, r) =
+                X509CertificationRequest::from_der(der).map_err(LintInputError::Unknown)?;
             lint_request(&r, i + 1, &mut out);
         }
     }
@@ -311,7 +338,7 @@ fn lint_cert(chain: &[X509Certificate<'_>], i: usize, now: OffsetDateTime, out: 
                     _ => Ok(()),
                 };
                 if let Err(e) = r {
-                    s.add(Severity::Error, LintCode::NameConstraints, e);
+                    s.add(Severity::Error, LintCode::NameConstraints, e.to_string());
                 }
             }
         }

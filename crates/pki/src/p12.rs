@@ -31,7 +31,7 @@ pub fn read_certs(path: &Path) -> Result<Vec<Vec<u8>>> {
             .filter(|(l, _)| l == "CERTIFICATE")
             .map(|(_, d)| d)
             .collect(),
-        Some(Err(e)) => return Err(PkiError::bad(path, e)),
+        Some(Err(e)) => return Err(PkiError::content(path, e)),
         None => vec![data],
     };
     if certs.is_empty() {
@@ -39,7 +39,7 @@ pub fn read_certs(path: &Path) -> Result<Vec<Vec<u8>>> {
     }
     for (i, c) in certs.iter().enumerate() {
         X509Certificate::from_der(c)
-            .map_err(|e| PkiError::bad(path, format!("certificate #{}: {e}", i + 1)))?;
+            .map_err(PkiError::parse(path, format!("certificate #{}", i + 1)))?;
     }
     Ok(certs)
 }
@@ -66,14 +66,11 @@ pub fn export(key_path: &Path, cert_path: &Path, password: &str) -> Result<Vec<u
         .ok()
         .and_then(|(_, c)| dn::common_name(c.subject()))
         .unwrap_or_else(|| "tlskit".to_string());
-    let p12_key = PrivateKey::from_der(&pkcs8)
-        .map_err(|e| PkiError::bad(key_path, format!("not a PKCS#8 key: {e}")))?;
+    let p12_key =
+        PrivateKey::from_der(&pkcs8).map_err(PkiError::parse(key_path, "not a PKCS#8 key"))?;
     let mut chain = Vec::new();
     for c in &certs {
-        chain.push(
-            Certificate::from_der(c)
-                .map_err(|e| PkiError::bad(cert_path, format!("certificate: {e}")))?,
-        );
+        chain.push(Certificate::from_der(c).map_err(PkiError::parse(cert_path, "certificate"))?);
     }
     let id = crate::inspect::sha256_hex(&certs[0]);
     let local_key_id = LocalKeyId(id.as_bytes()[..20].to_vec());
@@ -84,7 +81,7 @@ pub fn export(key_path: &Path, cert_path: &Path, password: &str) -> Result<Vec<u
     );
     ks.writer(password)
         .write()
-        .map_err(|e| PkiError::Other(format!("writing the PKCS#12 file: {e}")))
+        .map_err(PkiError::failed("writing the PKCS#12 file"))
 }
 
 /// Export and write atomically (mode 0600).
@@ -119,6 +116,7 @@ pub const DEFAULT_MAX_ITERATIONS: u32 = 100_000;
 /// hostile file costs seconds of CPU (or much memory) per derivation before the password
 /// is even known to be right. They are checked before any derivation is done.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct P12Limits {
     /// Most iterations of one PBKDF2 or PKCS#12-KDF (MAC) derivation.
     pub max_iterations: u32,
@@ -135,6 +133,24 @@ impl Default for P12Limits {
             max_scrypt_bytes: 64 << 20,
             max_derivations: 16,
         }
+    }
+}
+
+impl P12Limits {
+    /// Most iterations of one PBKDF2 or PKCS#12-KDF (MAC) derivation.
+    pub fn max_iterations(mut self, max_iterations: u32) -> Self {
+        self.max_iterations = max_iterations;
+        self
+    }
+    /// Most scrypt work of one derivation, 128·N·r·p bytes.
+    pub fn max_scrypt_bytes(mut self, max_scrypt_bytes: u64) -> Self {
+        self.max_scrypt_bytes = max_scrypt_bytes;
+        self
+    }
+    /// Most derivations in one file.
+    pub fn max_derivations(mut self, max_derivations: usize) -> Self {
+        self.max_derivations = max_derivations;
+        self
     }
 }
 
@@ -357,7 +373,7 @@ pub fn import_with_limits(path: &Path, password: &str, limits: &P12Limits) -> Re
     }
     let key_der = k.key.as_der().to_vec();
     let kp = rcgen::KeyPair::try_from(key_der.as_slice())
-        .map_err(|e| PkiError::bad(path, format!("unsupported private key: {e}")))?;
+        .map_err(PkiError::parse(path, "unsupported private key"))?;
     let spki = kp.subject_public_key_info();
     let all: Vec<Vec<u8>> = archive
         .certs

@@ -30,10 +30,10 @@ pub fn parse(input: &str) -> Result<SanType> {
     };
     match kind.as_str() {
         "dns" => {
-            let name = DnsName::parse(value).map_err(|e| err(e.to_string()))?;
+            let name = DnsName::parse(value).map_err(PkiError::san_refused(input))?;
             Ia5String::try_from(name.ascii())
                 .map(SanType::DnsName)
-                .map_err(|e| err(e.to_string()))
+                .map_err(PkiError::san_refused(input))
         }
         "ip" => tlskit_names::parse_ip(value)
             .map(SanType::IpAddress)
@@ -50,13 +50,13 @@ pub fn parse(input: &str) -> Result<SanType> {
                     "the local part must be non-empty printable ASCII (SmtpUTF8Mailbox is not supported)".into(),
                 ));
             }
-            let domain = DnsName::parse(domain).map_err(|e| err(e.to_string()))?;
+            let domain = DnsName::parse(domain).map_err(PkiError::san_refused(input))?;
             if domain.is_wildcard() {
                 return Err(err("an email domain cannot be a wildcard".into()));
             }
             Ia5String::try_from(format!("{local}@{}", domain.ascii()))
                 .map(SanType::Rfc822Name)
-                .map_err(|e| err(e.to_string()))
+                .map_err(PkiError::san_refused(input))
         }
     }
 }

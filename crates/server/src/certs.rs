@@ -43,6 +43,7 @@ fn leaf_info(ck: &CertifiedKey) -> (Vec<String>, Option<(i64, i64)>) {
 
 /// A loaded certificate/key pair as metrics and expiry warnings see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServedCert {
     /// `default` for the `--cert` pair, `NAME` for `NAME.crt` (or `.pem`) in the SNI
     /// directory.
@@ -99,6 +100,7 @@ impl std::fmt::Debug for CertIndex {
 
 /// A problem with one pair in an SNI directory (the rest is still loaded).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PairIssue {
     /// The chain or key file.
     pub path: PathBuf,

@@ -1,6 +1,6 @@
 //! Entry points for the fuzz harnesses (`fuzz/src/harness.rs`) into parsers that are
-//! crate-internal: the server's own ClientHello reader ([`crate::hello`]), the HTTP
-//! responder's request-head parser ([`crate::http`]). Not API: hidden from the docs, may
+//! crate-internal: the server's own ClientHello reader (`hello.rs`), the HTTP
+//! responder's request-head parser (`http.rs`). Not API: hidden from the docs, may
 //! change at any time. They call the same code the server runs, unchanged.
 
 use std::io;

@@ -1,18 +1,7 @@
-//! tlskit server: the TLS terminator behind `tlskit serve`, on tokio + rustls with the
-//! aws-lc-rs provider. Its public API is blocking: [`Server::bind`] then
-//! [`Server::run`] build and run their own runtime.
-//!
-//! Every TLS socket gets TCP_NODELAY and a send buffer that holds a whole flight before
-//! the handshake starts, and rustls hands each flight to the kernel in one vectored
-//! write, so a long certificate chain costs no extra round trip beyond TCP's window.
-//!
-//! Features: `acme` (certificates from an ACME CA, `tlskit-acme`) and `fleet` (session
-//! ticket keys and ACME state shared through Redis, `tlskit-fleet`); the `tlskit` binary
-//! turns both on. Without them the terminator compiles neither instant-acme, hyper nor
-//! a Redis client.
-//!
-//! Modules are listed bottom layer first: each uses only those above it in this list.
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
 
+// Modules are listed bottom layer first: each uses only those above it in this list.
 mod config;
 mod conn;
 mod hello;

@@ -303,6 +303,7 @@ fn build_tls(
 
 /// What the server offers in ALPN, and what it leaves out of `--alpn`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AlpnOffer {
     /// Offered, in preference order (the server picks by its own order).
     pub offered: Vec<String>,
@@ -494,8 +495,8 @@ impl Server {
         let store = if cfg.client_ca.is_empty() {
             None
         } else {
-            let (handle, report) = StoreHandle::new(cfg.client_ca.clone())
-                .map_err(|e| NetError::Store(e.to_string()))?;
+            let (handle, report) =
+                StoreHandle::new(cfg.client_ca.clone()).map_err(NetError::Store)?;
             for e in &report.errors {
                 log::event(
                     Level::Warn,
@@ -504,7 +505,7 @@ impl Server {
                 );
             }
             if handle.current().is_empty() {
-                return Err(NetError::Store(
+                return Err(NetError::StoreUnusable(
                     "--client-ca: no CA certificate could be loaded".into(),
                 ));
             }

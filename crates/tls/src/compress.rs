@@ -31,6 +31,9 @@ use rustls::sign::CertifiedKey;
 use rustls::CertificateCompressionAlgorithm;
 
 /// Certificate compression algorithms (RFC 8879) the server may use.
+///
+/// Not `#[non_exhaustive]`, on purpose: the terminator's metrics match it exhaustively,
+/// so that a new algorithm cannot be added without its own metric series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     /// brotli (algorithm 2).

@@ -11,6 +11,7 @@ use crate::tls_text::tls_text;
 
 /// Everything that can stop `serve` or `connect`.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NetError {
     /// A certificate or key file could not be read or parsed.
     #[error("{}: {reason}", shown_path(path))]
@@ -47,9 +48,25 @@ pub enum NetError {
     /// Something in the configuration is inconsistent or invalid.
     #[error("configuration: {0}")]
     Config(String),
+    /// A name to connect to and verify is neither a DNS name nor an IP address (UTS #46).
+    #[error("configuration: {0}")]
+    Name(#[source] tlskit_verify::names::NameError),
     /// The trust store for client authentication or server verification could not load.
     #[error("trust store: {0}")]
-    Store(String),
+    Store(#[source] tlskit_store::StoreError),
+    /// A named trust store (the shared-state CA, say) could not load.
+    #[error("trust store: {what}: {source}")]
+    StoreOf {
+        /// Which store: `shared-state CA`.
+        what: &'static str,
+        /// Why it did not load.
+        #[source]
+        source: tlskit_store::StoreError,
+    },
+    /// A trust store loaded but holds nothing usable, or its problems are told in a
+    /// sentence of their own (the first few issues of each file).
+    #[error("trust store: {0}")]
+    StoreUnusable(String),
     /// rustls refused the configuration. Said through `tls_text` and not chained as a
     /// source: rustls's own Display names some errors with Rust `Debug` text.
     #[error("TLS configuration: {}", tls_text(.0))]
@@ -91,7 +108,7 @@ pub enum NetError {
 /// A file name or key spec as messages show it: a `pkcs11:` URI with its PIN and every
 /// other secret hidden (`tlskit_pkcs11::redact_uri`), any other text through the one
 /// redaction (`tlskit_x509::text::redact`).
-pub fn shown_path(p: &std::path::Path) -> String {
+pub(crate) fn shown_path(p: &std::path::Path) -> String {
     let text = p.to_string_lossy();
     if tlskit_pkcs11::is_uri(&text) {
         tlskit_pkcs11::redact_uri(&text)
@@ -113,5 +130,50 @@ impl NetError {
             path: path.into(),
             reason: reason.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use tlskit_store::StoreError;
+
+    /// The store's error is kept as a typed source, and the text is the one the CLI has
+    /// always printed ("trust store: " and the store's sentence).
+    #[test]
+    fn a_store_error_is_kept_typed_with_the_same_text() {
+        let e = NetError::Store(StoreError::NoSystemStore);
+        assert_eq!(
+            e.to_string(),
+            format!("trust store: {}", StoreError::NoSystemStore)
+        );
+        let source = e.source().and_then(|s| s.downcast_ref::<StoreError>());
+        assert!(
+            matches!(source, Some(StoreError::NoSystemStore)),
+            "{source:?}"
+        );
+
+        let e = NetError::StoreOf {
+            what: "shared-state CA",
+            source: StoreError::NoSystemStore,
+        };
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "trust store: shared-state CA: {}",
+                StoreError::NoSystemStore
+            )
+        );
+        assert!(e
+            .source()
+            .is_some_and(|s| s.downcast_ref::<StoreError>().is_some()));
+
+        let e = NetError::StoreUnusable("roots: nothing loadable (no certificates)".into());
+        assert_eq!(
+            e.to_string(),
+            "trust store: roots: nothing loadable (no certificates)"
+        );
+        assert!(e.source().is_none());
     }
 }

@@ -59,7 +59,7 @@ fn read_pem(path: &Path) -> Result<Vec<u8>, NetError> {
 }
 
 /// Read a PEM file holding the leaf certificate followed by its chain.
-pub fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
+pub(crate) fn load_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, NetError> {
     let data = read_pem(path)?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&data)
         .collect::<Result<_, _>>()

@@ -28,6 +28,7 @@ use tracing_core::{dispatcher, Event, Metadata};
 
 /// How much the server logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Level {
     /// Nothing.
     Off = 0,

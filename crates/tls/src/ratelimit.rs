@@ -42,6 +42,7 @@ pub const GLOBAL_REFILL: Duration = Duration::from_millis(200);
 
 /// The per-connection events whose volume a peer (or a failing token) controls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Noisy {
     /// `handshake_failed` and `handshake_timeout`.
     HandshakeFailed,
@@ -60,6 +61,7 @@ pub enum Noisy {
 }
 
 impl Noisy {
+    /// Every event, in the order of the metric's lines.
     pub const ALL: [Self; 7] = [
         Self::HandshakeFailed,
         Self::ConnectionLimit,
@@ -111,8 +113,9 @@ impl Default for GlobalLimiter {
 }
 
 impl GlobalLimiter {
+    /// Full buckets and no line suppressed (a `const fn`, for [`GLOBAL`]).
     #[allow(clippy::declare_interior_mutable_const)]
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         const G: Mutex<Global> = Mutex::new(Global {
             tokens: GLOBAL_BURST,
             last: None,
@@ -220,11 +223,15 @@ struct Bucket {
     suppressed: u64,
 }
 
-/// What to do with one failure line.
+/// What to do with one failure line: log it or leave it out, and nothing else (so not
+/// `#[non_exhaustive]`).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Log it; `suppressed` lines were left out before it.
-    Log { suppressed: u64 },
+    Log {
+        /// Lines of this source left out since the last one logged.
+        suppressed: u64,
+    },
     /// Leave it out (counted).
     Drop,
 }

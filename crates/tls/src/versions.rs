@@ -5,6 +5,7 @@ use rustls::SupportedProtocolVersion;
 
 /// A TLS protocol version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TlsVersion {
     /// TLS 1.2.
     Tls12,

@@ -2,12 +2,12 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod certrules;
+pub mod text;
 pub mod datetime;
+pub mod stats;
 pub mod der;
 pub mod dn;
+pub mod certrules;
 pub mod lintcode;
-pub mod stats;
-pub mod text;
 
 pub use lintcode::{LintCode, Severity};

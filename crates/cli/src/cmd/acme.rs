@@ -178,12 +178,7 @@ fn issue_options(a: &IssueArgs) -> anyhow::Result<IssueOptions> {
         _ => bail!("give --http-listen ADDR (HTTP-01) or --tls-listen ADDR (TLS-ALPN-01)"),
     };
     s.profile = a.acme_profile.clone();
-    Ok(IssueOptions {
-        settings: s,
-        key: a.key.clone(),
-        out: a.out.clone(),
-        listen,
-    })
+    Ok(IssueOptions::new(s, a.key.clone(), a.out.clone(), listen))
 }
 
 fn print_issued(r: &IssueReport) {
@@ -250,11 +245,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
         }
         AcmeCmd::Revoke(a) => {
             let s = settings(&a.ca, Vec::new())?;
-            let serial = tlskit_acme::revoke(&RevokeOptions {
-                settings: s,
-                cert: a.cert.clone(),
-                reason: a.reason,
-            })?;
+            let serial = tlskit_acme::revoke(&RevokeOptions::new(s, a.cert.clone(), a.reason))?;
             if a.ca.json {
                 print_json(&serde_json::json!({ "revoked": true, "serial": serial }))?;
             } else {

@@ -238,14 +238,10 @@ fn probe_options(
     name: Option<String>,
     roots: Vec<tlskit_store::Source>,
 ) -> ProbeOptions {
-    ProbeOptions {
-        peer: tlskit_client::PeerOptions {
-            server_name: name,
-            roots,
-            ..tlskit_client::PeerOptions::new(target)
-        },
-        repeat: 1,
-    }
+    let mut peer = tlskit_client::PeerOptions::new(target);
+    peer.server_name = name;
+    peer.roots = roots;
+    ProbeOptions::new(peer)
 }
 
 /// One probe as report lines and JSON.

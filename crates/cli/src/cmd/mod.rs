@@ -55,16 +55,15 @@ impl PeerArgs {
         self,
         versions: Vec<tlskit_tls::TlsVersion>,
     ) -> tlskit_client::PeerOptions {
-        tlskit_client::PeerOptions {
-            starttls: self.starttls,
-            target: with_default_port(&self.target),
-            server_name: self.servername,
-            roots: self.roots.iter().map(|s| Source::from_arg(s)).collect(),
-            versions,
-            timeout: self.timeout,
-            profile: self.profile,
-            allow: self.allow,
-        }
+        let mut peer = tlskit_client::PeerOptions::new(with_default_port(&self.target));
+        peer.starttls = self.starttls;
+        peer.server_name = self.servername;
+        peer.roots = self.roots.iter().map(|s| Source::from_arg(s)).collect();
+        peer.versions = versions;
+        peer.timeout = self.timeout;
+        peer.profile = self.profile;
+        peer.allow = self.allow;
+        peer
     }
 }
 

@@ -672,22 +672,20 @@ fn build_serve_config(a: ServeArgs) -> anyhow::Result<(ServeConfig, ServeLog)> {
             )
         }
         (Some(url), Some(key_file)) => {
-            cfg.shared_state = Some(tlskit_fleet::shared::SharedSettings {
-                url,
-                key_file,
-                required: a.shared_state_required || f.shared_state_required.unwrap_or(false),
-                // At least 0.1 s: a zero interval would hammer Redis.
-                reread: secs_setting(
-                    a.shared_state_reread,
-                    f.shared_state_reread,
-                    file,
-                    &ranges::SHARED_STATE_REREAD,
-                )?
-                .unwrap_or(tlskit_fleet::shared::REREAD),
-                ca: a.shared_state_ca.or(f.shared_state_ca),
-                ca_profile,
-                ca_allow,
-            })
+            let mut s = tlskit_fleet::shared::SharedSettings::new(url, key_file);
+            s.required = a.shared_state_required || f.shared_state_required.unwrap_or(false);
+            // At least 0.1 s: a zero interval would hammer Redis.
+            s.reread = secs_setting(
+                a.shared_state_reread,
+                f.shared_state_reread,
+                file,
+                &ranges::SHARED_STATE_REREAD,
+            )?
+            .unwrap_or(tlskit_fleet::shared::REREAD);
+            s.ca = a.shared_state_ca.or(f.shared_state_ca);
+            s.ca_profile = ca_profile;
+            s.ca_allow = ca_allow;
+            cfg.shared_state = Some(s);
         }
         (Some(_), None) => {
             bail!("--shared-state needs --shared-state-key FILE (32 bytes, mode 0600)")
@@ -747,12 +745,10 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
 pub(crate) fn connect(a: ConnectArgs) -> CmdResult {
     let versions = versions(&a.peer.tls_version)?;
     let profile = a.peer.profile;
-    let opts = ConnectOptions {
-        peer: a.peer.options(versions),
-        alpn: a.alpn,
-        client_cert: a.cert.zip(a.key),
-        reconnect: a.reconnect,
-    };
+    let mut opts = ConnectOptions::new(a.peer.options(versions));
+    opts.alpn = a.alpn;
+    opts.client_cert = a.cert.zip(a.key);
+    opts.reconnect = a.reconnect;
     let mut conn = tlskit_client::connect(&opts)?;
     for w in &conn.roots_warnings {
         eprintln!("tlskit: warning: {w}");

@@ -395,16 +395,15 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             parent,
             key,
         } => {
-            let opts = ca::InitOptions {
-                subject,
-                key_type,
-                path_len,
-                permit_dns,
-                days,
-                parent,
-                on_lock_wait: Some(say_lock_wait),
-                token_key: key,
-            };
+            let opts = ca::InitOptions::new()
+                .subject(subject)
+                .key_type(key_type)
+                .path_len(path_len)
+                .permit_dns(permit_dns)
+                .days(days)
+                .parent(parent)
+                .on_lock_wait(Some(say_lock_wait))
+                .token_key(key);
             ca::init(&dir, &opts)?;
             println!(
                 "created CA in {} (ca.pem is the certificate to trust{})",
@@ -430,12 +429,11 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             if days == Some(0) {
                 anyhow::bail!("--days must be at least 1");
             }
-            let opts = ca::IssueOptions {
-                days,
-                profile,
-                path_len,
-                on_lock_wait: Some(say_lock_wait),
-            };
+            let opts = ca::IssueOptions::new()
+                .days(days)
+                .profile(profile)
+                .path_len(path_len)
+                .on_lock_wait(Some(say_lock_wait));
             let entry = ca::issue_to_file(&dir, &csr, &opts, &out, force)?;
             if json {
                 print_json(&entry)?;
@@ -508,10 +506,7 @@ pub(crate) fn p12(c: P12Cmd) -> CmdResult {
             max_iterations,
         } => {
             let pw = password.get()?;
-            let limits = p12::P12Limits {
-                max_iterations,
-                ..Default::default()
-            };
+            let limits = p12::P12Limits::default().max_iterations(max_iterations);
             let imp =
                 p12::import_to_files_with_limits(&file, &pw, &key_out, &cert_out, force, &limits)?;
             println!(
@@ -610,6 +605,7 @@ pub(crate) fn show(a: ShowArgs) -> CmdResult {
                     index,
                     item: c,
                 }),
+                _ => {}
             }
         }
         print_json(&doc)?;
@@ -835,6 +831,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             }
             line(out, "SHA-256", &colon_hex(&c.sha256));
         }
+        _ => {}
     }
 }
 

@@ -54,10 +54,8 @@ pub(crate) fn run(a: ProbeArgs) -> CmdResult {
         super::net::versions(&a.peer.tls_version)?
     };
     let profile = a.peer.profile;
-    let opts = ProbeOptions {
-        peer: a.peer.options(versions),
-        repeat: a.repeat,
-    };
+    let mut opts = ProbeOptions::new(a.peer.options(versions));
+    opts.repeat = a.repeat;
     let r = probe(&opts)?;
     for w in &r.roots_warnings {
         eprintln!("tlskit: warning: {w}");

@@ -301,7 +301,7 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
             None,
         ),
         Some((ReferenceName::Ip(a), _)) => (None, None, Some(a.to_string())),
-        None => (None, None, None),
+        _ => (None, None, None),
     };
     let report = VerifyJson {
         valid: result.is_ok(),
