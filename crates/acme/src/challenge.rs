@@ -29,6 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::error::AcmeError;
 use crate::storage::AcmeStorage;
+use tlskit_tls::clock::Clock;
 use tlskit_tls::log::Level;
 
 /// The ALPN protocol of TLS-ALPN-01.
@@ -74,6 +75,8 @@ pub struct Challenges {
     /// Held while fetching: lookups meanwhile (a CA validates from several places at
     /// once) wait for that fetch, at most [`FETCH_WAIT`], instead of asking again.
     fetching: tokio::sync::Mutex<()>,
+    /// How old a fetched answer is (monotonic).
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Challenges {
@@ -96,7 +99,14 @@ impl Challenges {
             fetched_for: FETCHED_FOR,
             cache: Mutex::new(HashMap::new()),
             fetching: tokio::sync::Mutex::new(()),
+            clock: tlskit_tls::clock::system(),
         }
+    }
+
+    /// The same, with the age of fetched answers read from `clock`.
+    pub(crate) fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn manages(&self, name: &str) -> bool {
@@ -135,7 +145,7 @@ impl Challenges {
                 answer: Some(key_auth.to_string()),
                 cert: None,
                 local: true,
-                at: Instant::now(),
+                at: self.clock.instant(),
             },
         );
         self.publish(key, key_auth.to_string()).await
@@ -154,7 +164,7 @@ impl Challenges {
                 answer: Some(key_auth.to_string()),
                 cert: Some(ck),
                 local: true,
-                at: Instant::now(),
+                at: self.clock.instant(),
             },
         );
         self.publish(key, key_auth.to_string()).await
@@ -170,7 +180,8 @@ impl Challenges {
     fn usable(&self, key: &str) -> Option<(Option<String>, Option<Arc<CertifiedKey>>)> {
         let m = self.cache();
         let c = m.get(key)?;
-        (c.local || c.at.elapsed() < self.fetched_for).then(|| (c.answer.clone(), c.cert.clone()))
+        let age = self.clock.instant().saturating_duration_since(c.at);
+        (c.local || age < self.fetched_for).then(|| (c.answer.clone(), c.cert.clone()))
     }
 
     /// Fetch `key` from the storage (blocking pool, at most [`FETCH_WAIT`]) and remember
@@ -201,7 +212,7 @@ impl Challenges {
             answer: None,
             cert: None,
             local: false,
-            at: Instant::now(),
+            at: self.clock.instant(),
         });
         if c.local {
             // Published by this node meanwhile: that one wins.
@@ -214,7 +225,7 @@ impl Challenges {
             };
         }
         c.answer = got.clone();
-        c.at = Instant::now();
+        c.at = self.clock.instant();
         got
     }
 
@@ -649,7 +660,9 @@ mod tests {
         let names = ["a.test".to_string()];
         // Two nodes sharing the storage: `orderer` publishes, `other` answers the CA.
         let orderer = Challenges::new(storage.clone(), provider(), &names);
-        let mut other = Challenges::new(storage.clone(), provider(), &names);
+        let clock = Arc::new(tlskit_tls::ManualClock::at_unix(1_800_000_000));
+        let mut other =
+            Challenges::new(storage.clone(), provider(), &names).with_clock(clock.clone());
         other.fetched_for = Duration::from_millis(100);
         orderer
             .set_tls_alpn("a.test", "first.thumb")
@@ -668,7 +681,10 @@ mod tests {
             .set_tls_alpn("a.test", "second.thumb")
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(other.alpn_cert("a.test").is_some(), "fetched 0 ms ago");
+        clock.advance(Duration::from_millis(99));
+        assert!(other.alpn_cert("a.test").is_some(), "fetched 99 ms ago");
+        clock.advance(Duration::from_millis(1));
         assert!(
             other.alpn_cert("a.test").is_none(),
             "an old fetched answer is not used"
@@ -687,7 +703,7 @@ mod tests {
         assert_eq!(carried(&ck), sha("second.thumb"), "stale validation cert");
         // Withdrawn everywhere: no answer once the fetched one is old.
         orderer.clear_tls_alpn("a.test").await;
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        clock.advance(Duration::from_millis(100));
         other.refresh_alpn("a.test").await;
         assert!(other.alpn_cert("a.test").is_none());
         // A name this node does not manage is never looked up.

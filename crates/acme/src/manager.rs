@@ -23,6 +23,10 @@
 //! logged (`acme_task_restarted`), counted (`tlskit_acme_errors_total`,
 //! `tlskit_acme_task_restarts_total`) and restarted with the same backoff as failures.
 //! `TLSKIT_TEST_ACME_PANICS=N` (tests only) makes the first N passes panic.
+//!
+//! Time: due times, the spacing and the supervisor's "ran an hour" are read from the
+//! [`Clock`] given to [`ServerAcme::prepare_with_clock`] (the system's by default); the
+//! waits between passes are tokio timers, which tests pause and advance.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,6 +43,7 @@ use crate::client::{self, Endpoint, OrderRequest};
 use crate::error::{clean, AcmeError, Refused};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
 use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
+use tlskit_tls::clock::Clock;
 use tlskit_tls::log::{self, Level};
 
 /// What the renewal manager reports as it goes: the terminator's metrics implement it
@@ -130,6 +135,28 @@ impl ServerAcme {
         compress: Vec<tlskit_tls::Compression>,
         shared: Option<Arc<dyn AcmeStorage>>,
     ) -> Result<Self, AcmeError> {
+        Self::prepare_with_clock(
+            settings,
+            http_listen,
+            provider,
+            metrics,
+            compress,
+            shared,
+            tlskit_tls::clock::system(),
+        )
+    }
+
+    /// [`ServerAcme::prepare`] with the time read from `clock`: whether a stored
+    /// certificate is still valid, when renewal is due, the spacing between renewals.
+    pub fn prepare_with_clock(
+        settings: AcmeSettings,
+        http_listen: Option<std::net::TcpListener>,
+        provider: Arc<CryptoProvider>,
+        metrics: Arc<dyn AcmeEvents>,
+        compress: Vec<tlskit_tls::Compression>,
+        shared: Option<Arc<dyn AcmeStorage>>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, AcmeError> {
         settings.check()?;
         if settings.challenge == crate::settings::ChallengeKind::Http01 && http_listen.is_none() {
             return Err(AcmeError::Config(
@@ -154,7 +181,7 @@ impl ServerAcme {
         let name = cert_name(&settings.domains);
         metrics.acme_enable();
         match storage.load_cert(&name) {
-            Ok(Some(stored)) => match usable(&stored, &managed.names, &provider) {
+            Ok(Some(stored)) => match usable(&stored, &managed.names, &provider, clock.now()) {
                 Ok(ck) => {
                     let info = ck.cert.first().and_then(|c| leaf_info(c));
                     let not_after = info.as_ref().map(|i| unix(i.not_after)).unwrap_or(0);
@@ -189,11 +216,10 @@ impl ServerAcme {
                 &[("name", &clean(&name)), ("reason", &e)],
             ),
         }
-        let challenges = Arc::new(Challenges::new(
-            storage.clone(),
-            provider.clone(),
-            &managed.names,
-        ));
+        let challenges = Arc::new(
+            Challenges::new(storage.clone(), provider.clone(), &managed.names)
+                .with_clock(clock.clone()),
+        );
         let alpn_config = match settings.challenge {
             crate::settings::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
             crate::settings::ChallengeKind::Http01 => None,
@@ -208,6 +234,7 @@ impl ServerAcme {
             name,
             compress,
             last_renewal: Mutex::new(None),
+            clock,
             test_panics: AtomicU32::new(
                 std::env::var("TLSKIT_TEST_ACME_PANICS")
                     .ok()
@@ -247,15 +274,15 @@ impl ServerAcme {
     }
 }
 
-/// A stored pair that can be served: a chain the verifier accepts, valid now, exactly the
-/// managed names (`check::check_result`), and the key matches.
+/// A stored pair that can be served: a chain the verifier accepts, valid at `now`, exactly
+/// the managed names (`check::check_result`), and the key matches.
 fn usable(
     stored: &StoredCert,
     names: &[String],
     provider: &CryptoProvider,
+    now: SystemTime,
 ) -> Result<Arc<CertifiedKey>, Unusable> {
-    check::check_result(&stored.chain_pem, None, names, SystemTime::now(), false)
-        .map_err(Unusable::Refused)?;
+    check::check_result(&stored.chain_pem, None, names, now, false).map_err(Unusable::Refused)?;
     Ok(certified(&stored.chain_pem, &stored.key_pem, provider)?)
 }
 
@@ -276,12 +303,12 @@ enum Unusable {
 async fn supervise(m: Arc<Manager>, mut stop: tokio::sync::watch::Receiver<bool>) {
     let mut restarts: u32 = 0;
     loop {
-        let started = Instant::now();
+        let started = m.clock.instant();
         let ended = tokio::spawn(m.clone().run(stop.clone())).await;
         if *stop.borrow() {
             return;
         }
-        if started.elapsed() >= RETRY_MAX {
+        if m.clock.instant().saturating_duration_since(started) >= RETRY_MAX {
             restarts = 0;
         }
         restarts = restarts.saturating_add(1);
@@ -331,6 +358,8 @@ struct Manager {
     /// When this process last renewed a served certificate (for the spacing rule); kept
     /// across restarts of the task.
     last_renewal: Mutex<Option<Instant>>,
+    /// Where "now" comes from.
+    clock: Arc<dyn Clock>,
     /// Passes left that panic (`TLSKIT_TEST_ACME_PANICS`, tests only).
     test_panics: AtomicU32,
 }
@@ -382,7 +411,7 @@ impl Manager {
                         .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)))
                         .map(|i| {
                             i.not_after
-                                .duration_since(SystemTime::now())
+                                .duration_since(self.clock.now())
                                 .map_or(0, |d| d.as_secs())
                         });
                     log::event(
@@ -440,7 +469,6 @@ impl Manager {
                 a
             }
         };
-        let now = SystemTime::now();
         let mut replaces = None;
         let mut reason = "missing";
         // Another node of the fleet (or another process on the same storage) may have
@@ -466,33 +494,23 @@ impl Manager {
                     None => (two_thirds(&info), self.settings.recheck, "lifetime"),
                 };
             self.metrics.acme_next_renewal(unix(due));
-            if due > now {
-                let sleep = due
-                    .duration_since(now)
-                    .unwrap_or_default()
-                    .min(recheck)
-                    .max(Duration::from_millis(200));
-                log::event(
-                    Level::Debug,
-                    "acme_renewal_scheduled",
-                    &[
-                        ("name", &clean(&self.name)),
-                        ("due", &unix(due)),
-                        ("by", &why),
-                        ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
-                    ],
-                );
-                return Ok(sleep);
-            }
-            // Due: but not sooner than the spacing after this process's last renewal.
             let last = self.last_renewal.lock().ok().and_then(|l| *l);
-            if let Some(last) = last {
-                let spacing = check::min_spacing(&info);
-                let since = last.elapsed();
-                if since < spacing {
-                    let sleep = (spacing - since)
-                        .min(recheck)
-                        .max(Duration::from_millis(200));
+            let spacing = check::min_spacing(&info);
+            match plan(due, recheck, spacing, last, &*self.clock) {
+                Plan::Wait(sleep) => {
+                    log::event(
+                        Level::Debug,
+                        "acme_renewal_scheduled",
+                        &[
+                            ("name", &clean(&self.name)),
+                            ("due", &unix(due)),
+                            ("by", &why),
+                            ("check_in_s", &format!("{:.1}", sleep.as_secs_f64())),
+                        ],
+                    );
+                    return Ok(sleep);
+                }
+                Plan::Spaced(sleep) => {
                     log::event(
                         Level::Info,
                         "acme_renewal_spaced",
@@ -505,6 +523,7 @@ impl Manager {
                     );
                     return Ok(sleep);
                 }
+                Plan::Order => {}
             }
             reason = why;
         }
@@ -546,7 +565,7 @@ impl Manager {
             &chain,
             Some(&rcgen::PublicKeyData::subject_public_key_info(&key)),
             &self.managed.names,
-            SystemTime::now(),
+            self.clock.now(),
             true,
         )
         .map_err(AcmeError::from)
@@ -558,7 +577,7 @@ impl Manager {
                 &c,
                 &self.managed.names,
                 &self.settings.issuer_roots,
-                SystemTime::now(),
+                self.clock.now(),
             )
         });
         if let Err(e) = checked {
@@ -587,7 +606,7 @@ impl Manager {
         self.metrics.acme_order(true);
         if reason != "missing" {
             if let Ok(mut l) = self.last_renewal.lock() {
-                *l = Some(Instant::now());
+                *l = Some(self.clock.instant());
             }
         }
         self.install(ck, "order").await;
@@ -602,7 +621,13 @@ impl Manager {
             .await
             .ok()?
             .ok()??;
-        let ck = usable(&stored, &self.managed.names, &self.provider).ok()?;
+        let ck = usable(
+            &stored,
+            &self.managed.names,
+            &self.provider,
+            self.clock.now(),
+        )
+        .ok()?;
         let new = leaf_info(ck.cert.first()?)?;
         match self.managed.current() {
             None => Some(ck),
@@ -637,6 +662,43 @@ impl Manager {
     }
 }
 
+/// What a pass does about the certificate served, renewal being due at `due`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Not due yet: look again after this long (until `due`, at most `recheck`, at least
+    /// 200 ms).
+    Wait(Duration),
+    /// Due, but this process renewed less than `spacing` ago: look again after this long
+    /// (the rest of the spacing, at most `recheck`, at least 200 ms).
+    Spaced(Duration),
+    /// Order a new certificate now.
+    Order,
+}
+
+/// The renewal schedule at `clock`'s now: `last` is when this process last renewed (for
+/// the spacing rule; the first renewal after start is never spaced).
+fn plan(
+    due: SystemTime,
+    recheck: Duration,
+    spacing: Duration,
+    last: Option<Instant>,
+    clock: &dyn Clock,
+) -> Plan {
+    const LEAST: Duration = Duration::from_millis(200);
+    if let Ok(left) = due.duration_since(clock.now()) {
+        if !left.is_zero() {
+            return Plan::Wait(left.min(recheck).max(LEAST));
+        }
+    }
+    if let Some(last) = last {
+        let since = clock.instant().saturating_duration_since(last);
+        if since < spacing {
+            return Plan::Spaced((spacing - since).min(recheck).max(LEAST));
+        }
+    }
+    Plan::Order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,7 +714,7 @@ mod tests {
             check::check_result(&stored.chain_pem, None, &names, SystemTime::now(), false)
                 .err()
                 .unwrap_or_else(|| panic!("an empty chain was accepted"));
-        let e = usable(&stored, &names, &provider).err();
+        let e = usable(&stored, &names, &provider, SystemTime::now()).err();
         assert!(matches!(e, Some(Unusable::Refused(_))), "{e:?}");
         assert_eq!(e.map(|e| e.to_string()), Some(refused.detail));
     }
@@ -672,19 +734,66 @@ mod tests {
         assert!(m.current().is_none());
     }
 
+    /// Renewal follows the clock: not due, the pass looks again at the due time (at most
+    /// `recheck` later, at least 200 ms); due, it orders; due again soon after a
+    /// renewal, it waits out the spacing (a twentieth of a 90-day lifetime), then orders.
     #[test]
-    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    fn renewal_is_scheduled_and_spaced_by_the_clock() {
+        use tlskit_tls::ManualClock;
+        let clock = ManualClock::at_unix(1_800_000_000);
+        let hour = Duration::from_secs(3600);
+        let spacing = Duration::from_secs(90 * 86_400 / 20);
+        let due = clock.now() + Duration::from_secs(10 * 86_400);
+        let at = |last| plan(due, hour, spacing, last, &clock);
+        assert_eq!(
+            at(None),
+            Plan::Wait(hour),
+            "ten days ahead: recheck in an hour"
+        );
+        clock.advance(Duration::from_secs(10 * 86_400 - 90));
+        assert_eq!(at(None), Plan::Wait(Duration::from_secs(90)));
+        clock.advance(Duration::from_millis(89_950));
+        assert_eq!(at(None), Plan::Wait(Duration::from_millis(200)), "at least");
+        clock.advance(Duration::from_millis(50));
+        assert_eq!(at(None), Plan::Order, "due now");
+        // This process renewed a moment ago, and the window is still in the past (a CA
+        // whose window never moves): spaced, not an order loop.
+        let renewed = clock.instant();
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(at(Some(renewed)), Plan::Spaced(hour));
+        clock.advance(spacing - Duration::from_secs(1) - Duration::from_secs(30));
+        assert_eq!(
+            at(Some(renewed)),
+            Plan::Spaced(Duration::from_secs(30)),
+            "the rest of the spacing"
+        );
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(at(Some(renewed)), Plan::Order, "spacing over");
+        // The spacing is monotonic time: a wall-clock jump does not end it.
+        let renewed = clock.instant();
+        clock.set_wall(clock.now() + Duration::from_secs(365 * 86_400));
+        assert_eq!(at(Some(renewed)), Plan::Spaced(hour));
+    }
+
+    /// A manager for `a.test` with failures retried after `retry_base`, reporting to
+    /// `metrics`, whose CA roots are a file that does not exist: every pass fails at
+    /// once, without touching the network.
+    fn failing(
+        dir: &std::path::Path,
+        retry_base: Duration,
+        metrics: Arc<dyn AcmeEvents>,
+    ) -> Manager {
         let mut settings = AcmeSettings::new(
             "https://ca.test/dir".into(),
             vec!["a.test".into()],
-            dir.path().join("s"),
+            dir.join("s"),
         );
-        settings.retry_base = Duration::from_secs(4);
+        settings.retry_base = retry_base;
+        settings.roots = vec![tlskit_store::Source::File(dir.join("missing-roots.pem"))];
         let storage: Arc<dyn AcmeStorage> =
             Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let m = Manager {
+        Manager {
             settings,
             challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
             storage,
@@ -692,13 +801,70 @@ mod tests {
                 cert: ArcSwapOption::empty(),
                 names: Vec::new(),
             }),
-            metrics: Arc::new(NoEvents),
+            metrics,
             provider,
             name: "a.test".into(),
             compress: Vec::new(),
             last_renewal: Mutex::new(None),
+            clock: tlskit_tls::clock::system(),
             test_panics: AtomicU32::new(0),
-        };
+        }
+    }
+
+    /// When each error was reported, on tokio's (paused) clock.
+    #[derive(Debug, Default)]
+    struct ErrorTimes(Mutex<Vec<tokio::time::Instant>>);
+
+    impl AcmeEvents for ErrorTimes {
+        fn acme_enable(&self) {}
+        fn acme_not_after(&self, _: u64) {}
+        fn acme_error(&self) {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(tokio::time::Instant::now());
+        }
+        fn acme_task_restart(&self) {}
+        fn acme_next_renewal(&self, _: u64) {}
+        fn acme_order(&self, _: bool) {}
+        fn acme_refused(&self, _: crate::error::Refusal) {}
+    }
+
+    /// The renewal task itself backs off (on tokio's paused time, so hours pass in
+    /// milliseconds): after failure n it waits between half and all of
+    /// 4 s × 2^(n-1), at most an hour, and it stops when told.
+    #[tokio::test(start_paused = true)]
+    async fn failures_are_retried_with_doubling_backoff_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(4), times.clone()));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(m.run(stopped));
+        let count = || times.0.lock().unwrap_or_else(|p| p.into_inner()).len();
+        while count() < 13 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+        let t = times.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for (n, pair) in t.windows(2).take(12).enumerate() {
+            let gap = pair[1] - pair[0];
+            let full = Duration::from_secs(4 << n).min(RETRY_MAX);
+            assert!(
+                gap >= full / 2 && gap <= full,
+                "after failure {}: waited {gap:?}, not within {full:?}",
+                n + 1
+            );
+        }
+        let after = count();
+        tokio::time::sleep(RETRY_MAX * 2).await;
+        assert_eq!(count(), after, "no pass after the stop");
+    }
+
+    #[test]
+    fn retry_delay_doubles_with_jitter_up_to_an_hour() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let m = failing(dir.path(), Duration::from_secs(4), Arc::new(NoEvents));
         for (n, full) in [(1u32, 4u64), (2, 8), (3, 16), (20, 3600), (u32::MAX, 3600)] {
             let mut seen = std::collections::HashSet::new();
             for _ in 0..20 {

@@ -12,9 +12,7 @@ use tlskit_tls::NetError;
 use crate::resp::Value;
 use aws_lc_rs::aead::NONCE_LEN;
 
-use crate::shared::{
-    caps, endpoint, now_secs, random, read_kek, redact, Kek, SharedSettings, OP_TIMEOUT,
-};
+use crate::shared::{caps, endpoint, random, read_kek, redact, Kek, SharedSettings, OP_TIMEOUT};
 
 /// ACME state shared by the fleet in the same Redis (issue 17): the account, each
 /// certificate with its key (both sealed with the KEK, the Redis key name bound into the
@@ -197,7 +195,10 @@ impl AcmeStorage for RedisAcmeStorage {
         );
         if let Some(old) = self.inner.get_sealed(&key, caps::ACME_ACCOUNT)? {
             // Never just overwritten: the old credentials stay beside the new ones.
-            let backup = format!("{key}:backup:{}", now_secs());
+            let backup = format!(
+                "{key}:backup:{}",
+                tlskit_tls::Clock::unix_secs(&tlskit_tls::SystemClock)
+            );
             self.inner.set_sealed(&backup, &old, caps::ACME_ACCOUNT)?;
         }
         self.inner.set_sealed(&key, credentials, caps::ACME_ACCOUNT)

@@ -42,7 +42,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
@@ -52,7 +52,7 @@ use tlskit_store::{Source, StoreHandle};
 use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use tlskit_tls::log::{self, Level};
-use tlskit_tls::NetError;
+use tlskit_tls::{Clock, NetError};
 
 /// How often every node re-reads the shared keys by default (besides the notifications).
 pub const REREAD: Duration = Duration::from_secs(2);
@@ -281,13 +281,6 @@ pub fn read_kek(path: &Path) -> Result<[u8; 32], NetError> {
     )))
 }
 
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 pub(crate) fn random<const N: usize>() -> Option<[u8; N]> {
     let mut b = [0u8; N];
     aws_lc_rs::rand::fill(&mut b).ok()?;
@@ -312,8 +305,9 @@ impl TicketKey {
             aead,
         })
     }
-    fn fresh(id: u32) -> Option<Self> {
-        Self::new(id, now_secs(), random()?)
+    /// A new random key, made at `created` (Unix seconds).
+    fn fresh(id: u32, created: u64) -> Option<Self> {
+        Self::new(id, created, random()?)
     }
 }
 
@@ -415,6 +409,8 @@ pub struct SharedTickets {
     said: Mutex<String>,
     /// What was last said about an unreadable shared value.
     unreadable: Mutex<Unreadable>,
+    /// Where "now" comes from: key creation times and whether a rotation is due.
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for SharedTickets {
@@ -429,13 +425,25 @@ impl std::fmt::Debug for SharedTickets {
 impl SharedTickets {
     /// Read the KEK, check the URL, make local keys, and try Redis once (with a deadline).
     pub fn start(s: &SharedSettings, period: Duration) -> Result<Arc<Self>, NetError> {
+        Self::start_with_clock(s, period, tlskit_tls::clock::system())
+    }
+
+    /// [`SharedTickets::start`] with key creation times and rotations read from `clock`.
+    pub fn start_with_clock(
+        s: &SharedSettings,
+        period: Duration,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, NetError> {
         let kek_raw = read_kek(&s.key_file)?;
         let url = redact(&s.url);
         let endpoint = endpoint(s)?;
         let rand_err = || NetError::Config("no randomness from the OS".into());
         let kek = Kek::new(&kek_raw).ok_or_else(rand_err)?;
-        let first = TicketKey::fresh(u32::from_be_bytes(random().ok_or_else(rand_err)?))
-            .ok_or_else(rand_err)?;
+        let first = TicketKey::fresh(
+            u32::from_be_bytes(random().ok_or_else(rand_err)?),
+            clock.unix_secs(),
+        )
+        .ok_or_else(rand_err)?;
         let node = format!(
             "{}-{:08x}",
             std::process::id(),
@@ -452,6 +460,7 @@ impl SharedTickets {
             up: AtomicBool::new(false),
             said: Mutex::new(String::new()),
             unreadable: Mutex::default(),
+            clock,
         });
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -627,7 +636,7 @@ impl SharedTickets {
     /// Whether the current key is older than the rotation period.
     fn due(&self) -> bool {
         let newest = self.keys.load().0[0].created;
-        now_secs().saturating_sub(newest) >= self.period.as_secs()
+        self.clock.unix_secs().saturating_sub(newest) >= self.period.as_secs()
     }
 
     /// The fleet's key holds something tlskit never wrote (garbage, a value over the cap,
@@ -669,11 +678,14 @@ impl SharedTickets {
             return;
         }
         u.last = Some(why.to_string());
-        if u.at.is_some_and(|t| t.elapsed() < UNREADABLE_LOG_EVERY) {
+        let now = self.clock.instant();
+        if u.at
+            .is_some_and(|t| now.saturating_duration_since(t) < UNREADABLE_LOG_EVERY)
+        {
             u.suppressed = u.suppressed.saturating_add(1);
             return;
         }
-        u.at = Some(std::time::Instant::now());
+        u.at = Some(now);
         let suppressed = std::mem::take(&mut u.suppressed);
         log::event(
             Level::Warn,
@@ -706,7 +718,8 @@ impl SharedTickets {
     fn rotated(&self) -> Result<KeySet, Trouble> {
         let old = self.keys.load();
         let id = old.0[0].id.wrapping_add(1);
-        let new = TicketKey::fresh(id).ok_or(Trouble::local("no randomness from the OS"))?;
+        let new = TicketKey::fresh(id, self.clock.unix_secs())
+            .ok_or(Trouble::local("no randomness from the OS"))?;
         let prev = &old.0[0];
         let keep =
             TicketKey::new(prev.id, prev.created, prev.raw).ok_or(Trouble::local("bad key"))?;
@@ -1094,14 +1107,28 @@ mod tests {
     type Stored = (Vec<u8>, Option<std::time::Instant>);
 
     /// A [`TicketStore`] in memory (what a second backend implements), recording what
-    /// was published.
-    #[derive(Default)]
+    /// was published; expiries (the lease) follow its clock.
     struct MemoryStore {
         values: Mutex<std::collections::HashMap<String, Stored>>,
         published: Mutex<Vec<String>>,
+        clock: Arc<dyn Clock>,
+    }
+
+    impl Default for MemoryStore {
+        fn default() -> Self {
+            Self::with_clock(tlskit_tls::clock::system())
+        }
     }
 
     impl MemoryStore {
+        fn with_clock(clock: Arc<dyn Clock>) -> Self {
+            Self {
+                values: Mutex::default(),
+                published: Mutex::default(),
+                clock,
+            }
+        }
+
         fn remove(&self, key: &str) {
             self.values
                 .lock()
@@ -1115,7 +1142,7 @@ mod tests {
             let m = self.values.lock().unwrap_or_else(|p| p.into_inner());
             let v = m
                 .get(key)
-                .filter(|(_, until)| until.is_none_or(|u| u > std::time::Instant::now()))
+                .filter(|(_, until)| until.is_none_or(|u| u > self.clock.instant()))
                 .map(|(v, _)| v.clone());
             Box::pin(async move { Ok(v) })
         }
@@ -1132,7 +1159,7 @@ mod tests {
             value: &'a [u8],
             ttl: Duration,
         ) -> StoreFuture<'a, bool> {
-            let now = std::time::Instant::now();
+            let now = self.clock.instant();
             let mut m = self.values.lock().unwrap_or_else(|p| p.into_inner());
             let live = m
                 .get(key)
@@ -1171,7 +1198,68 @@ mod tests {
             up: AtomicBool::new(false),
             said: Mutex::new(String::new()),
             unreadable: Mutex::default(),
+            clock: tlskit_tls::clock::system(),
         }
+    }
+
+    /// Rotation follows the clock (issue 24: no waiting): with a 60 s period, nothing
+    /// rotates at 59 s; at 60 s the node that wins the lease rotates (the lease lasts
+    /// the period, so the other node adopts), tickets of the previous key still open on
+    /// both, and after a second rotation a ticket of the first key opens nowhere.
+    #[tokio::test]
+    async fn rotation_is_due_after_one_period_by_the_clock() {
+        let clock = Arc::new(tlskit_tls::ManualClock::at_unix(1_800_000_000));
+        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+        let period = Duration::from_secs(60);
+        let at = |name: &str| {
+            let mut n = node(&store, name, period);
+            n.clock = clock.clone();
+            let id = u32::from(name.as_bytes()[0]);
+            let k = TicketKey::fresh(id, clock.unix_secs()).unwrap_or_else(|| unreachable!());
+            n.keys.store(Arc::new(KeySet(vec![k])));
+            n
+        };
+        let (a, b) = (at("a"), at("b"));
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        let seeded = a.keys.load().ids();
+        assert_eq!(b.keys.load().ids(), seeded, "b adopted a's seed");
+        let ticket = a.encrypt(b"s").unwrap_or_else(|| unreachable!("encrypt"));
+        // The seed's lease (10 s) has lapsed by the time a rotation is due.
+        clock.advance(Duration::from_secs(59));
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.keys.load().ids(), seeded, "not due at 59 s");
+        assert_eq!(b.keys.load().ids(), seeded, "not due at 59 s");
+        clock.advance(Duration::from_secs(1));
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        let rotated = a.keys.load().ids();
+        assert_eq!(rotated.len(), 2, "current and previous: {rotated:?}");
+        assert_eq!(rotated[1], seeded[0], "the seed is now the previous key");
+        assert_eq!(rotated[0].1, clock.unix_secs(), "made now, by the clock");
+        assert_eq!(b.keys.load().ids(), rotated, "b adopted, did not rotate");
+        for n in [&a, &b] {
+            assert_eq!(
+                n.decrypt(&ticket).as_deref(),
+                Some(&b"s"[..]),
+                "previous key"
+            );
+        }
+        clock.advance(period);
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(a.keys.load().ids(), rotated, "rotated again");
+        assert_eq!(b.keys.load().ids(), a.keys.load().ids());
+        for n in [&a, &b] {
+            assert_eq!(n.decrypt(&ticket), None, "two rotations later");
+        }
+        let published = store
+            .published
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        assert_eq!(published, ["a", "a", "a"], "seed and two rotations, by a");
     }
 
     /// The sync runs on any [`TicketStore`]: the first node seeds, the second adopts,
@@ -1289,7 +1377,10 @@ mod tests {
     fn set(ids: &[u32]) -> KeySet {
         KeySet(
             ids.iter()
-                .map(|&i| TicketKey::fresh(i).unwrap_or_else(|| unreachable!("OS randomness")))
+                .map(|&i| {
+                    TicketKey::fresh(i, tlskit_tls::SystemClock.unix_secs())
+                        .unwrap_or_else(|| unreachable!("OS randomness"))
+                })
                 .collect(),
         )
     }
@@ -1324,6 +1415,7 @@ mod tests {
                 up: AtomicBool::new(true),
                 said: Mutex::new(String::new()),
                 unreadable: Mutex::default(),
+                clock: tlskit_tls::clock::system(),
             }
         };
         let node = t(&[5]);
@@ -1341,7 +1433,7 @@ mod tests {
         assert_eq!(other.decrypt(&ticket).as_deref(), Some(&b"session"[..]));
         let prev = node.keys.load().0[0].raw;
         other.keys.store(Arc::new(KeySet(vec![
-            TicketKey::fresh(6).unwrap_or_else(|| unreachable!()),
+            TicketKey::fresh(6, 0).unwrap_or_else(|| unreachable!()),
             TicketKey::new(5, 0, prev).unwrap_or_else(|| unreachable!()),
         ])));
         assert_eq!(other.decrypt(&ticket).as_deref(), Some(&b"session"[..]));

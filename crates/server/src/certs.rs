@@ -77,13 +77,6 @@ impl ServedCert {
     }
 }
 
-/// Seconds since the Unix epoch, now.
-pub(crate) fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
 /// One certificate set: a default (absent when ACME provides it) and the SNI index.
 pub struct CertIndex {
     default: Option<Arc<CertifiedKey>>,

@@ -730,28 +730,44 @@ impl tlskit_acme::manager::AcmeEvents for Metrics {
     }
 }
 
+/// What the expiry check says of a served certificate at `now` (Unix seconds), warning
+/// `horizon` seconds ahead: expired (error), not valid yet or expiring soon (warn), or
+/// nothing.
+fn expiry_event(
+    c: &ServedCert,
+    now: i64,
+    horizon: i64,
+) -> Option<(tlskit_tls::log::Level, &'static str)> {
+    use tlskit_tls::log::Level;
+    let left = c.not_after - now;
+    if left <= 0 {
+        Some((Level::Error, "certificate_expired"))
+    } else if c.not_before > now {
+        Some((Level::Warn, "certificate_not_yet_valid"))
+    } else if left <= horizon {
+        Some((Level::Warn, "certificate_expires_soon"))
+    } else {
+        None
+    }
+}
+
 /// At start and after each reload: log every served certificate that has expired (error),
-/// is not valid yet or expires within `warn_days` days (warn), and hand the set to the
-/// metrics (`tlskit_certificate_not_after_seconds`).
+/// is not valid yet or expires within `warn_days` days (warn) by `clock`, and hand the set
+/// to the metrics (`tlskit_certificate_not_after_seconds`).
 pub(crate) fn certificates_loaded(
     metrics: &Metrics,
     index: &crate::certs::CertIndex,
     warn_days: u32,
+    clock: &dyn tlskit_tls::Clock,
 ) {
-    use tlskit_tls::log::{self, Level};
-    let now = crate::certs::unix_now();
+    use tlskit_tls::log;
+    let now = i64::try_from(clock.unix_secs()).unwrap_or(i64::MAX);
     let horizon = i64::from(warn_days) * 86_400;
     for c in index.served() {
-        let left = c.not_after - now;
-        let (level, event) = if left <= 0 {
-            (Level::Error, "certificate_expired")
-        } else if c.not_before > now {
-            (Level::Warn, "certificate_not_yet_valid")
-        } else if left <= horizon {
-            (Level::Warn, "certificate_expires_soon")
-        } else {
+        let Some((level, event)) = expiry_event(c, now, horizon) else {
             continue;
         };
+        let left = c.not_after - now;
         log::event(
             level,
             event,
@@ -771,6 +787,43 @@ pub(crate) fn certificates_loaded(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Expiry warnings follow the server's clock: a certificate good for 30 days is quiet
+    /// today, "expires soon" once fewer than the warning days are left, "expired" after
+    /// its notAfter, and "not yet valid" when the clock is before its notBefore.
+    #[test]
+    fn expiry_warnings_follow_the_clock() {
+        use std::time::Duration;
+        use tlskit_tls::log::Level;
+        use tlskit_tls::{Clock, ManualClock};
+        const DAY: u64 = 86_400;
+        let start = 1_800_000_000u64;
+        let clock = ManualClock::at_unix(start);
+        let c = ServedCert {
+            name: "a".into(),
+            path: "/a.pem".into(),
+            dns_names: vec!["a.example".into()],
+            not_before: (start - DAY) as i64,
+            not_after: (start + 30 * DAY) as i64,
+        };
+        let horizon = 14 * DAY as i64;
+        let at = |clock: &ManualClock| expiry_event(&c, clock.unix_secs() as i64, horizon);
+        assert_eq!(at(&clock), None, "30 days left");
+        clock.advance(Duration::from_secs(16 * DAY - 1));
+        assert_eq!(at(&clock), None, "a second more than 14 days left");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(
+            at(&clock),
+            Some((Level::Warn, "certificate_expires_soon")),
+            "14 days left"
+        );
+        clock.advance(Duration::from_secs(14 * DAY - 1));
+        assert_eq!(at(&clock), Some((Level::Warn, "certificate_expires_soon")));
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(at(&clock), Some((Level::Error, "certificate_expired")));
+        clock.set_wall(std::time::UNIX_EPOCH + Duration::from_secs(start - 2 * DAY));
+        assert_eq!(at(&clock), Some((Level::Warn, "certificate_not_yet_valid")));
+    }
 
     #[test]
     fn histogram_is_cumulative() {

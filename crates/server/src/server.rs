@@ -15,7 +15,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::server::{ServerSessionMemoryCache, StoresServerSessions};
 use rustls::{HandshakeKind, ServerConfig};
 use tlskit_store::{Source, StoreHandle};
-use tlskit_tls::{Compression, TlsVersion};
+use tlskit_tls::{Clock, Compression, TlsVersion};
 use tlskit_verify::{
     GenerationSessionCache, GenerationTickets, RootHints, StoreClientVerifier, VerifierConfig,
 };
@@ -184,6 +184,8 @@ struct Shared {
     acme: Option<crate::optional::ServerAcme>,
     /// Ticket keys shared through Redis (`--shared-state`).
     shared_tickets: Option<Arc<crate::optional::SharedTickets>>,
+    /// Where "now" comes from (ticket keys, expiry warnings, ACME renewals).
+    clock: Arc<dyn Clock>,
 }
 
 /// The `--cert`/`--key` pair, absent with `--acme` and no `--cert`.
@@ -227,6 +229,7 @@ fn build_tls(
     resolver: Arc<SniResolver>,
     store: Option<&Arc<StoreHandle>>,
     shared: Option<&Arc<crate::optional::SharedTickets>>,
+    clock: &Arc<dyn Clock>,
 ) -> Result<ServerConfig, NetError> {
     let versions: Vec<_> = cfg.versions.iter().map(|v| v.rustls()).collect();
     if versions.is_empty() {
@@ -263,9 +266,9 @@ fn build_tls(
         Some(s) => Arc::new(crate::tickets::ExpiringTickets::new(
             s.clone(),
             cfg.ticket_rotation.as_secs().saturating_mul(2),
-            Arc::new(rustls::time_provider::DefaultTimeProvider),
+            Arc::new(tlskit_tls::clock::ClockTime(clock.clone())),
         )) as Arc<dyn rustls::server::ProducesTickets>,
-        None => crate::tickets::ticketer(cfg.ticket_rotation)?,
+        None => crate::tickets::ticketer(cfg.ticket_rotation, clock.clone())?,
     };
     let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
     match store {
@@ -389,6 +392,14 @@ impl Server {
     /// Load and check everything, bind every address. Nothing is accepted yet, but the
     /// kernel queues connections from now on, so "ready" may be announced after this.
     pub fn bind(cfg: ServeConfig) -> Result<Self, NetError> {
+        Self::bind_with_clock(cfg, tlskit_tls::clock::system())
+    }
+
+    /// [`Server::bind`] with the time read from `clock` instead of the system's clocks:
+    /// session-ticket key rotation and the ticket age limit, certificate expiry warnings,
+    /// the fleet's key rotation and ACME's renewal schedule. Timeouts and other waits stay
+    /// on tokio's timers.
+    pub fn bind_with_clock(cfg: ServeConfig, clock: Arc<dyn Clock>) -> Result<Self, NetError> {
         if cfg.listen.is_empty() {
             return Err(NetError::Config("no --listen address".into()));
         }
@@ -466,7 +477,7 @@ impl Server {
         let names = index.names();
         let pairs = index.pairs();
         let metrics = Arc::new(Metrics::default());
-        crate::metrics::certificates_loaded(&metrics, &index, cfg.expiry_warning_days);
+        crate::metrics::certificates_loaded(&metrics, &index, cfg.expiry_warning_days, &*clock);
         // Compress the chains now, before anything is accepted: "ready" means the first
         // client gets a compressed certificate message ready, as the hundredth does.
         tlskit_tls::compress::warm_now(&index.chains(), &cfg.compress);
@@ -477,6 +488,7 @@ impl Server {
             &cfg.compress,
             &provider,
             &metrics,
+            &clock,
         )?;
         let resolver = Arc::new(match &acme {
             Some(a) => SniResolver::with_acme(index, crate::services::managed(a)),
@@ -503,8 +515,11 @@ impl Server {
             metrics.set_store(handle.clone());
             Some(handle)
         };
-        let shared_tickets =
-            crate::services::shared_tickets(cfg.shared_state.as_ref(), cfg.ticket_rotation)?;
+        let shared_tickets = crate::services::shared_tickets(
+            cfg.shared_state.as_ref(),
+            cfg.ticket_rotation,
+            &clock,
+        )?;
         if let Some(s) = &shared_tickets {
             metrics.set_shared_state(s.clone());
         }
@@ -514,6 +529,7 @@ impl Server {
             resolver.clone(),
             store.as_ref(),
             shared_tickets.as_ref(),
+            &clock,
         )?);
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
@@ -582,6 +598,7 @@ impl Server {
                 stop: watch::channel(false).0,
                 acme,
                 shared_tickets,
+                clock,
             }),
             listeners,
             metrics_listener,
@@ -1049,7 +1066,12 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
                 &[("pairs", &index.pairs()), ("names", &index.names())],
             );
             if s.reload_seq.load(Ordering::Acquire) == seq {
-                crate::metrics::certificates_loaded(&s.metrics, &index, s.cfg.expiry_warning_days);
+                crate::metrics::certificates_loaded(
+                    &s.metrics,
+                    &index,
+                    s.cfg.expiry_warning_days,
+                    &*s.clock,
+                );
                 // Compressed before the new chains are served (this runs off the
                 // handshake path, under the reload deadline). The ACME certificate is
                 // served too: listed, so its compressed messages are kept.

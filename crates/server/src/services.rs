@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::ServerConfig;
-use tlskit_tls::NetError;
+use tlskit_tls::{Clock, NetError};
 
 use crate::metrics::Metrics;
 use crate::optional::{AcmeSettings, Managed, ServerAcme, SharedSettings, SharedTickets};
@@ -44,13 +44,18 @@ pub(crate) fn check_ranges(
 pub(crate) fn shared_tickets(
     s: Option<&SharedSettings>,
     rotation: Duration,
+    clock: &Arc<dyn Clock>,
 ) -> Result<Option<Arc<SharedTickets>>, NetError> {
     match s {
         #[cfg(feature = "fleet")]
-        Some(s) => Ok(Some(SharedTickets::start(s, rotation)?)),
+        Some(s) => Ok(Some(SharedTickets::start_with_clock(
+            s,
+            rotation,
+            clock.clone(),
+        )?)),
         #[cfg(not(feature = "fleet"))]
         Some(s) => {
-            let _ = rotation;
+            let _ = (rotation, clock);
             match *s {}
         }
         None => Ok(None),
@@ -77,6 +82,7 @@ pub(crate) fn acme_for_config(
     compress: &[tlskit_tls::Compression],
     provider: &Arc<CryptoProvider>,
     metrics: &Arc<Metrics>,
+    clock: &Arc<dyn Clock>,
 ) -> Result<Option<ServerAcme>, NetError> {
     let Some(settings) = acme else {
         if http_listen.is_some() {
@@ -103,18 +109,19 @@ pub(crate) fn acme_for_config(
             None => None,
         };
         let events: Arc<dyn tlskit_acme::manager::AcmeEvents> = metrics.clone();
-        Ok(Some(ServerAcme::prepare(
+        Ok(Some(ServerAcme::prepare_with_clock(
             settings.clone(),
             http,
             provider.clone(),
             events,
             compress.to_vec(),
             storage,
+            clock.clone(),
         )?))
     }
     #[cfg(not(feature = "acme"))]
     {
-        let _ = (shared_state, compress, provider, metrics);
+        let _ = (shared_state, compress, provider, metrics, clock);
         match *settings {}
     }
 }
