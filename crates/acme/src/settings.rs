@@ -202,15 +202,17 @@ pub(crate) fn unix(t: SystemTime) -> u64 {
 /// Why a chain and key (PEM) are not a pair that can be served.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PairError {
-    /// The chain is not PEM.
-    #[error("bad certificate PEM: {0}")]
-    ChainPem(#[source] rustls_pki_types::pem::Error),
+    /// The chain is not PEM. Said in words and not chained as a source: the PEM error's
+    /// own text may quote the input.
+    #[error("bad certificate PEM: {}", tlskit_x509::text::pem_error_reason(.0))]
+    ChainPem(rustls_pki_types::pem::Error),
     /// The chain holds no certificate.
     #[error("no certificate")]
     NoCertificate,
-    /// The key is not a PEM private key.
-    #[error("no usable private key: {0}")]
-    KeyPem(#[source] rustls_pki_types::pem::Error),
+    /// The key is not a PEM private key. Said in words and not chained: the PEM error's
+    /// own text may quote the key file.
+    #[error("no usable private key: {}", tlskit_x509::text::pem_error_reason(.0))]
+    KeyPem(rustls_pki_types::pem::Error),
     /// The provider cannot sign with the key.
     #[error("unsupported private key: {0}")]
     Unsupported(#[source] rustls::Error),

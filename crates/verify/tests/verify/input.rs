@@ -44,3 +44,18 @@ fn a_reason_of_its_own_has_no_source() {
     assert_eq!(e.reason, "no CERTIFICATE block in this PEM file");
     assert!(e.source().is_none());
 }
+
+/// A malformed PEM line is said in words and never chained: the PEM parser's own error
+/// quotes the input (issue 12: a 55 MB line printed as decimal bytes).
+#[test]
+fn a_bad_pem_line_is_not_quoted_through_a_source() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("big.pem");
+    let mut body = b"-----BEGIN CERTIFICATE----- ".to_vec();
+    body.resize(100_000, b'A');
+    fs::write(&path, &body).unwrap();
+    let e = load_certs(&path).unwrap_err();
+    assert!(e.reason.starts_with("bad PEM: "), "{}", e.reason);
+    assert!(e.source().is_none());
+    assert!(e.to_string().len() < 512, "{} bytes", e.to_string().len());
+}
