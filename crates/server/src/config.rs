@@ -10,6 +10,7 @@ use tlskit_tls::NetError;
 /// size from the command line or the config file is checked against its range before any
 /// arithmetic, and refused at start (exit 2) with the flag or key and the range named.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Range {
     /// The config key (`handshake_timeout`); the flag is the same with dashes.
     pub key: &'static str,

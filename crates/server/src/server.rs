@@ -30,6 +30,7 @@ use tlskit_tls::NetError;
 
 /// What the server does with the plaintext.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Mode {
     /// Answer every HTTP/1.1 request with 200 and a small body.
     Http,
@@ -41,6 +42,7 @@ pub enum Mode {
 
 /// Which CA names the server hints in its CertificateRequest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CaHints {
     /// The store's names, within tlskit_verify's caps (never above 65,535 bytes).
     Store,

@@ -370,7 +370,7 @@ impl FileValue for Vec<Rule> {
     type Raw = Vec<String>;
     fn from_file(raw: Vec<String>, key: &'static str, _: &Path) -> Result<Self, ValueError> {
         raw.iter()
-            .map(|s| allowable_rule(s).map_err(|reason| verification(key, s, reason)))
+            .map(|s| allowable_rule(s).map_err(|e| verification(key, s, e.to_string())))
             .collect()
     }
 }
@@ -390,13 +390,22 @@ fn verification(key: &'static str, value: &str, reason: String) -> ValueError {
     }
 }
 
+/// Why a rule code cannot be lifted.
+#[derive(Debug, thiserror::Error)]
+enum NotAllowable {
+    /// No such rule.
+    #[error(transparent)]
+    Unknown(#[from] tlskit_verify::UnknownName),
+    /// rustls-webpki enforces it whatever tlskit's profile says.
+    #[error("{0} is enforced by rustls-webpki itself and cannot be allowed")]
+    Enforced(String),
+}
+
 /// A rule code that may be lifted (as the CLI's `--allow`).
-fn allowable_rule(code: &str) -> Result<Rule, String> {
-    let r = Rule::from_code(code).map_err(|e| e.to_string())?;
+fn allowable_rule(code: &str) -> Result<Rule, NotAllowable> {
+    let r = Rule::from_code(code)?;
     if !r.allowable() {
-        return Err(format!(
-            "{code} is enforced by rustls-webpki itself and cannot be allowed"
-        ));
+        return Err(NotAllowable::Enforced(code.to_string()));
     }
     Ok(r)
 }
