@@ -2,7 +2,6 @@
 #![deny(missing_docs)]
 
 // Modules are listed bottom layer first: each uses only those above it in this list.
-mod config;
 mod conn;
 mod hello;
 mod http;
@@ -11,20 +10,25 @@ mod systemd;
 mod tickets;
 mod proxy;
 mod optional;
+mod config;
 mod certs;
 mod metrics;
 mod services;
+mod state;
+mod reload;
+mod connection;
 mod server;
 mod settings;
 #[doc(hidden)]
 pub mod fuzzing;
 
 pub use certs::{CertIndex, PairIssue, ServedCert, SniResolver};
-pub use config::{ranges, Range};
+pub use config::{offered_alpn, ranges, AlpnOffer, CaHints, Mode, Range, ServeConfig};
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;
 pub use optional::{AcmeSettings, SharedSettings};
-pub use server::{offered_alpn, AlpnOffer, CaHints, Mode, ServeConfig, Server, RELOAD_DEADLINE};
+pub use reload::RELOAD_DEADLINE;
+pub use server::Server;
 pub use settings::{
     parse_compression, parse_tls_versions, AcmeChallenge, ClientAuth, LogFormat, LogSettings,
     Respond, ServeSettings, SettingsError, ValueError,

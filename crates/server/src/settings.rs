@@ -60,7 +60,7 @@ use tlskit_verify::{Profile, Rule};
 use tlskit_x509::text::Escaped;
 
 use crate::config::{ranges, Range};
-use crate::server::{CaHints, Mode, ServeConfig};
+use crate::config::{CaHints, Mode, ServeConfig};
 
 /// Why the settings of `serve` cannot make a configuration. Every message names the flag
 /// or the config key (and its file) it is about.
