@@ -12,14 +12,13 @@ use rcgen::{
 /// A CN that recolours the terminal, rings the bell, returns to the start of the line and
 /// reverses the rest of it.
 pub const EVIL_CN: &str = "evil\x1b[31mred\x07\rcn\u{202e}gnp.exe";
-/// An O that hides text (SGR 8), holds a C1 CSI and DEL, and opens a bidi isolate (no
-/// RFC 4514 specials, so a DN string keeps it as it is).
 /// [`EVIL_CN`] as a distinguished name shows it (RFC 4514: controls and bidi overrides as
 /// hex pairs of their UTF-8 bytes).
 pub const EVIL_CN_DN: &str = "evil\\1B[31mred\\07\\0Dcn\\E2\\80\\AEgnp.exe";
 
+/// An O that hides text (SGR 8), holds a C1 CSI and DEL, and opens a bidi isolate (no
+/// RFC 4514 specials, so a DN string keeps it as it is).
 pub const EVIL_O: &str = "O\x1b[8mhidden\u{9b}2J\x7f\u{2066}org";
-/// A DNS SAN with an ESC (clear screen) inside.
 /// [`EVIL_O`] as a distinguished name shows it.
 pub const EVIL_O_DN: &str = "O\\1B[8mhidden\\C2\\9B2J\\7F\\E2\\81\\A6org";
 
@@ -28,6 +27,7 @@ pub fn has_evil_cn(s: &str) -> bool {
     s.contains(EVIL_CN) || s.contains(EVIL_CN_DN)
 }
 
+/// A DNS SAN with an ESC (clear screen) inside.
 pub const EVIL_SAN: &str = "a\x1b[2Jb.evil.test";
 /// The SAN that makes the certificate usable.
 pub const GOOD_SAN: &str = "evil.test";
@@ -115,8 +115,9 @@ pub struct BadKey {
     pub name: String,
     /// The file's bytes.
     pub bytes: Vec<u8>,
-    /// The key's base64 body (one line) and DER, to look for in output.
+    /// The key's base64 body (one line), to look for in output.
     pub b64: String,
+    /// The key's DER, to look for (in hex) in output.
     pub der: Vec<u8>,
 }
 

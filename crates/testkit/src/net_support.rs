@@ -47,6 +47,7 @@ fn write(path: &Path, data: &str) {
 
 /// A test PKI on disk.
 pub struct Pki {
+    /// The directory the files are written to (removed on drop).
     pub dir: tempfile::TempDir,
     root: CertifiedIssuer<'static, KeyPair>,
     inter: CertifiedIssuer<'static, KeyPair>,
@@ -92,6 +93,7 @@ impl Pki {
         pki
     }
 
+    /// The path of `name` in [`Pki::dir`].
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
@@ -112,6 +114,7 @@ impl Pki {
         self.server_leaf_owned(chain, key, cn, &names)
     }
 
+    /// [`Pki::server_leaf`] with the names as owned strings.
     pub fn server_leaf_owned(&self, chain: &str, key: &str, cn: &str, names: &[String]) {
         let k = p256();
         let c = leaf_params(cn, names, false)
@@ -188,8 +191,11 @@ impl Pki {
 
 /// A running `tlskit serve`, killed on drop.
 pub struct Serve {
+    /// The child process (its own process group).
     pub child: Child,
+    /// The addresses of its `listening on` lines, in the order logged.
     pub addrs: Vec<SocketAddr>,
+    /// How long it took from spawn to the last awaited `listening on` line.
     pub ready_after: Duration,
     lines: Arc<Mutex<Vec<String>>>,
 }
@@ -201,6 +207,8 @@ impl Serve {
         Self::start_with(Command::new(run::bin()), args, 1)
     }
 
+    /// [`Serve::start`] from `cmd` (a `tlskit` binary, or a wrapper such as `ip netns exec`
+    /// whose arguments end in one), waiting for `listens` `listening on` lines.
     pub fn start_with(mut cmd: Command, args: &[&str], listens: usize) -> Self {
         cmd.arg("serve");
         if !args.iter().any(|a| *a == "--listen" || *a == "--config") {
@@ -247,18 +255,22 @@ impl Serve {
         }
     }
 
+    /// The first listening address.
     pub fn addr(&self) -> SocketAddr {
         self.addrs[0]
     }
 
+    /// The first listening address's port.
     pub fn port(&self) -> u16 {
         self.addr().port()
     }
 
+    /// Its stderr so far (the lines the reader thread has collected), joined by newlines.
     pub fn stderr(&self) -> String {
         self.lines.lock().expect("lines").join("\n")
     }
 
+    /// Send signal `sig` (`HUP`, `TERM`, ...) with `kill`; panics when `kill` fails.
     pub fn signal(&self, sig: &str) {
         let st = Command::new("kill")
             .args([&format!("-{sig}"), &self.child.id().to_string()])
@@ -386,7 +398,6 @@ pub fn wait_port(port: u16, limit: Duration) -> bool {
     false
 }
 
-/// Whether a program is on PATH.
 /// Fail the test unless `program` is installed: `scripts/test` installs every peer the
 /// tests use (scripts/setup), so a missing one is a broken set-up, never a reason to pass.
 #[track_caller]
@@ -409,6 +420,7 @@ pub fn cannot_run(test: &str, why: &str) {
     eprintln!("{test}: not run on this machine: {why}");
 }
 
+/// Whether `program` is on PATH (`command -v`).
 pub fn have(program: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])

@@ -10,8 +10,11 @@ use rcgen::{
 /// What a certificate is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// A CA: basicConstraints cA=TRUE, keyCertSign and cRLSign.
     Ca,
+    /// A server leaf: extendedKeyUsage serverAuth, its CN among its SANs.
     Server,
+    /// A client leaf: extendedKeyUsage clientAuth.
     Client,
 }
 

@@ -2,12 +2,17 @@
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 
+/// A self-signed CA certificate with its key.
 pub struct Ca {
+    /// The certificate as PEM.
     pub pem: String,
+    /// The certificate as DER.
     pub der: Vec<u8>,
+    /// Its key pair, to sign others with.
     pub key: KeyPair,
 }
 
+/// A new key pair (rcgen's default algorithm, ECDSA P-256).
 pub fn key() -> KeyPair {
     KeyPair::generate().unwrap()
 }
@@ -47,6 +52,7 @@ pub fn self_signed_with(
     (c.pem(), c.der().to_vec())
 }
 
+/// A self-signed CA with CN `cn` and O [`ORG`], valid 2020 to 2090, and a key of its own.
 pub fn ca(cn: &str) -> Ca {
     let key = key();
     let (pem, der) = ca_with(&key, cn, 2020, 2090, true);
@@ -61,6 +67,8 @@ pub fn many(n: usize, prefix: &str) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// A self-signed CA with CN `cn` and O [`ORG`] that expired in 2010 (valid 2000 to 2010):
+/// its PEM and DER.
 pub fn expired(cn: &str) -> (String, Vec<u8>) {
     ca_with(&key(), cn, 2000, 2010, true)
 }
@@ -96,5 +104,8 @@ pub fn self_signed_leaf(cn: &str) -> (String, Vec<u8>) {
     ca_with(&key(), cn, 2020, 2090, false)
 }
 
+/// A PEM `PRIVATE KEY` block whose body is not a key: the base64 of
+/// `MIISECRETKEYMATERIALDONOTECHO`, which no message may quote ([`SECRET_MARKER`]).
 pub const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nTUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8=\n-----END PRIVATE KEY-----\n";
+/// The body of [`FAKE_KEY`]: a test asserts that no finding or message contains it.
 pub const SECRET_MARKER: &str = "TUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8";

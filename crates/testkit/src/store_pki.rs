@@ -7,8 +7,11 @@ use crate::pki::{webpki_params, Extras, Role};
 
 /// A certificate with its parameters and key, to sign others with.
 pub struct Ca {
+    /// The parameters it was made from (an issuer needs them).
     pub params: CertificateParams,
+    /// Its key pair.
     pub key: KeyPair,
+    /// The certificate as PEM.
     pub pem: String,
 }
 
@@ -41,14 +44,18 @@ pub fn signed(cn: &str, ca: bool, by: &Ca) -> Ca {
 // The store tests' certificate builders (one copy for both crates), without their O.
 use crate::store_certs as store_common;
 
+/// A self-signed certificate with CN `cn` (no O) and key `key`, valid `from`..`to`
+/// (years), a CA or not: its PEM.
 pub fn cert(key: &KeyPair, cn: &str, from: i32, to: i32, is_ca: bool) -> String {
     store_common::self_signed_with(key, cn, None, from, to, is_ca).0
 }
 
+/// A self-signed CA with CN `cn` and a new key, valid 2020 to 2090: its PEM.
 pub fn ca(cn: &str) -> String {
     cert(&KeyPair::generate().unwrap(), cn, 2020, 2090, true)
 }
 
+/// A self-signed CA with CN `cn` that expired in 2010 (valid 2000 to 2010): its PEM.
 pub fn expired_ca(cn: &str) -> String {
     cert(&KeyPair::generate().unwrap(), cn, 2000, 2010, true)
 }
@@ -63,6 +70,7 @@ pub fn self_signed_leaf(cn: &str) -> String {
     cert(&KeyPair::generate().unwrap(), cn, 2020, 2090, false)
 }
 
+/// A new key pair as a PKCS#8 PEM `PRIVATE KEY` block.
 pub fn private_key_pem() -> String {
     KeyPair::generate().unwrap().serialize_pem()
 }

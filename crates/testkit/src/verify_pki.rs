@@ -8,6 +8,7 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose, SerialNumber,
 };
 
+/// Midnight UTC of the date `y`-`m`-`d`.
 pub fn ymd(y: i32, m: u8, d: u8) -> time::OffsetDateTime {
     time::Date::from_calendar_date(y, time::Month::try_from(m).unwrap(), d)
         .unwrap()
@@ -15,6 +16,8 @@ pub fn ymd(y: i32, m: u8, d: u8) -> time::OffsetDateTime {
         .assume_utc()
 }
 
+/// Parameters of a CA with CN `cn` that the default (webpki) profile accepts: keyCertSign
+/// and cRLSign, key identifiers, valid 2020 to 2040.
 pub fn ca(cn: &str) -> CertificateParams {
     let mut p = CertificateParams::default();
     let mut dn = DistinguishedName::new();
@@ -29,19 +32,30 @@ pub fn ca(cn: &str) -> CertificateParams {
     p
 }
 
+/// The verify tests' chain, made by [`pki`]: root `CLI Root` → intermediate
+/// `CLI Intermediate` → leaf (serial 77, serverAuth and clientAuth, valid 2025 to 2035).
 pub struct Pki {
+    /// The temporary directory the tests write their files into (removed on drop).
     pub dir: tempfile::TempDir,
+    /// The root as PEM.
     pub root_pem: String,
+    /// The intermediate as PEM.
     pub int_pem: String,
+    /// The leaf as PEM: CN and SAN `xn--rksmrgs-5wao1o.com`, SANs `*.example.com` and
+    /// `192.0.2.1`.
     pub leaf_pem: String,
+    /// The intermediate's parameters, to sign more leaves with.
     pub int_params: CertificateParams,
+    /// The intermediate's key.
     pub int_key: KeyPair,
 }
 
 impl Pki {
+    /// The path of `name` in [`Pki::dir`].
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+    /// Write `body` to `name` in [`Pki::dir`]; returns its path.
     pub fn write(&self, name: &str, body: &str) -> PathBuf {
         let p = self.path(name);
         std::fs::write(&p, body).unwrap();
@@ -49,6 +63,7 @@ impl Pki {
     }
 }
 
+/// Make the chain of [`Pki`] in a new temporary directory (nothing written to it yet).
 pub fn pki() -> Pki {
     let dir = tempfile::tempdir().unwrap();
     let root_key = KeyPair::generate().unwrap();
