@@ -47,6 +47,25 @@ fn a_file_within_the_limit_is_read_whole_and_one_over_it_is_refused_by_name() {
 }
 
 #[test]
+fn a_huge_file_is_refused_by_its_size_before_any_read() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("big.pem");
+    // Sparse: 1 GiB by its size, nothing on disk.
+    std::fs::File::create(&p).unwrap().set_len(1 << 30).unwrap();
+    let e = read(&p, 1 << 20).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            ReadErrorKind::TooLarge {
+                size: 1_073_741_824,
+                limit: 1_048_576
+            }
+        ),
+        "the size from fstat, not how far a read got: {e}"
+    );
+}
+
+#[test]
 fn devices_directories_and_sockets_are_refused_without_reading() {
     // /dev/zero never ends: a read that started would fill memory, not return.
     let e = read(Path::new("/dev/zero"), 1 << 20).unwrap_err();
@@ -209,6 +228,33 @@ fn several_outputs_appear_all_or_none() {
     assert_eq!(std::fs::read(&key).unwrap(), b"key");
     assert_eq!((mode(&cert), mode(&key)), (0o644, 0o600));
     assert_eq!(names(d.path()), ["a.key", "a.pem"]);
+}
+
+#[test]
+fn when_a_later_output_fails_the_earlier_new_ones_are_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let cert = d.path().join("b.pem");
+    // With `force` the second output's old content is kept as a backup first, which a
+    // non-empty directory cannot be: its rename fails after the first one happened.
+    let dir = d.path().join("b.key");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("inside"), b"x").unwrap();
+    let outs = [
+        Output {
+            path: &cert,
+            bytes: b"cert",
+            private: false,
+        },
+        Output {
+            path: &dir,
+            bytes: b"key",
+            private: true,
+        },
+    ];
+    let e = write_all_or_nothing(&outs, true).unwrap_err();
+    assert!(matches!(e, WriteError::Io { .. }), "{e}");
+    assert!(!cert.exists(), "the first output was removed again");
+    assert_eq!(names(d.path()), ["b.key"], "no temp file left behind");
 }
 
 #[test]

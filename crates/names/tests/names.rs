@@ -162,10 +162,14 @@ fn presented_names_must_be_a_labels_that_round_trip() {
         check_presented_dns("bücher.example").unwrap_err().kind,
         NameErrorKind::NotAscii
     );
-    assert_eq!(
-        check_presented_dns("xn--zz.example").unwrap_err().kind,
-        NameErrorKind::MalformedALabel
-    );
+    // Not Punycode, and Punycode of a plain ASCII label: both malformed.
+    for bad in ["xn--zz.example", "xn--abc-.example"] {
+        assert_eq!(
+            check_presented_dns(bad).unwrap_err().kind,
+            NameErrorKind::MalformedALabel,
+            "{bad}"
+        );
+    }
     assert!(matches!(
         check_presented_dns("a\u{0}.example").unwrap_err().kind,
         NameErrorKind::ControlChar { ch: '\u{0}', at: 1 }
