@@ -1007,47 +1007,100 @@ fn installed_binary_runs() {
     assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
 }
 
-/// dist/tlskit.service is a valid unit (systemd-analyze verify, with ExecStart pointed at
-/// the binary under test) of Type=notify with a SIGHUP reload and the hardening options,
-/// and systemd rates its exposure "OK" (under 2.0 of 10).
+/// dist/tlskit.service is a valid unit as shipped (`systemd-analyze verify` on the file
+/// itself) of Type=notify with a SIGHUP reload of its own process only, the hardening
+/// options and the directories it writes, whose binary is where `scripts/install --root
+/// /usr/local` (README "Installing") puts it and outside what ProtectHome=yes hides; and
+/// systemd rates its exposure "OK" (under 2.0 of 10).
+///
+/// `systemd-analyze verify` fails when ExecStart's binary does not exist, and this test must
+/// not write the host's /usr/local: it lays out a temporary root as `cargo install --root`
+/// does (`bin/tlskit`, the binary under test; `share/man/man1`, from `tlskit man`) and
+/// verifies the unmodified unit in a private mount namespace where that root is bind-mounted
+/// on /usr/local (`unshare --mount`, root as the netns tests of the slow tier), with
+/// MANPATH naming its man pages for `Documentation=man:tlskit-serve(1)`. The same check
+/// with an empty /usr/local must fail on ExecStart, so the check can fail.
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: systemd-analyze")]
 fn systemd_unit_verifies_and_is_hardened() {
-    let unit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tlskit.service");
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let unit_path = ws.join("dist/tlskit.service");
     let unit = std::fs::read_to_string(&unit_path).expect("dist/tlskit.service");
     for want in [
         "Type=notify",
+        "ExecStart=/usr/local/bin/tlskit serve --config /etc/tlskit/serve.toml",
         "ExecReload=/bin/kill -HUP $MAINPID",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
+        "ProtectHome=yes",
         "PrivateTmp=yes",
         "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
+        "DynamicUser=yes",
+        "ConfigurationDirectory=tlskit",
+        "StateDirectory=tlskit",
+        "RuntimeDirectory=tlskit",
     ] {
         assert!(unit.lines().any(|l| l == want), "{want} missing");
     }
+    // ProtectSystem=strict leaves StateDirectory and RuntimeDirectory writable: no more.
+    assert!(
+        !unit.lines().any(|l| l.starts_with("ReadWritePaths=")),
+        "ReadWritePaths= beyond the unit's directories"
+    );
+    // The documented service install is the root the unit's ExecStart lives under.
+    let readme = std::fs::read_to_string(ws.join("README.md")).expect("README.md");
+    let install = std::fs::read_to_string(ws.join("scripts/install")).expect("scripts/install");
+    for (name, text) in [("README.md", &readme), ("scripts/install", &install)] {
+        assert!(
+            text.contains("scripts/install --root /usr/local"),
+            "{name} does not document `scripts/install --root /usr/local`"
+        );
+    }
+    assert!(
+        !readme.contains("pidof"),
+        "README.md signals by process name (every tlskit on the host)"
+    );
+
     assert!(
         have("systemd-analyze"),
         "systemd-analyze missing: scripts/setup installs it"
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let local: String = unit
-        .lines()
-        .filter(|l| !l.starts_with("Documentation="))
-        .map(|l| l.replace("/usr/local/bin/tlskit", BIN) + "\n")
-        .collect();
-    let p = dir.path().join("tlskit.service");
-    std::fs::write(&p, local).expect("write unit");
-    let out = Command::new("systemd-analyze")
-        .args(["verify", &s(&p)])
+    assert!(have("unshare"), "unshare (util-linux) missing");
+    let root = tempfile::tempdir().expect("tempdir");
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    std::fs::copy(BIN, bin.join("tlskit")).expect("copy tlskit");
+    let man = root.path().join("share/man");
+    let out = Command::new(BIN)
+        .args(["man", "--out-dir", &s(&man.join("man1"))])
         .output()
-        .expect("systemd-analyze");
+        .expect("tlskit man");
+    assert!(out.status.success(), "{out:?}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let verify_with = |usr_local: &Path| {
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(r#"mount --bind "$1" /usr/local && exec systemd-analyze verify "$2""#)
+            .args(["sh", &s(usr_local), &s(&unit_path)])
+            .env("MANPATH", &man)
+            .output()
+            .expect("unshare systemd-analyze verify")
+    };
+    let out = verify_with(root.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && !err.contains("tlskit.service"),
         "{err}"
     );
+    let out = verify_with(empty.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("/usr/local/bin/tlskit is not executable"),
+        "verify passed without the binary: {err}"
+    );
+
     let out = Command::new("systemd-analyze")
-        .args(["security", "--offline=yes", &s(&p)])
+        .args(["security", "--offline=yes", &s(&unit_path)])
         .env("SYSTEMD_COLORS", "0")
         .output()
         .expect("systemd-analyze security");
