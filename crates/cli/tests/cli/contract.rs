@@ -950,39 +950,50 @@ fn completions_and_man_pages() {
 }
 
 /// SLOW (a full build of tlskit in its own target directory, `target/install-test`: minutes
-/// on the first run, seconds after): `cargo install --locked --path crates/cli --root DIR`
-/// as the README's install command does (with `--debug`, which the README does not use, to
-/// keep the test's build short), then `--version`, `completions` and `man` from the
-/// installed binary. Its own target directory because the running `cargo test` holds the
-/// lock of the workspace's.
+/// on the first run, seconds after): `scripts/install --root DIR`, the README's install
+/// for a service (with `--debug`, which the README does not use, to keep the test's build
+/// short; the script passes it on to `cargo install`), which ends by running `tlskit
+/// doctor` from DIR; then `--version`, `completions` and `man` from the installed binary.
+/// Its own target directory because the running `cargo test` holds the lock of the
+/// workspace's.
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: a cargo install")]
 fn installed_binary_runs() {
     let root = tempfile::tempdir().expect("tempdir");
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = ws.join("target/install-test");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
+    // The script runs `cargo` from PATH: the one running this test first.
+    let mut path = std::env::var_os("CARGO")
+        .and_then(|c| Path::new(&c).parent().map(Path::to_path_buf))
+        .map(|d| vec![d])
+        .unwrap_or_default();
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let out = Command::new("bash")
         .current_dir(&ws)
-        .args([
-            "install",
-            "--debug",
-            "--locked",
-            "--quiet",
-            "--path",
-            "crates/cli",
-            "--root",
-        ])
+        .args(["scripts/install", "--debug", "--quiet", "--root"])
         .arg(root.path())
         .arg("--target-dir")
         .arg(&target)
+        .env("PATH", std::env::join_paths(path).expect("PATH"))
         .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_INSTALL_ROOT")
         .output()
-        .expect("run cargo install");
+        .expect("run scripts/install");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "scripts/install failed: {err}");
+    let said = format!(
+        "install: installed tlskit {} as {}",
+        env!("CARGO_PKG_VERSION"),
+        root.path().join("bin/tlskit").display()
+    );
+    assert!(err.contains(&said), "{said:?} not in: {err}");
+    // What `tlskit doctor` prints, from the installed binary.
     assert!(
-        out.status.success(),
-        "cargo install failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout).starts_with("tlskit doctor: "),
+        "no doctor report: {}",
+        String::from_utf8_lossy(&out.stdout)
     );
     let bin = root.path().join("bin/tlskit");
     let run = |args: &[&str]| {
