@@ -1018,6 +1018,125 @@ fn installed_binary_runs() {
     assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
 }
 
+/// `scripts/install --root DIR` run by a user who cannot write DIR (README: "as yourself"):
+/// cargo builds into a temporary root (never DIR: `--root` is given once), `sudo install`
+/// copies `bin/tlskit` into DIR, the temporary root is removed and the script goes on to
+/// `DIR/bin/tlskit doctor`. Where DIR is writable, cargo installs there and sudo is never
+/// run. Stubs stand for cargo, rustc, sudo and `id` (a user, uid 1000), so nothing is
+/// built; DIR is read-only in a private mount namespace (`unshare --mount`, root as the
+/// netns tests of the slow tier) until the stub sudo remounts it writable.
+#[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: unshare")]
+fn install_script_copies_with_sudo_where_root_is_not_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let f = tempfile::tempdir().expect("tempdir");
+    let stub = f.path().join("stub");
+    let tmp = f.path().join("tmp");
+    let ro = f.path().join("ro");
+    for d in [&stub, &tmp, &ro] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    let log = f.path().join("log");
+    let stubs = [
+        ("rustc", "echo rustc 1.99.0\n".to_string()),
+        (
+            "id",
+            "case \"$1\" in -u) echo 1000 ;; -un) echo tester ;; *) exec /usr/bin/id \"$@\" ;; esac\n"
+                .to_string(),
+        ),
+        // Records its arguments, puts a stand-in tlskit into --root.
+        (
+            "cargo",
+            format!(
+                "echo \"cargo $*\" >> {log}\nr=; p=\nfor a in \"$@\"; do [ \"$p\" = --root ] && r=$a; p=$a; done\n\
+                 mkdir -p \"$r/bin\"\nprintf '#!/bin/sh\\necho \"tlskit 9.9.9 $*\"\\n' > \"$r/bin/tlskit\"\n\
+                 chmod 0755 \"$r/bin/tlskit\"\n",
+                log = s(&log)
+            ),
+        ),
+        // Gains the right to write DIR: remounts it read-write.
+        (
+            "sudo",
+            format!(
+                "echo \"sudo $*\" >> {log}\nmount -o remount,bind,rw {ro} && exec \"$@\"\n",
+                log = s(&log),
+                ro = s(&ro)
+            ),
+        ),
+    ];
+    for (name, body) in stubs {
+        let p = stub.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).expect("write stub");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let root = ro.join("usr/local");
+    let path = format!("{}:/usr/bin:/bin", s(&stub));
+    let script = s(&ws.join("scripts/install"));
+    let run = |prelude: &str, root: &Path| {
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "bash", "-c"])
+            .arg(format!(
+                "{prelude}exec bash \"$0\" --debug --root \"$1\" --target-dir /nowhere"
+            ))
+            .args([script.clone(), s(root)])
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", f.path())
+            .env("TMPDIR", &tmp)
+            .output()
+            .expect("run scripts/install")
+    };
+    let ro_mount = format!(
+        "mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && ",
+        ro = s(&ro)
+    );
+    let out = run(&ro_mount, &root);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let calls = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    let stage = lines[0]
+        .strip_prefix(
+            "cargo install --locked --path crates/cli --debug --target-dir /nowhere --root ",
+        )
+        .unwrap_or_else(|| panic!("cargo's arguments: {calls}"));
+    assert!(Path::new(stage).starts_with(&tmp), "{calls}");
+    assert_eq!(
+        lines[1],
+        format!(
+            "sudo install -D -m 0755 {stage}/bin/tlskit {}/bin/tlskit",
+            s(&root)
+        )
+    );
+    assert!(!Path::new(stage).exists(), "{stage} left behind");
+    assert!(root.join("bin/tlskit").is_file());
+    assert!(err.contains("copying tlskit there with sudo"), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "tlskit 9.9.9 doctor"
+    );
+
+    // Writable: cargo installs into DIR itself, no sudo.
+    std::fs::remove_file(&log).expect("rm log");
+    let w = f.path().join("w");
+    let out = run("", &w);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(
+        calls.trim(),
+        format!(
+            "cargo install --locked --path crates/cli --debug --root {} --target-dir /nowhere",
+            s(&w)
+        )
+    );
+}
+
 /// dist/tlskit.service is a valid unit as shipped (`systemd-analyze verify` on the file
 /// itself) of Type=notify with a SIGHUP reload of its own process only, the hardening
 /// options and the directories it writes, whose binary is where `scripts/install --root
