@@ -950,39 +950,50 @@ fn completions_and_man_pages() {
 }
 
 /// SLOW (a full build of tlskit in its own target directory, `target/install-test`: minutes
-/// on the first run, seconds after): `cargo install --locked --path crates/cli --root DIR`
-/// as the README's install command does (with `--debug`, which the README does not use, to
-/// keep the test's build short), then `--version`, `completions` and `man` from the
-/// installed binary. Its own target directory because the running `cargo test` holds the
-/// lock of the workspace's.
+/// on the first run, seconds after): `scripts/install --root DIR`, the README's install
+/// for a service (with `--debug`, which the README does not use, to keep the test's build
+/// short; the script passes it on to `cargo install`), which ends by running `tlskit
+/// doctor` from DIR; then `--version`, `completions` and `man` from the installed binary.
+/// Its own target directory because the running `cargo test` holds the lock of the
+/// workspace's.
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: a cargo install")]
 fn installed_binary_runs() {
     let root = tempfile::tempdir().expect("tempdir");
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = ws.join("target/install-test");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
+    // The script runs `cargo` from PATH: the one running this test first.
+    let mut path = std::env::var_os("CARGO")
+        .and_then(|c| Path::new(&c).parent().map(Path::to_path_buf))
+        .map(|d| vec![d])
+        .unwrap_or_default();
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let out = Command::new("bash")
         .current_dir(&ws)
-        .args([
-            "install",
-            "--debug",
-            "--locked",
-            "--quiet",
-            "--path",
-            "crates/cli",
-            "--root",
-        ])
+        .args(["scripts/install", "--debug", "--quiet", "--root"])
         .arg(root.path())
         .arg("--target-dir")
         .arg(&target)
+        .env("PATH", std::env::join_paths(path).expect("PATH"))
         .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_INSTALL_ROOT")
         .output()
-        .expect("run cargo install");
+        .expect("run scripts/install");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "scripts/install failed: {err}");
+    let said = format!(
+        "install: installed tlskit {} as {}",
+        env!("CARGO_PKG_VERSION"),
+        root.path().join("bin/tlskit").display()
+    );
+    assert!(err.contains(&said), "{said:?} not in: {err}");
+    // What `tlskit doctor` prints, from the installed binary.
     assert!(
-        out.status.success(),
-        "cargo install failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&out.stdout).starts_with("tlskit doctor: "),
+        "no doctor report: {}",
+        String::from_utf8_lossy(&out.stdout)
     );
     let bin = root.path().join("bin/tlskit");
     let run = |args: &[&str]| {
@@ -1007,47 +1018,219 @@ fn installed_binary_runs() {
     assert!(man.join("tlskit.1").is_file() && man.join("tlskit-doctor.1").is_file());
 }
 
-/// dist/tlskit.service is a valid unit (systemd-analyze verify, with ExecStart pointed at
-/// the binary under test) of Type=notify with a SIGHUP reload and the hardening options,
-/// and systemd rates its exposure "OK" (under 2.0 of 10).
+/// `scripts/install --root DIR` run by a user who cannot write DIR (README: "as yourself"):
+/// cargo builds into a temporary root (never DIR: `--root` is given once), `sudo install`
+/// copies `bin/tlskit` into DIR, the temporary root is removed and the script goes on to
+/// `DIR/bin/tlskit doctor`. Where DIR is writable, cargo installs there and sudo is never
+/// run. Stubs stand for cargo, rustc, sudo and `id` (a user, uid 1000), so nothing is
+/// built; DIR is read-only in a private mount namespace (`unshare --mount`, root as the
+/// netns tests of the slow tier) until the stub sudo remounts it writable.
+#[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: unshare")]
+fn install_script_copies_with_sudo_where_root_is_not_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let f = tempfile::tempdir().expect("tempdir");
+    let stub = f.path().join("stub");
+    let tmp = f.path().join("tmp");
+    let ro = f.path().join("ro");
+    for d in [&stub, &tmp, &ro] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    let log = f.path().join("log");
+    let stubs = [
+        ("rustc", "echo rustc 1.99.0\n".to_string()),
+        (
+            "id",
+            "case \"$1\" in -u) echo 1000 ;; -un) echo tester ;; *) exec /usr/bin/id \"$@\" ;; esac\n"
+                .to_string(),
+        ),
+        // Records its arguments, puts a stand-in tlskit into --root.
+        (
+            "cargo",
+            format!(
+                "echo \"cargo $*\" >> {log}\nr=; p=\nfor a in \"$@\"; do [ \"$p\" = --root ] && r=$a; p=$a; done\n\
+                 mkdir -p \"$r/bin\"\nprintf '#!/bin/sh\\necho \"tlskit 9.9.9 $*\"\\n' > \"$r/bin/tlskit\"\n\
+                 chmod 0755 \"$r/bin/tlskit\"\n",
+                log = s(&log)
+            ),
+        ),
+        // Gains the right to write DIR: remounts it read-write.
+        (
+            "sudo",
+            format!(
+                "echo \"sudo $*\" >> {log}\nmount -o remount,bind,rw {ro} && exec \"$@\"\n",
+                log = s(&log),
+                ro = s(&ro)
+            ),
+        ),
+    ];
+    for (name, body) in stubs {
+        let p = stub.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}")).expect("write stub");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let root = ro.join("usr/local");
+    let path = format!("{}:/usr/bin:/bin", s(&stub));
+    let script = s(&ws.join("scripts/install"));
+    let run = |prelude: &str, root: &Path| {
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "bash", "-c"])
+            .arg(format!(
+                "{prelude}exec bash \"$0\" --debug --root \"$1\" --target-dir /nowhere"
+            ))
+            .args([script.clone(), s(root)])
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", f.path())
+            .env("TMPDIR", &tmp)
+            .output()
+            .expect("run scripts/install")
+    };
+    let ro_mount = format!(
+        "mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && ",
+        ro = s(&ro)
+    );
+    let out = run(&ro_mount, &root);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let calls = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 2, "{calls}");
+    let stage = lines[0]
+        .strip_prefix(
+            "cargo install --locked --path crates/cli --debug --target-dir /nowhere --root ",
+        )
+        .unwrap_or_else(|| panic!("cargo's arguments: {calls}"));
+    assert!(Path::new(stage).starts_with(&tmp), "{calls}");
+    assert_eq!(
+        lines[1],
+        format!(
+            "sudo install -D -m 0755 {stage}/bin/tlskit {}/bin/tlskit",
+            s(&root)
+        )
+    );
+    assert!(!Path::new(stage).exists(), "{stage} left behind");
+    assert!(root.join("bin/tlskit").is_file());
+    assert!(err.contains("copying tlskit there with sudo"), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "tlskit 9.9.9 doctor"
+    );
+
+    // Writable: cargo installs into DIR itself, no sudo.
+    std::fs::remove_file(&log).expect("rm log");
+    let w = f.path().join("w");
+    let out = run("", &w);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(
+        calls.trim(),
+        format!(
+            "cargo install --locked --path crates/cli --debug --root {} --target-dir /nowhere",
+            s(&w)
+        )
+    );
+}
+
+/// dist/tlskit.service is a valid unit as shipped (`systemd-analyze verify` on the file
+/// itself) of Type=notify with a SIGHUP reload of its own process only, the hardening
+/// options and the directories it writes, whose binary is where `scripts/install --root
+/// /usr/local` (README "Installing") puts it and outside what ProtectHome=yes hides; and
+/// systemd rates its exposure "OK" (under 2.0 of 10).
+///
+/// `systemd-analyze verify` fails when ExecStart's binary does not exist, and this test must
+/// not write the host's /usr/local: it lays out a temporary root as `cargo install --root`
+/// does (`bin/tlskit`, the binary under test; `share/man/man1`, from `tlskit man`) and
+/// verifies the unmodified unit in a private mount namespace where that root is bind-mounted
+/// on /usr/local (`unshare --mount`, root as the netns tests of the slow tier), with
+/// MANPATH naming its man pages for `Documentation=man:tlskit-serve(1)`. The same check
+/// with an empty /usr/local must fail on ExecStart, so the check can fail.
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: systemd-analyze")]
 fn systemd_unit_verifies_and_is_hardened() {
-    let unit_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist/tlskit.service");
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let unit_path = ws.join("dist/tlskit.service");
     let unit = std::fs::read_to_string(&unit_path).expect("dist/tlskit.service");
     for want in [
         "Type=notify",
+        "ExecStart=/usr/local/bin/tlskit serve --config /etc/tlskit/serve.toml",
         "ExecReload=/bin/kill -HUP $MAINPID",
         "NoNewPrivileges=yes",
         "ProtectSystem=strict",
+        "ProtectHome=yes",
         "PrivateTmp=yes",
         "CapabilityBoundingSet=CAP_NET_BIND_SERVICE",
+        "DynamicUser=yes",
+        "ConfigurationDirectory=tlskit",
+        "StateDirectory=tlskit",
+        "RuntimeDirectory=tlskit",
     ] {
         assert!(unit.lines().any(|l| l == want), "{want} missing");
     }
+    // ProtectSystem=strict leaves StateDirectory and RuntimeDirectory writable: no more.
+    assert!(
+        !unit.lines().any(|l| l.starts_with("ReadWritePaths=")),
+        "ReadWritePaths= beyond the unit's directories"
+    );
+    // The documented service install is the root the unit's ExecStart lives under.
+    let readme = std::fs::read_to_string(ws.join("README.md")).expect("README.md");
+    let install = std::fs::read_to_string(ws.join("scripts/install")).expect("scripts/install");
+    for (name, text) in [("README.md", &readme), ("scripts/install", &install)] {
+        assert!(
+            text.contains("scripts/install --root /usr/local"),
+            "{name} does not document `scripts/install --root /usr/local`"
+        );
+    }
+    assert!(
+        !readme.contains("pidof"),
+        "README.md signals by process name (every tlskit on the host)"
+    );
+
     assert!(
         have("systemd-analyze"),
         "systemd-analyze missing: scripts/setup installs it"
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let local: String = unit
-        .lines()
-        .filter(|l| !l.starts_with("Documentation="))
-        .map(|l| l.replace("/usr/local/bin/tlskit", BIN) + "\n")
-        .collect();
-    let p = dir.path().join("tlskit.service");
-    std::fs::write(&p, local).expect("write unit");
-    let out = Command::new("systemd-analyze")
-        .args(["verify", &s(&p)])
+    assert!(have("unshare"), "unshare (util-linux) missing");
+    let root = tempfile::tempdir().expect("tempdir");
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    std::fs::copy(BIN, bin.join("tlskit")).expect("copy tlskit");
+    let man = root.path().join("share/man");
+    let out = Command::new(BIN)
+        .args(["man", "--out-dir", &s(&man.join("man1"))])
         .output()
-        .expect("systemd-analyze");
+        .expect("tlskit man");
+    assert!(out.status.success(), "{out:?}");
+    let empty = tempfile::tempdir().expect("tempdir");
+    let verify_with = |usr_local: &Path| {
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(r#"mount --bind "$1" /usr/local && exec systemd-analyze verify "$2""#)
+            .args(["sh", &s(usr_local), &s(&unit_path)])
+            .env("MANPATH", &man)
+            .output()
+            .expect("unshare systemd-analyze verify")
+    };
+    let out = verify_with(root.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && !err.contains("tlskit.service"),
         "{err}"
     );
+    let out = verify_with(empty.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("/usr/local/bin/tlskit is not executable"),
+        "verify passed without the binary: {err}"
+    );
+
     let out = Command::new("systemd-analyze")
-        .args(["security", "--offline=yes", &s(&p)])
+        .args(["security", "--offline=yes", &s(&unit_path)])
         .env("SYSTEMD_COLORS", "0")
         .output()
         .expect("systemd-analyze security");
