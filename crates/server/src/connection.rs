@@ -49,6 +49,11 @@ fn handshake_failed_rule(
         0.0,
     );
     s.metrics.failure(reason);
+    if reason == FailReason::NoClientHello {
+        // A TCP health check (connect, close): counted, never a warning.
+        log::event(Level::Debug, "no_client_hello", &[("peer", &peer)]);
+        return;
+    }
     if !log::enabled(Level::Warn) {
         return;
     }
@@ -109,6 +114,7 @@ pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
                     FailReason::HandshakeBudget
                 }
                 crate::hello::Refused::Eof => FailReason::Eof,
+                crate::hello::Refused::NoClientHello => FailReason::NoClientHello,
             };
             handshake_failed(s, peer, reason, &refused.label());
             return;
