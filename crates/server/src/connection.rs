@@ -21,7 +21,8 @@ use crate::state::Shared;
 /// The TLS stream every connection state works on.
 type Tls = crate::conn::Guarded<crate::hello::Prefixed<TcpStream>>;
 
-/// Count a failed handshake and log it within the per-source rate limit.
+/// Count a failed handshake and log it within the per-source rate limit (a connection
+/// closed before its first byte, a TCP health check, at debug level only).
 fn handshake_failed(
     s: &Shared,
     peer: SocketAddr,
