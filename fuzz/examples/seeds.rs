@@ -383,7 +383,8 @@ a.b.c = 1979-05-27T07:32:00Z
     }
     // client_hello: [flags, cap, chunk, split] (see tlskit_fuzz::client_hello), then
     // the client's bytes: ClientHellos whole, split over records, declared too large,
-    // cut short, two connections on one slot, and what is not TLS.
+    // cut short, two connections on one slot, what is not TLS, and nothing at all (a TCP
+    // health check).
     let record = |body: &[u8]| {
         let mut r = vec![22, 3, 1];
         r.extend_from_slice(&u16::try_from(body.len()).unwrap().to_be_bytes());
@@ -407,7 +408,7 @@ a.b.c = 1979-05-27T07:32:00Z
     let two_split = u8::try_from(cut.len() * 256 / two.len() + 1).unwrap();
     let mut big = record(&h[..4]);
     big[7] = 0xff;
-    let hellos: [(&str, [u8; 4], Vec<u8>); 9] = [
+    let hellos: [(&str, [u8; 4], Vec<u8>); 10] = [
         ("whole", [2, 255, 0, 0], record(&h)),
         ("whole-in-pieces", [2, 255, 13, 0], record(&h)),
         ("three-records", [4, 255, 0, 0], split3.clone()),
@@ -421,6 +422,7 @@ a.b.c = 1979-05-27T07:32:00Z
             [2, 255, 0, 0],
             b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
         ),
+        ("closed-before-a-byte", [2, 255, 0, 0], Vec::new()),
     ];
     for (name, ctl, bytes) in hellos {
         let mut v = ctl.to_vec();

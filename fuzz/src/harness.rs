@@ -811,6 +811,12 @@ fn check_hello_run(
                     if !stalled {
                         assert_eq!(run.read, wire.len(), "eof before the input's end");
                     }
+                    assert!(run.read > 0, "eof before any byte (no_client_hello)");
+                    &[]
+                }
+                // Closed before its first byte: a TCP health check, no alert.
+                "no_client_hello" => {
+                    assert_eq!(run.read, 0, "no_client_hello after bytes were read");
                     &[]
                 }
                 other => panic!("unknown refusal {other}"),
@@ -830,8 +836,9 @@ fn check_hello_run(
 ///
 /// Invariants: no panic, no hang; what is handed on is exactly what was read, whole
 /// records, never more than the cap, and a ClientHello in it is complete and declared
-/// within the cap; every refusal sends its alert (none for eof); a single connection
-/// with room for a slot is never refused for the budget; every slot is given back.
+/// within the cap; every refusal sends its alert (none for eof, nor for no_client_hello:
+/// a close before any byte); a single connection with room for a slot is never refused
+/// for the budget; every slot is given back.
 pub fn client_hello(data: &[u8]) -> HelloOutcome {
     let Some((&[flags, cap, chunk, split], wire)) = data.split_first_chunk::<4>() else {
         return HelloOutcome::Empty;

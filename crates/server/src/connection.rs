@@ -21,7 +21,8 @@ use crate::state::Shared;
 /// The TLS stream every connection state works on.
 type Tls = crate::conn::Guarded<crate::hello::Prefixed<TcpStream>>;
 
-/// Count a failed handshake and log it within the per-source rate limit.
+/// Count a failed handshake and log it within the per-source rate limit (a connection
+/// closed before its first byte, a TCP health check, at debug level only).
 fn handshake_failed(
     s: &Shared,
     peer: SocketAddr,
@@ -49,6 +50,11 @@ fn handshake_failed_rule(
         0.0,
     );
     s.metrics.failure(reason);
+    if reason == FailReason::NoClientHello {
+        // A TCP health check (connect, close): counted, never a warning.
+        log::event(Level::Debug, "no_client_hello", &[("peer", &peer)]);
+        return;
+    }
     if !log::enabled(Level::Warn) {
         return;
     }
@@ -109,6 +115,7 @@ pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
                     FailReason::HandshakeBudget
                 }
                 crate::hello::Refused::Eof => FailReason::Eof,
+                crate::hello::Refused::NoClientHello => FailReason::NoClientHello,
             };
             handshake_failed(s, peer, reason, &refused.label());
             return;

@@ -232,6 +232,9 @@ pub(crate) enum Refused {
     Evicted,
     /// The peer closed (or reset) before the ClientHello was complete.
     Eof,
+    /// The peer closed (or reset) before sending a single byte: a TCP health check
+    /// (HAProxy's `check` without `option httpchk`, a port probe), not a TLS client.
+    NoClientHello,
 }
 
 impl Refused {
@@ -242,6 +245,7 @@ impl Refused {
             Self::Budget => "handshake_budget",
             Self::Evicted => "evicted",
             Self::Eof => "eof",
+            Self::NoClientHello => "no_client_hello",
         }
     }
 }
@@ -273,7 +277,7 @@ pub(crate) async fn read_client_hello<S: AsyncRead + AsyncWrite + Unpin>(
             match e {
                 Refused::TooLarge => refuse(io, ALERT_ILLEGAL_PARAMETER).await,
                 Refused::Budget | Refused::Evicted => refuse(io, ALERT_INTERNAL_ERROR).await,
-                Refused::Eof => {}
+                Refused::Eof | Refused::NoClientHello => {}
             }
             Err(e)
         }
@@ -299,10 +303,18 @@ async fn collect<S: AsyncRead + Unpin>(
     // once its 4-byte header is in.
     let mut hs_len = 0usize;
     let mut hs_total: Option<usize> = None;
+    // Whether nothing has been read yet: a close now is a connect-and-close check.
+    let mut first = true;
     loop {
         // The record header on the stack.
         let mut h = [0u8; RECORD_HEADER];
-        read_exact(io, &mut h, me).await?;
+        let got = if first {
+            first = false;
+            read_first(io, &mut h, me).await?
+        } else {
+            0
+        };
+        read_exact(io, &mut h[got..], me).await?;
         let frag = usize::from(u16::from_be_bytes([h[3], h[4]]));
         if h[0] != HANDSHAKE || h[1] != 3 || frag == 0 || frag > MAX_FRAGMENT {
             // Not a handshake record rustls would accept: let rustls say so.
@@ -401,6 +413,28 @@ async fn read_exact<S: AsyncRead + Unpin>(
 ) -> Result<(), Refused> {
     tokio::select! {
         r = io.read_exact(into) => r.map(|_| ()).map_err(|_| Refused::Eof),
+        _ = me.evict.notified() => Err(Refused::Evicted),
+    }
+}
+
+/// The connection's first read (into a non-empty `into`): how many bytes came, never 0.
+/// A close or a reset before the first byte is [`Refused::NoClientHello`].
+async fn read_first<S: AsyncRead + Unpin>(
+    io: &mut S,
+    into: &mut [u8],
+    me: &Waiter,
+) -> Result<usize, Refused> {
+    use std::io::ErrorKind as K;
+    tokio::select! {
+        r = io.read(into) => match r {
+            Ok(0) => Err(Refused::NoClientHello),
+            Ok(n) => Ok(n),
+            Err(e) if matches!(
+                e.kind(),
+                K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe
+            ) => Err(Refused::NoClientHello),
+            Err(_) => Err(Refused::Eof),
+        },
         _ = me.evict.notified() => Err(Refused::Evicted),
     }
 }
@@ -575,6 +609,13 @@ mod tests {
         let mut cut = record(&hello(100));
         cut.pop();
         assert_eq!(run(cut, 16 * 1024, &budget).await, Err(Refused::Eof));
+        // One byte, then closed: EOF still (something was sent).
+        assert_eq!(run(vec![22], 16 * 1024, &budget).await, Err(Refused::Eof));
+        // Closed before a byte (a TCP health check): its own refusal, no alert.
+        assert_eq!(
+            run(Vec::new(), 16 * 1024, &budget).await,
+            Err(Refused::NoClientHello)
+        );
         // Over the budget, nobody to evict.
         let tight = Budget::new(64, 16 * 1024);
         assert_eq!(

@@ -15,6 +15,7 @@ mod certs;
 mod metrics;
 mod services;
 mod state;
+mod health;
 mod reload;
 mod connection;
 mod server;

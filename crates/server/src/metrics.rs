@@ -39,6 +39,8 @@ pub(crate) enum FailReason {
     Timeout,
     /// The peer closed or reset before the handshake finished.
     Eof,
+    /// The peer closed or reset before sending a byte: a TCP health check.
+    NoClientHello,
     /// Bytes that are not TLS, or a message rustls could not decode.
     Protocol,
     /// No common version, cipher suite, group or ALPN protocol.
@@ -52,12 +54,13 @@ pub(crate) enum FailReason {
 }
 
 impl FailReason {
-    const ALL: [Self; 10] = [
+    const ALL: [Self; 11] = [
         Self::ClientHelloTooLarge,
         Self::HandshakeBudget,
         Self::HandshakeTooLarge,
         Self::Timeout,
         Self::Eof,
+        Self::NoClientHello,
         Self::Protocol,
         Self::Incompatible,
         Self::Alert,
@@ -72,6 +75,7 @@ impl FailReason {
             Self::HandshakeTooLarge => "handshake_too_large",
             Self::Timeout => "timeout",
             Self::Eof => "eof",
+            Self::NoClientHello => "no_client_hello",
             Self::Protocol => "protocol",
             Self::Incompatible => "incompatible",
             Self::Alert => "alert",

@@ -18,7 +18,6 @@ use tlskit_tls::Clock;
 use tlskit_verify::{
     GenerationSessionCache, GenerationTickets, RootHints, StoreClientVerifier, VerifierConfig,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
@@ -415,7 +414,8 @@ async fn run_async(
     }
     if let Some(l) = metrics_listener {
         let l = TcpListener::from_std(l)?;
-        tokio::spawn(metrics_loop(l, shared.metrics.clone(), stop_rx.clone()));
+        // Not stopped by SIGTERM: /readyz answers 503 while the connections drain.
+        tokio::spawn(crate::health::serve(l, shared.clone()));
     }
     if let Some(a) = &shared.acme {
         // Redirects name the port actually bound (`--listen` may say :0).
@@ -623,26 +623,5 @@ async fn trim_budget(s: Arc<Shared>, mut stop: watch::Receiver<bool>) {
             _ = tokio::time::sleep(Duration::from_secs(1)) => s.budget.trim(),
             _ = stop.changed() => return,
         }
-    }
-}
-
-async fn metrics_loop(l: TcpListener, m: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
-    loop {
-        let (mut c, _) = tokio::select! {
-            r = l.accept() => match r { Ok(x) => x, Err(_) => continue },
-            _ = stop.changed() => return,
-        };
-        let m = m.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 2048];
-            let _ = tokio::time::timeout(Duration::from_secs(5), c.read(&mut buf)).await;
-            let body = m.render();
-            let resp = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = c.write_all(resp.as_bytes()).await;
-            let _ = c.shutdown().await;
-        });
     }
 }
