@@ -54,7 +54,7 @@ pub(crate) struct CaArgs {
     #[arg(long)]
     json: bool,
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
-    #[arg(long, value_name = "LEVEL", default_value = "warn")]
+    #[arg(long, value_name = "LEVEL", default_value = "warn", value_parser = super::offer_str(super::LOG_LEVELS), hide_possible_values = true)]
     log_level: String,
 }
 
@@ -158,7 +158,7 @@ fn print_issued(r: &IssueReport) {
         "{} {} (serial {})",
         st.good("issued"),
         r.domains.join(", "),
-        r.serial
+        tlskit_x509::text::serial_from_hex(&r.serial)
     );
     println!("  chain:     {}", r.chain.display());
     println!(
@@ -220,7 +220,10 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
             if a.ca.json {
                 print_json(&serde_json::json!({ "revoked": true, "serial": serial }))?;
             } else {
-                println!("revoked serial {serial}");
+                println!(
+                    "revoked serial {}",
+                    tlskit_x509::text::serial_from_hex(&serial)
+                );
             }
         }
     }
