@@ -103,7 +103,7 @@ pub(crate) struct RevokeArgs {
     cert: PathBuf,
     /// RFC 5280 reason code: 0 unspecified, 1 keyCompromise, 3 affiliationChanged,
     /// 4 superseded, 5 cessationOfOperation.
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", value_parser = super::offer(&["0", "1", "3", "4", "5"], clap::value_parser!(u8)), hide_possible_values = true)]
     reason: Option<u8>,
 }
 

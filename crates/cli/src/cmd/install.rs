@@ -232,3 +232,37 @@ fn verbatim_aware(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ascii_only, replace_section, roff_escape, verbatim_aware};
+
+    #[test]
+    fn indented_lines_stay_as_written_and_prose_is_filled() {
+        let text = "Examples:\n  tlskit a --b\n  # c\n\nProse line\nmore.\n  x -> y  1 s\nEnd.";
+        assert_eq!(
+            verbatim_aware(text),
+            "Examples:\n.nf\n  tlskit a \\-\\-b\n  # c\n.fi\n.PP\nProse line\nmore.\n.nf\n  x \\-> y  1 s\n.fi\nEnd.\n"
+        );
+    }
+
+    #[test]
+    fn troff_text_is_escaped_and_ascii() {
+        assert_eq!(roff_escape(".x 'a' \\ -"), "\\&.x \\*(Aqa\\*(Aq \\e \\-");
+        assert_eq!(ascii_only("räk。"), "r\\[u00E4]k\\[u3002]");
+    }
+
+    #[test]
+    fn a_section_body_is_replaced_up_to_the_next_section() {
+        let page = ".TH x 1\n.SH SYNOPSIS\nold\nlines\n.SH DESCRIPTION\nd\n";
+        assert_eq!(
+            replace_section(page, "SYNOPSIS", "new\n"),
+            ".TH x 1\n.SH SYNOPSIS\nnew\n.SH DESCRIPTION\nd\n"
+        );
+        assert_eq!(
+            replace_section(page, "DESCRIPTION", "e\n"),
+            ".TH x 1\n.SH SYNOPSIS\nold\nlines\n.SH DESCRIPTION\ne\n"
+        );
+        assert_eq!(replace_section(page, "EXTRA", "z\n"), page);
+    }
+}

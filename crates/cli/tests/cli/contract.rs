@@ -1027,6 +1027,7 @@ fn completions_offer_enumerated_values() {
             "compress",
             &["brotli,zlib", "zlib,brotli", "brotli", "zlib", "none"],
         ),
+        ("reason", &["0", "1", "3", "4", "5"]),
         ("client-ca-profile", &profiles),
         ("acme-roots-profile", &profiles),
         ("shared-state-ca-profile", &profiles),
