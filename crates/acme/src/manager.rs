@@ -191,7 +191,12 @@ impl ServerAcme {
                         "acme_certificate_loaded",
                         &[
                             ("name", &clean(&name)),
-                            ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                            (
+                                "serial",
+                                &info
+                                    .map(|i| tlskit_x509::text::serial_from_hex(&i.serial))
+                                    .unwrap_or_default(),
+                            ),
                             ("not_after", &not_after),
                         ],
                     );
@@ -655,7 +660,12 @@ impl Manager {
             &[
                 ("name", &clean(&self.name)),
                 ("from", &from),
-                ("serial", &info.map(|i| i.serial).unwrap_or_default()),
+                (
+                    "serial",
+                    &info
+                        .map(|i| tlskit_x509::text::serial_from_hex(&i.serial))
+                        .unwrap_or_default(),
+                ),
                 ("not_after", &not_after),
             ],
         );

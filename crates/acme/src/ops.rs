@@ -256,7 +256,7 @@ async fn issue_async(
         "acme_certificate_issued",
         &[
             ("domains", &clean(&s.domains.join(","))),
-            ("serial", &info.serial),
+            ("serial", &tlskit_x509::text::serial_from_hex(&info.serial)),
             ("not_after", &unix(info.not_after)),
         ],
     );
@@ -403,11 +403,17 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 reason,
             })
             .await
-            .map_err(|e| AcmeError::acme("revocation", &serial, e))?;
+            .map_err(|e| {
+                AcmeError::acme(
+                    "revocation",
+                    &tlskit_x509::text::serial_from_hex(&serial),
+                    e,
+                )
+            })?;
         log::event(
             Level::Info,
             "acme_certificate_revoked",
-            &[("serial", &serial)],
+            &[("serial", &tlskit_x509::text::serial_from_hex(&serial))],
         );
         Ok(serial)
     })

@@ -161,6 +161,8 @@ pub(crate) fn covers(names: &[String], name: &str) -> bool {
 pub(crate) struct LeafInfo {
     pub(crate) not_before: SystemTime,
     pub(crate) not_after: SystemTime,
+    /// Hex of the serial INTEGER's content, DER sign byte included (the `--json`
+    /// documents' form); logs print it through `tlskit_x509::text::serial_from_hex`.
     pub(crate) serial: String,
     pub(crate) names: Vec<String>,
 }

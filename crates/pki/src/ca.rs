@@ -529,7 +529,9 @@ impl Ca {
                 break s;
             }
         };
-        let serial_hex = tlskit_x509::text::hex(&serial);
+        // The canonical text (no sign byte: random_serial's first byte is 01..7f, so this
+        // is also the INTEGER's content, as `show --json` has it).
+        let serial_hex = tlskit_x509::text::serial(&serial);
         p.serial_number = Some(SerialNumber::from_slice(&serial));
         let c = p
             .signed_by(spki, &issuer)

@@ -114,9 +114,59 @@ pub fn hex(b: &[u8]) -> String {
     s
 }
 
+/// A certificate's serial number as text (logs, human output): lower-case hex of the
+/// number, without the `00` byte DER puts before a positive value whose top bit is set
+/// (`0085c2...` is `85c2...`). `der` is the content of the DER INTEGER. Leading zero
+/// bytes go (one byte is always kept: a zero serial is `00`).
+pub fn serial(der: &[u8]) -> String {
+    let start = der
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(der.len().saturating_sub(1));
+    hex(&der[start..])
+}
+
+/// [`serial`] of a serial already in hex (as the JSON documents carry it: the INTEGER's
+/// content, sign byte included, which their contract keeps): leading `00` pairs go, one
+/// pair is always kept. Text that is not an even count of hex digits is returned as is,
+/// lower-cased.
+pub fn serial_from_hex(hex: &str) -> String {
+    let h = hex.to_ascii_lowercase();
+    if !h.len().is_multiple_of(2) || !h.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return h;
+    }
+    let mut rest = h.as_str();
+    while rest.len() > 2 && rest.starts_with("00") {
+        rest = &rest[2..];
+    }
+    rest.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serials_lose_the_der_sign_byte_only() {
+        // A positive value with its top bit set: DER prefixes 00, the text does not.
+        assert_eq!(serial(&[0x00, 0x85, 0xc2, 0x01]), "85c201");
+        assert_eq!(serial(&[0x04, 0xa1, 0xc6]), "04a1c6");
+        assert_eq!(serial(&[0x7f]), "7f");
+        assert_eq!(serial(&[0x00]), "00");
+        assert_eq!(serial(&[0x00, 0x00, 0x80]), "80");
+        assert_eq!(serial(&[]), "");
+        // The same from hex, as the JSON documents carry it (sign byte included).
+        assert_eq!(serial_from_hex("0085C201"), "85c201");
+        assert_eq!(
+            serial_from_hex("0085c201"),
+            serial(&[0x00, 0x85, 0xc2, 0x01])
+        );
+        assert_eq!(serial_from_hex("04a1c6"), "04a1c6");
+        assert_eq!(serial_from_hex("00"), "00");
+        assert_eq!(serial_from_hex("0000"), "00");
+        assert_eq!(serial_from_hex("00:85"), "00:85");
+        assert_eq!(serial_from_hex("085"), "085");
+    }
 
     #[test]
     fn escapes_controls_and_bidi_only() {

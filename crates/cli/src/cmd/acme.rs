@@ -54,7 +54,7 @@ pub(crate) struct CaArgs {
     #[arg(long)]
     json: bool,
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
-    #[arg(long, value_name = "LEVEL", default_value = "warn")]
+    #[arg(long, value_name = "LEVEL", default_value = "warn", value_parser = super::offer_str(super::LOG_LEVELS), hide_possible_values = true)]
     log_level: String,
 }
 
@@ -103,7 +103,7 @@ pub(crate) struct RevokeArgs {
     cert: PathBuf,
     /// RFC 5280 reason code: 0 unspecified, 1 keyCompromise, 3 affiliationChanged,
     /// 4 superseded, 5 cessationOfOperation.
-    #[arg(long, value_name = "CODE")]
+    #[arg(long, value_name = "CODE", value_parser = super::offer(&["0", "1", "3", "4", "5"], clap::value_parser!(u8)), hide_possible_values = true)]
     reason: Option<u8>,
 }
 
@@ -158,7 +158,7 @@ fn print_issued(r: &IssueReport) {
         "{} {} (serial {})",
         st.good("issued"),
         r.domains.join(", "),
-        r.serial
+        tlskit_x509::text::serial_from_hex(&r.serial)
     );
     println!("  chain:     {}", r.chain.display());
     println!(
@@ -220,7 +220,10 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
             if a.ca.json {
                 print_json(&serde_json::json!({ "revoked": true, "serial": serial }))?;
             } else {
-                println!("revoked serial {serial}");
+                println!(
+                    "revoked serial {}",
+                    tlskit_x509::text::serial_from_hex(&serial)
+                );
             }
         }
     }

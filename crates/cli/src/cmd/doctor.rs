@@ -244,6 +244,28 @@ fn probe_options(
     ProbeOptions::new(peer)
 }
 
+/// What was measured of the chain: its DER size and what went on the wire (`chain of 3
+/// certificates, 28055 B, sent compressed with brotli as 1465 B`, or `..., sent
+/// uncompressed; brotli would make it 1465 B`: an estimate, not a measurement).
+fn chain_phrase(r: &ProbeReport) -> String {
+    let size = format!(
+        "chain of {} certificate{}, {} B",
+        r.chain_certs,
+        if r.chain_certs == 1 { "" } else { "s" },
+        r.chain_bytes
+    );
+    match &r.compression {
+        Some(alg) => format!(
+            "{size}, sent compressed with {alg} as {} B",
+            r.chain_bytes_compressed
+        ),
+        None => format!(
+            "{size}, sent uncompressed; brotli would make it {} B",
+            r.chain_bytes_compressed
+        ),
+    }
+}
+
 /// One probe as report lines and JSON.
 fn probe_lines(label: &str, r: &ProbeReport, lines: &mut Vec<String>) -> Value {
     let flights: Vec<String> = r
@@ -252,16 +274,12 @@ fn probe_lines(label: &str, r: &ProbeReport, lines: &mut Vec<String>) -> Value {
         .map(|f| format!("{} B/{} seg", f.bytes, f.segments))
         .collect();
     lines.push(format!(
-        "{label:<22}{} round trip(s) [{}], {:.1} ms, {}, chain {} B ({} B {}), flights [{}]{}",
+        "{label:<22}{} round trip(s) [{}], {:.1} ms, {}, {}, flights [{}]{}",
         r.handshake_rtts,
         r.handshake_rtts_method,
         r.handshake_ms,
         r.tls_version,
-        r.chain_bytes,
-        r.chain_bytes_compressed,
-        r.compression
-            .as_deref()
-            .unwrap_or("uncompressed: brotli estimate"),
+        chain_phrase(r),
         flights.join(", "),
         if r.verified { "" } else { ", NOT verified" }
     ));

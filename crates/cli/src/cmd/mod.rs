@@ -16,6 +16,84 @@ use std::time::Duration;
 use tlskit_client::starttls::Starttls;
 use tlskit_store::Source;
 
+/// A value parser that offers `values` to shell completion (bash, zsh and fish complete
+/// them as values, not file names) and otherwise parses as `inner`: the flag accepts and
+/// refuses exactly what `inner` does, with its messages (the `serve` flags are checked by
+/// tlskit_server, which names the flag or the config key and the values it takes).
+#[derive(Clone)]
+pub(crate) struct Offer<P> {
+    values: Vec<&'static str>,
+    inner: P,
+}
+
+/// `inner`, offering `values` to completion.
+pub(crate) fn offer<P>(values: &[&'static str], inner: P) -> Offer<P> {
+    Offer {
+        values: values.to_vec(),
+        inner,
+    }
+}
+
+/// A free-form string that completes as one of `values` (the library checks it).
+pub(crate) fn offer_str(values: &[&'static str]) -> Offer<clap::builder::StringValueParser> {
+    offer(values, clap::builder::StringValueParser::new())
+}
+
+/// A flag's parser: the value, or why it is refused (clap reports it as a usage error).
+pub(crate) type Parse<T> = fn(&str) -> Result<T, String>;
+
+/// The names of the verification profiles (`--profile` and its kin).
+pub(crate) const PROFILES: &[&str] = &["browser", "webpki", "rfc5280"];
+
+/// Log levels of `--log-level`.
+pub(crate) const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"];
+
+/// TLS versions of `--tls-version`.
+pub(crate) const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
+
+/// `--profile`, `--client-ca-profile`, ...: a verification profile, completed by name.
+pub(crate) fn profile_parser() -> Offer<Parse<tlskit_verify::Profile>> {
+    offer(PROFILES, verify::parse_profile)
+}
+
+/// `--allow RULE` and its kin: the codes of the rules that can be lifted, completed.
+pub(crate) fn rule_parser() -> Offer<Parse<tlskit_verify::Rule>> {
+    Offer {
+        values: tlskit_verify::Rule::ALL
+            .iter()
+            .filter(|r| r.allowable())
+            .map(|r| r.code())
+            .collect(),
+        inner: verify::parse_rule,
+    }
+}
+
+impl<P> clap::builder::TypedValueParser for Offer<P>
+where
+    P: clap::builder::TypedValueParser,
+{
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        self.inner.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.values
+                .iter()
+                .map(|v| clap::builder::PossibleValue::new(*v)),
+        ))
+    }
+}
+
 /// The peer flags `connect` and `probe` share (flattened into both), read once into
 /// [`tlskit_client::PeerOptions`].
 #[derive(clap::Args)]
@@ -29,23 +107,23 @@ pub(crate) struct PeerArgs {
     #[arg(long, value_name = "NAME")]
     servername: Option<String>,
     /// TLS versions to offer (repeatable, or comma-separated): 1.2, 1.3. Default both.
-    #[arg(long, value_name = "VERSION")]
+    #[arg(long, value_name = "VERSION", value_parser = offer_str(TLS_VERSIONS), hide_possible_values = true)]
     pub(crate) tls_version: Vec<String>,
     /// Seconds allowed for the TCP connect and for the handshake, each (more than 0, at
     /// most 86400).
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_timeout)]
     timeout: Duration,
     /// Upgrade a mail protocol with STARTTLS first: smtp, imap or pop3.
-    #[arg(long, value_name = "PROTO", value_parser = parse_starttls)]
+    #[arg(long, value_name = "PROTO", value_parser = offer(&["smtp", "imap", "pop3"], parse_starttls as Parse<Starttls>), hide_possible_values = true)]
     starttls: Option<Starttls>,
     /// How the server's chain is verified: browser (default: refuses what browsers
     /// refuse, reports the rest as warnings), webpki (refuses every RFC 5280 and CA/B
     /// Forum BR rule) or rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = verify::parse_profile)]
+    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = profile_parser(), hide_possible_values = true)]
     pub(crate) profile: tlskit_verify::Profile,
     /// Do not check this rule when verifying the server (its code, e.g. eku-in-root;
     /// repeatable).
-    #[arg(long, value_name = "RULE", value_parser = verify::parse_rule)]
+    #[arg(long, value_name = "RULE", value_parser = rule_parser(), hide_possible_values = true)]
     allow: Vec<tlskit_verify::Rule>,
 }
 
@@ -86,10 +164,10 @@ pub(crate) struct AcmeArgs {
     acme_roots: Vec<String>,
     /// Rule set the CA's HTTPS certificate is checked against (as connect's --profile):
     /// browser (default), webpki or rfc5280.
-    #[arg(long, value_name = "PROFILE", value_parser = verify::parse_profile)]
+    #[arg(long, value_name = "PROFILE", value_parser = profile_parser(), hide_possible_values = true)]
     acme_roots_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on the CA's HTTPS certificate (its code; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = verify::parse_rule)]
+    #[arg(long, value_name = "RULE", value_parser = rule_parser(), hide_possible_values = true)]
     acme_roots_allow: Vec<tlskit_verify::Rule>,
     /// The CA's issuing roots (file, dir, snapshot): a new certificate that does not verify
     /// against them is refused (`acme` commands: exit 2) [default: not checked].

@@ -15,24 +15,34 @@ use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
 const SERVE_EXAMPLES: &str = "\
 Examples:
   # Terminate TLS in front of a local backend
-  tlskit serve --listen 0.0.0.0:443 --listen [::]:443 --cert chain.pem --key key.pem \\
+  tlskit serve --listen 0.0.0.0:443 --listen [::]:443 \\
+      --cert chain.pem --key key.pem \\
       --backend 127.0.0.1:8080 --metrics 127.0.0.1:9100
-  # Built-in HTTP responder, certificates by SNI, client certificates required
-  tlskit serve --listen 127.0.0.1:8443 --cert chain.pem --key key.pem --sni-dir certs/ \\
-      --respond http --client-ca clients.pem
-  # In front of an HTTP/2 and HTTP/1.1 backend: h2 end to end for clients that offer it
+  # Built-in HTTP responder, certificates by SNI, client certificates
+  # required
+  tlskit serve --listen 127.0.0.1:8443 --cert chain.pem --key key.pem \\
+      --sni-dir certs/ --respond http --client-ca clients.pem
+  # In front of an HTTP/2 and HTTP/1.1 backend: h2 end to end for
+  # clients that offer it
   tlskit serve --listen [::]:443 --cert chain.pem --key key.pem \\
       --backend 127.0.0.1:8080 --backend-alpn h2,http/1.1
-  # One node of a fleet: session tickets resume on every node (keys sealed in Redis)
-  tlskit serve --listen [::]:443 --cert chain.pem --key key.pem --backend 127.0.0.1:8080 \\
-      --shared-state redis://:PASSWORD@10.0.0.5:6379/0 --shared-state-key /etc/tlskit/fleet.kek
+  # One node of a fleet: session tickets resume on every node (keys
+  # sealed in Redis)
+  tlskit serve --listen [::]:443 --cert chain.pem --key key.pem \\
+      --backend 127.0.0.1:8080 \\
+      --shared-state redis://:PASSWORD@10.0.0.5:6379/0 \\
+      --shared-state-key /etc/tlskit/fleet.kek
   # Everything from a file (flags override it)
   tlskit serve --config /etc/tlskit/serve.toml
-  # Certificate from Let's Encrypt, got and renewed by the server (TLS-ALPN-01 on :443)
-  tlskit serve --listen [::]:443 --backend 127.0.0.1:8080 \
-      --acme https://acme-v02.api.letsencrypt.org/directory --domain www.example.com \
-      --acme-storage /var/lib/tlskit/acme --acme-email hostmaster@example.com \
-      --http-listen [::]:80
+  # Certificate from Let's Encrypt, got and renewed by the server
+  # (TLS-ALPN-01 on :443)
+  tlskit serve --listen [::]:443 --backend 127.0.0.1:8080 \\
+      --acme https://acme-v02.api.letsencrypt.org/directory \\
+      --domain www.example.com --acme-storage /var/lib/tlskit/acme \\
+      --acme-email hostmaster@example.com --http-listen [::]:80
+
+With neither --backend nor --respond, serve answers every HTTP/1.1 request itself with
+200 and a small body (as --respond http) and logs event=default_responder at start.
 
 --cert holds the leaf certificate followed by its chain. Once ready, `listening on ADDR` is
 printed on stderr for each address (and READY=1 sent to systemd when NOTIFY_SOCKET is set:
@@ -54,13 +64,18 @@ certificates that expired or expire within --expiry-warning-days.
 
 Deadlines (every connection state has one; flag, or the same key in --config):
   state                                   setting              default
-  TCP accept -> handshake done (total)    --handshake-timeout  10 s  (also the backend connect)
-  handshake done -> first request head    --header-timeout     10 s  (total, however it trickles)
-  first byte of a request -> head + body  --header-timeout     10 s  (total; 408, then close)
-  nothing read or written, either side    --idle-timeout       60 s  (keep-alive, echo, backend
-                                                                      relay both ways, writes)
-  TLS 1.2 renegotiation attempt           -                    none: refused and closed at once
-  answer sent, unread body dropped        -                    1 s   (then close)
+  TCP accept -> handshake done            --handshake-timeout  10 s
+    (total; also the backend connect)
+  handshake done -> first request head    --header-timeout     10 s
+    (total, however it trickles)
+  first byte of a request -> head + body  --header-timeout     10 s
+    (total; 408, then close)
+  nothing read or written, either side    --idle-timeout       60 s
+    (keep-alive, echo, backend relay both ways, writes)
+  TLS 1.2 renegotiation attempt           -                    none
+    (refused and closed at once)
+  answer sent, unread body dropped        -                    1 s
+    (then close)
   SIGTERM -> open connections closed      --shutdown-grace     10 s
 Every duration and size is checked against its range at start (shown in each flag's help):
 out of range, serve exits 2 naming the flag (or the file and key) and the range.
@@ -107,30 +122,32 @@ struct ServeFlags {
     /// Directory of NAME.crt (or NAME.pem) + NAME.key pairs, chosen by SNI (exact and wildcard names).
     #[arg(long, value_name = "DIR")]
     sni_dir: Option<PathBuf>,
-    /// Forward the plaintext to this TCP address.
+    /// Forward the plaintext to this TCP address. With neither --backend nor --respond the
+    /// server answers by itself as with `--respond http`.
     #[arg(long, value_name = "ADDR", conflicts_with = "respond")]
     backend: Option<String>,
-    /// Answer by itself: `http` (200 with a small body) or `echo`.
-    #[arg(long, value_name = "http|echo")]
+    /// Answer by itself: `http` (every HTTP/1.1 request gets 200 with a small body; the
+    /// default with neither --backend nor --respond) or `echo` (every byte sent back).
+    #[arg(long, value_name = "http|echo", value_parser = super::offer_str(&["http", "echo"]), hide_possible_values = true)]
     respond: Option<String>,
     /// Require client certificates verified against these sources (file, dir, snapshot, system).
     #[arg(long, num_args = 1.., value_name = "SRC")]
     client_ca: Vec<String>,
     /// `required` (default) or `optional` client certificates.
-    #[arg(long, value_name = "required|optional")]
+    #[arg(long, value_name = "required|optional", value_parser = super::offer_str(&["required", "optional"]), hide_possible_values = true)]
     client_auth: Option<String>,
     /// Rule set client certificates are checked against: browser (default), webpki or
     /// rfc5280.
-    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    #[arg(long, value_name = "PROFILE", value_parser = super::profile_parser(), hide_possible_values = true)]
     client_ca_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on client certificates (its code; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    #[arg(long, value_name = "RULE", value_parser = super::rule_parser(), hide_possible_values = true)]
     client_ca_allow: Vec<tlskit_verify::Rule>,
     /// CA names hinted in CertificateRequest: `store` (capped) or `off`.
-    #[arg(long, value_name = "store|off")]
+    #[arg(long, value_name = "store|off", value_parser = super::offer_str(&["store", "off"]), hide_possible_values = true)]
     ca_hints: Option<String>,
     /// Certificate compression (RFC 8879): `brotli,zlib` (default) or `none`.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", value_parser = super::offer_str(&["brotli,zlib", "zlib,brotli", "brotli", "zlib", "none"]), hide_possible_values = true)]
     compress: Option<String>,
     /// ALPN protocols to offer (repeatable, or comma-separated). Default: what the application speaks
     /// (http/1.1 with --respond http, --backend-alpn with --backend, none with echo).
@@ -146,7 +163,7 @@ struct ServeFlags {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     backend_alpn: Vec<String>,
     /// TLS versions to enable (repeatable): 1.2, 1.3. Default both.
-    #[arg(long, value_name = "VERSION")]
+    #[arg(long, value_name = "VERSION", value_parser = super::offer_str(super::TLS_VERSIONS), hide_possible_values = true)]
     tls_version: Vec<String>,
     /// Serve Prometheus metrics (plain HTTP) on this address.
     #[arg(long, value_name = "ADDR")]
@@ -210,16 +227,16 @@ struct ServeFlags {
     shared_state_ca: Option<PathBuf>,
     /// Rule set a rediss:// server's certificate is checked against (as connect's
     /// --profile): browser (default), webpki or rfc5280.
-    #[arg(long, value_name = "PROFILE", value_parser = super::verify::parse_profile)]
+    #[arg(long, value_name = "PROFILE", value_parser = super::profile_parser(), hide_possible_values = true)]
     shared_state_ca_profile: Option<tlskit_verify::Profile>,
     /// Do not check this rule on the rediss:// server's certificate (its code; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = super::verify::parse_rule)]
+    #[arg(long, value_name = "RULE", value_parser = super::rule_parser(), hide_possible_values = true)]
     shared_state_ca_allow: Vec<tlskit_verify::Rule>,
     /// Do not reload when the certificate, key, SNI or client-CA files change (SIGHUP still works).
     #[arg(long)]
     no_watch: bool,
     /// Log level: off, error, warn, info (default), debug (one line per connection).
-    #[arg(long, value_name = "LEVEL")]
+    #[arg(long, value_name = "LEVEL", value_parser = super::offer_str(super::LOG_LEVELS), hide_possible_values = true)]
     log_level: Option<String>,
     /// Get and renew the certificate from this ACME directory URL (--cert/--key optional).
     #[arg(long, value_name = "DIRECTORY_URL")]
@@ -230,7 +247,7 @@ struct ServeFlags {
     #[command(flatten)]
     acme_account: super::AcmeArgs,
     /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
-    #[arg(long, value_name = "tls-alpn-01|http-01")]
+    #[arg(long, value_name = "tls-alpn-01|http-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01"]), hide_possible_values = true)]
     acme_challenge: Option<String>,
     /// ACME certificate profile to ask for (e.g. `shortlived`).
     #[arg(long, value_name = "NAME")]
@@ -365,6 +382,8 @@ struct ServeLog {
     /// The file's level, or why it was refused (reported after the flag's).
     file_level: Result<Option<&'static str>, tlskit_server::ValueError>,
     format: LogFormat,
+    /// Neither `backend` nor `respond` given (flag or file): the built-in HTTP responder.
+    default_responder: bool,
 }
 
 /// The configuration of `serve` and its log settings: the flags onto settings, merged
@@ -386,6 +405,7 @@ fn build_serve_config(
         LogFormat::Json => tlskit_server::LogFormat::Json,
     });
     let mut s = s.merge(file);
+    let default_responder = s.backend.is_none() && s.respond.is_none();
     let log = s.take_log();
     let cfg = s.into_config()?;
     let log = ServeLog {
@@ -395,6 +415,7 @@ fn build_serve_config(
             Some(tlskit_server::LogFormat::Json) => LogFormat::Json,
             _ => LogFormat::Text,
         },
+        default_responder,
     };
     Ok((cfg, log))
 }
@@ -410,6 +431,20 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
         },
     )?;
     let server = Server::bind(cfg)?;
+    if log.default_responder {
+        tlskit_tls::log::event(
+            tlskit_tls::log::Level::Info,
+            "default_responder",
+            &[
+                ("respond", &"http"),
+                (
+                    "detail",
+                    &"neither --backend nor --respond is given: every HTTP/1.1 request is \
+                      answered with 200 and a small body",
+                ),
+            ],
+        );
+    }
     for a in server.local_addrs() {
         eprintln!("listening on {a}");
     }

@@ -21,7 +21,7 @@ pub(crate) enum KeyCmd {
     )]
     New {
         /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
-        #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
+        #[arg(long = "type", default_value = "p256", value_name = "TYPE", value_parser = super::offer(&KeyType::ALL.map(KeyType::name), |s: &str| s.parse::<KeyType>()), hide_possible_values = true)]
         key_type: KeyType,
         /// Where to write the key.
         #[arg(
@@ -119,7 +119,7 @@ pub(crate) enum CaCmd {
         #[arg(long, value_name = "DN")]
         subject: Option<String>,
         /// Key type: p256, p384, ed25519, rsa2048, rsa3072 or rsa4096.
-        #[arg(long = "type", default_value = "p256", value_name = "TYPE")]
+        #[arg(long = "type", default_value = "p256", value_name = "TYPE", value_parser = super::offer(&KeyType::ALL.map(KeyType::name), |s: &str| s.parse::<KeyType>()), hide_possible_values = true)]
         key_type: KeyType,
         /// basicConstraints pathLenConstraint (how many intermediates may follow).
         #[arg(long, value_name = "N")]
@@ -153,7 +153,7 @@ pub(crate) enum CaCmd {
         #[arg(long)]
         days: Option<u32>,
         /// server (serverAuth), client (clientAuth) or intermediate (a sub-CA).
-        #[arg(long, default_value = "server")]
+        #[arg(long, default_value = "server", value_parser = super::offer(&["server", "client", "intermediate"], |s: &str| s.parse::<Profile>()), hide_possible_values = true)]
         profile: Profile,
         /// pathLenConstraint for --profile intermediate (default 0).
         #[arg(long, value_name = "N")]
@@ -440,7 +440,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             } else {
                 println!(
                     "issued serial {} for {} [{}] until {} -> {}",
-                    entry.serial,
+                    tlskit_x509::text::serial_from_hex(&entry.serial),
                     Escaped(&entry.subject),
                     Escaped(&summarize_names(&entry.sans)),
                     entry.not_after,
@@ -462,7 +462,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 for e in &idx {
                     println!(
                         "{}  {}  {:<12}  {}  [{}]",
-                        e.serial,
+                        tlskit_x509::text::serial_from_hex(&e.serial),
                         e.not_after,
                         e.profile,
                         Escaped(&e.subject),
@@ -681,7 +681,11 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
             );
             line(out, "Subject", &c.subject);
             line(out, "Issuer", &c.issuer);
-            line(out, "Serial", &c.serial);
+            line(
+                out,
+                "Serial",
+                &tlskit_x509::text::serial_from_hex(&c.serial),
+            );
             let now = time::OffsetDateTime::now_utc();
             let state = match time::OffsetDateTime::parse(
                 &c.not_after,
@@ -820,7 +824,7 @@ fn human_item(out: &mut String, st: Style, path: &Path, item: &Item, n: Option<u
                     "",
                     &format!(
                         "{} at {}{}",
-                        r.serial,
+                        tlskit_x509::text::serial_from_hex(&r.serial),
                         r.revoked_at,
                         r.reason
                             .as_ref()

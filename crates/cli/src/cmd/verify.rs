@@ -84,10 +84,10 @@ pub(crate) struct VerifyArgs {
     max_depth: usize,
     /// Rule set on top of rustls-webpki: browser (default: refuse what browsers refuse,
     /// warn about the rest), webpki (refuse every RFC 5280 + CA/B Forum BR rule) or rfc5280.
-    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = parse_profile)]
+    #[arg(long, value_name = "PROFILE", default_value = "browser", value_parser = super::profile_parser(), hide_possible_values = true)]
     profile: Profile,
     /// Do not check this rule (its code, e.g. aki-missing; repeatable).
-    #[arg(long, value_name = "RULE", value_parser = parse_rule)]
+    #[arg(long, value_name = "RULE", value_parser = super::rule_parser(), hide_possible_values = true)]
     allow: Vec<Rule>,
     /// Print one JSON object.
     #[arg(long)]

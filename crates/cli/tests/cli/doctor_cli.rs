@@ -37,6 +37,36 @@ fn doctor_probes_its_loopback_server_with_and_without_compression() {
     );
 }
 
+/// Issue 28: the human report says what was measured of the chain: its size, and what
+/// went on the wire (compressed, with which algorithm and to how much) or that it went
+/// uncompressed with brotli's size as an estimate.
+#[test]
+fn doctor_says_what_was_measured_of_the_chain() {
+    let out = Command::new(BIN)
+        .args(["doctor"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tlskit doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |label: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line: {text}"))
+            .to_string()
+    };
+    let with = line("with compression ");
+    assert!(
+        with.contains(", chain of ") && with.contains(" B, sent compressed with brotli as "),
+        "{with}"
+    );
+    let without = line("without compression ");
+    assert!(
+        without.contains(" B, sent uncompressed; brotli would make it "),
+        "{without}"
+    );
+    assert!(!text.contains("uncompressed: brotli estimate"), "{text}");
+}
+
 #[test]
 fn doctor_with_an_address_that_refuses_is_exit_2() {
     // Bind and drop a listener to get a port nothing listens on.

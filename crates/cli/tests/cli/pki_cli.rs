@@ -1531,3 +1531,29 @@ fn io_errors_are_said_once() {
         assert_eq!(err.matches("os error 2").count(), 1, "{args:?}: {err}");
     }
 }
+
+/// A serial whose top bit is set (DER puts a `00` sign byte before it): `show` prints the
+/// number without that byte (as ACME's log lines do); `show --json` keeps the INTEGER's
+/// content as its contract has it.
+#[test]
+fn show_prints_serials_without_the_der_sign_byte() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut p = rcgen::CertificateParams::new(vec!["serial.test".to_string()]).unwrap();
+    p.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x85, 0xc2, 0x01, 0x02]));
+    let c = p.self_signed(&key).unwrap();
+    fs::write(d.join("c.pem"), c.pem()).unwrap();
+    let v = json(d, &["show", "--json", "c.pem"]);
+    assert_eq!(v["serial"], "0085c20102");
+    let human = ok(d, &["show", "c.pem"]);
+    let serial = human
+        .lines()
+        .find(|l| l.trim_start().starts_with("Serial"))
+        .unwrap_or_else(|| panic!("no Serial line: {human}"));
+    assert_eq!(
+        serial.split_whitespace().last(),
+        Some("85c20102"),
+        "{serial}"
+    );
+}

@@ -1054,7 +1054,8 @@ fn acme_fleet_renewal_ordered_once_reaches_every_node() {
     let s1 = same(None).unwrap_or_else(|| panic!("no common certificate: {}", a.stderr()));
     let s2 = same(Some(&s1)).unwrap_or_else(|| panic!("renewal not on every node: {}", a.stderr()));
     // The renewed certificate: ordered by exactly one node, taken from Redis by the others.
-    // (Logs write serials in lower case, openssl in upper case.)
+    // (Logs write serials in lower case, openssl in upper case; neither writes the DER
+    // sign byte.)
     let s2 = s2.to_ascii_lowercase();
     let orderers = nodes
         .iter()
