@@ -78,6 +78,8 @@ enum Command {
     /// PKCS#11 tokens: list slots, tokens and keys.
     #[command(subcommand)]
     Pkcs11(cmd::pkcs11::Pkcs11Cmd),
+    /// Ask a running `serve --control` what it serves; reload it.
+    Ctl(cmd::ctl::CtlArgs),
 }
 
 #[derive(Subcommand)]
@@ -161,6 +163,7 @@ fn main() -> ExitCode {
         Command::Man(a) => cmd::install::man(a),
         Command::Acme(c) => cmd::acme::run(c),
         Command::Pkcs11(c) => cmd::pkcs11::run(c, cli.pkcs11_module),
+        Command::Ctl(a) => cmd::ctl::run(a),
     };
     output::finish(result)
 }

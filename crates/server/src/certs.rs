@@ -18,7 +18,7 @@ use tlskit_tls::NetError;
 
 /// What the leaf certificate of `ck` says about itself: its DNS names (SAN dNSName,
 /// lower case) and its validity (seconds since the Unix epoch), when it parses.
-fn leaf_info(ck: &CertifiedKey) -> (Vec<String>, Option<(i64, i64)>) {
+pub(crate) fn leaf_info(ck: &CertifiedKey) -> (Vec<String>, Option<(i64, i64)>) {
     use x509_parser::extensions::GeneralName;
     let Some(leaf) = ck.cert.first() else {
         return (Vec::new(), None);

@@ -233,6 +233,8 @@ pub struct ServeConfig {
     pub expiry_warning_days: u32,
     /// Session-ticket keys shared with a fleet through Redis (`--shared-state`).
     pub shared_state: Option<crate::optional::SharedSettings>,
+    /// The control socket's path (`--control`): a Unix socket, mode 0600.
+    pub control: Option<PathBuf>,
 }
 
 impl ServeConfig {
@@ -268,6 +270,7 @@ impl ServeConfig {
             http_listen: None,
             expiry_warning_days: 14,
             shared_state: None,
+            control: None,
         }
     }
 }

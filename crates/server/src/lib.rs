@@ -17,6 +17,7 @@ mod services;
 mod state;
 mod health;
 mod reload;
+mod control;
 mod connection;
 mod server;
 mod settings;
@@ -25,6 +26,10 @@ pub mod fuzzing;
 
 pub use certs::{CertIndex, PairIssue, ServedCert, SniResolver};
 pub use config::{offered_alpn, ranges, AlpnOffer, CaHints, Mode, Range, ServeConfig};
+pub use control::{
+    ControlCert, ControlReply, ControlStatus, ControlStore, MAX_REQUEST, RELOAD_WAIT,
+    REQUEST_DEADLINE,
+};
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;
 pub use optional::{AcmeSettings, SharedSettings};
@@ -34,6 +39,7 @@ pub use settings::{
     parse_compression, parse_tls_versions, AcmeChallenge, ClientAuth, LogFormat, LogSettings,
     Respond, ServeSettings, SettingsError, ValueError,
 };
+pub use state::{ReloadError, ReloadResult};
 pub use tlskit_tls::{
     load_certified_key, load_signing_key, Compression, NetError, TlsVersion, SEND_BUFFER,
 };

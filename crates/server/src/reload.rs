@@ -12,7 +12,7 @@ use tlskit_tls::log::{self, Level};
 
 use crate::certs::CertIndex;
 use crate::config::ServeConfig;
-use crate::state::{default_pair, Shared};
+use crate::state::{default_pair, ReloadError, Shared};
 
 /// Quiet time after the last file change before reloading.
 pub(crate) const WATCH_DEBOUNCE: Duration = Duration::from_millis(250);
@@ -185,17 +185,16 @@ pub(crate) fn start_reload(reloads: &mut Reloads, s: &Arc<Shared>, cause: &'stat
     });
     if let Requested::Refused(alive) = r {
         s.metrics.reload(false);
+        let reason = format!("{alive} earlier reloads are still blocked; not starting another");
         log::event(
             Level::Error,
             "reload_failed",
-            &[
-                ("what", &"all"),
-                ("cause", &cause),
-                (
-                    "reason",
-                    &format!("{alive} earlier reloads are still blocked; not starting another"),
-                ),
-            ],
+            &[("what", &"all"), ("cause", &cause), ("reason", &reason)],
+        );
+        s.reload_finished(
+            Instant::now(),
+            cause,
+            vec![ReloadError::new("all", None, reason)],
         );
     }
 }
@@ -203,25 +202,26 @@ pub(crate) fn start_reload(reloads: &mut Reloads, s: &Arc<Shared>, cause: &'stat
 /// The running reload passed [`RELOAD_DEADLINE`]: log it, make sure its late result is
 /// discarded, and start what was pending.
 pub(crate) fn reload_overdue(reloads: &mut Reloads, s: &Arc<Shared>) {
+    // When the reload given up on started (a control request made after it waits on).
+    let started = reloads
+        .deadline()
+        .and_then(|d| d.into_std().checked_sub(reloads.deadline))
+        .unwrap_or_else(Instant::now);
     let pending = reloads.overdue();
     // A late result must not be installed: a reload installs only while `reload_seq` is
     // still its own number.
     s.reload_seq.fetch_add(1, Ordering::AcqRel);
     s.metrics.reload(false);
+    let reason = format!(
+        "did not finish within {} s; given up, serving what was loaded before",
+        reloads.deadline.as_secs()
+    );
     log::event(
         Level::Error,
         "reload_failed",
-        &[
-            ("what", &"all"),
-            (
-                "reason",
-                &format!(
-                    "did not finish within {} s; given up, serving what was loaded before",
-                    reloads.deadline.as_secs()
-                ),
-            ),
-        ],
+        &[("what", &"all"), ("reason", &reason)],
     );
+    s.reload_finished(started, "", vec![ReloadError::new("all", None, reason)]);
     if let Some(cause) = pending {
         start_reload(reloads, s, cause);
     }
@@ -291,7 +291,7 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
     let t = Instant::now();
     let certs =
         CertIndex::load_optional(default_pair(&s.cfg), s.cfg.sni_dir.as_deref(), &s.provider);
-    let mut ok = true;
+    let mut errors = Vec::new();
     match certs {
         Ok((index, issues)) => {
             for i in &issues {
@@ -327,12 +327,21 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
             }
         }
         Err(e) => {
-            ok = false;
             log::event(
                 Level::Error,
                 "reload_failed",
                 &[("what", &"certificates"), ("reason", &e)],
             );
+            let (path, reason) = match &e {
+                tlskit_tls::NetError::File { path, reason } => {
+                    (Some(path.display().to_string()), reason.clone())
+                }
+                tlskit_tls::NetError::KeyMismatch { key, .. } => {
+                    (Some(key.display().to_string()), e.to_string())
+                }
+                _ => (None, e.to_string()),
+            };
+            errors.push(ReloadError::new("certificates", path, reason));
         }
     }
     let mut anchors_changed = false;
@@ -359,15 +368,16 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
                     .unwrap_or(0);
             }
             Err(e) => {
-                ok = false;
                 log::event(
                     Level::Error,
                     "reload_failed",
                     &[("what", &"client_ca"), ("reason", &e)],
                 );
+                errors.push(ReloadError::new("client_ca", None, e.to_string()));
             }
         }
     }
+    let ok = errors.is_empty();
     s.metrics.reload(ok);
     let generation = s.store.as_ref().map(|h| h.generation()).unwrap_or(0);
     let ms = format!("{:.1}", t.elapsed().as_secs_f64() * 1e3);
@@ -384,6 +394,10 @@ fn reload(s: &Shared, cause: &str, seq: u64) {
     }
     fields.push(("ms", &ms));
     log::event(Level::Info, "reloaded", &fields);
+    // Recorded only while still the latest reload (one given up on was answered then).
+    if s.reload_seq.load(Ordering::Acquire) == seq {
+        s.reload_finished(t, cause, errors);
+    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ pub struct Server {
     rt: tokio::runtime::Runtime,
     signals: Signals,
     watch: Watch,
+    control: Option<crate::control::Bound>,
 }
 
 /// The file watcher (dropping it stops watching) and the changes it reports. Set up in
@@ -292,6 +293,10 @@ impl Server {
             Some(a) => Some(tlskit_tls::sock::listener(a, 64)?),
             None => None,
         };
+        let control = match &cfg.control {
+            Some(p) => Some(crate::control::bind(p)?),
+            None => None,
+        };
         log::event(
             Level::Info,
             "configured",
@@ -349,7 +354,9 @@ impl Server {
                 acme,
                 shared_tickets,
                 clock,
+                reloaded: watch::channel(None).0,
             }),
+            control,
             listeners,
             metrics_listener,
             addrs,
@@ -378,6 +385,7 @@ impl Server {
             rt,
             signals,
             watch,
+            control,
         } = self;
         let result = rt.block_on(run_async(
             shared,
@@ -386,6 +394,7 @@ impl Server {
             addrs,
             signals,
             watch,
+            control,
         ));
         rt.shutdown_timeout(Duration::from_millis(200));
         result
@@ -399,6 +408,7 @@ async fn run_async(
     addrs: Vec<SocketAddr>,
     signals: Signals,
     watched: Watch,
+    control: Option<crate::control::Bound>,
 ) -> Result<(), NetError> {
     let mut change_rx = watched.changes;
     let _watcher = watched.watcher;
@@ -421,6 +431,18 @@ async fn run_async(
         // Redirects name the port actually bound (`--listen` may say :0).
         crate::services::start_acme(a, stop_rx.clone(), addrs.first().map_or(443, |a| a.port()))?;
     }
+    // Requests for a reload from the control socket (closed without one).
+    let (control_tx, mut control_rx) = tokio::sync::mpsc::channel::<()>(1);
+    // Removed when this returns (dropped).
+    let _control = match control {
+        Some(b) => Some(crate::control::start(
+            b,
+            shared.clone(),
+            control_tx,
+            stop_rx.clone(),
+        )?),
+        None => None,
+    };
     tokio::spawn(sweep_log_limit(shared.clone(), stop_rx.clone()));
     tokio::spawn(trim_budget(shared.clone(), stop_rx.clone()));
     if let Some(t) = &shared.shared_tickets {
@@ -443,6 +465,7 @@ async fn run_async(
             _ = int.recv() => LoopEvent::Stop,
             _ = hup.recv() => LoopEvent::Reload("sighup"),
             Some(()) = change_rx.recv() => LoopEvent::Changed,
+            Some(()) = control_rx.recv() => LoopEvent::Reload("control"),
             // Let a burst of changes (a key and a chain replaced one after the other)
             // settle, then reload once.
             _ = sleep_until_opt(settle) => LoopEvent::Reload("file_change"),

@@ -516,6 +516,8 @@ settings! {
     tls_version: Vec<TlsVersion>,
     /// Prometheus metrics address.
     metrics: String,
+    /// Control socket path (`tlskit ctl`), a Unix socket, mode 0600.
+    control: PathBuf,
     /// Seconds to finish the handshake.
     handshake_timeout: f64,
     /// Seconds a connection may stay silent.
@@ -807,6 +809,7 @@ impl ServeSettings {
         s.check("shared_state_ca_allow")?;
         cfg.shared_state = s.shared_settings()?;
         cfg.watch = !s.no_watch.unwrap_or(false);
+        cfg.control = s.control.clone();
         if let Some(v) = s.count(
             s.expiry_warning_days.map(u64::from),
             &ranges::EXPIRY_WARNING_DAYS,

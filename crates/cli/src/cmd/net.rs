@@ -168,6 +168,9 @@ struct ServeFlags {
     /// Serve Prometheus metrics (plain HTTP) on this address.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Control socket (a Unix socket, mode 0600, removed on exit) for `tlskit ctl`.
+    #[arg(long, value_name = "PATH")]
+    control: Option<PathBuf>,
     /// TOML file with any of these settings (keys as the flags, `_` for `-`).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -341,6 +344,7 @@ fn flag_settings(a: ServeFlags) -> ServeSettings {
         parse_tls_versions(&v)
     });
     s.metrics = a.metrics;
+    s.control = a.control;
     s.handshake_timeout = a.handshake_timeout;
     s.idle_timeout = a.idle_timeout;
     s.header_timeout = a.header_timeout;
@@ -430,6 +434,7 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
             file_refused: log.file_level.as_ref().err(),
         },
     )?;
+    let server_control = cfg.control.clone();
     let server = Server::bind(cfg)?;
     if log.default_responder {
         tlskit_tls::log::event(
@@ -450,6 +455,9 @@ pub(crate) fn serve(args: ServeArgs, log_format: Option<LogFormat>) -> CmdResult
     }
     if let Some(m) = server.metrics_addr() {
         eprintln!("metrics on http://{m}/metrics");
+    }
+    if let Some(c) = &server_control {
+        eprintln!("control socket {}", c.display());
     }
     server.run()?;
     Ok(Outcome::Success)

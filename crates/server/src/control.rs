@@ -1,0 +1,380 @@
+//! The control socket (`serve --control PATH`): a Unix socket, mode 0600, on which the
+//! owner asks a running server what it serves and tells it to reload.
+//!
+//! One request line per connection (`status`, `certs`, `reload`, `renew NAME`), read up
+//! to [`MAX_REQUEST`] bytes within [`REQUEST_DEADLINE`]; one JSON object in reply
+//! ([`ControlReply`]), then the connection closes.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tlskit_tls::log::{self, Level};
+use tlskit_tls::NetError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, watch};
+
+use crate::reload::RELOAD_DEADLINE;
+use crate::state::{ReloadResult, Shared};
+
+/// Longest request line accepted, newline included.
+pub const MAX_REQUEST: usize = 1024;
+
+/// How long a client has to send its request line, and then to take the reply.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long a `reload` request waits for its result: the reload's own deadline, plus
+/// time for one already running to end first.
+pub const RELOAD_WAIT: Duration = Duration::from_secs(2 * RELOAD_DEADLINE.as_secs() + 5);
+
+/// Connections served at once; more wait in the kernel's queue.
+const MAX_CONNECTIONS: usize = 16;
+
+/// The reply to one request: `error` alone when it failed, else the one field the
+/// request asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ControlReply {
+    /// Why the request was not done (an unknown command, a reload that did not end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ControlStatus>,
+    /// `certs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificates: Option<Vec<ControlCert>>,
+    /// `reload`: its result (failed parts named in `errors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reload: Option<ReloadResult>,
+}
+
+/// What `status` reports.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ControlStatus {
+    /// The certificates served.
+    pub certificates: Vec<ControlCert>,
+    /// The client-CA trust store, when client certificates are asked for.
+    pub client_ca: Option<ControlStore>,
+    /// Where session-ticket keys come from: `local` (rotated by this process) or `fleet`.
+    pub ticket_keys: String,
+    /// With `fleet`: whether the shared state is reachable now.
+    pub fleet_up: Option<bool>,
+    /// Client connections open now.
+    pub connections_open: u64,
+    /// The last reload's result (none since start: absent).
+    pub last_reload: Option<ReloadResult>,
+}
+
+/// One certificate served.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ControlCert {
+    /// `default` for the `--cert` pair, `NAME` for an SNI directory pair, `acme`.
+    pub name: String,
+    /// `file`, `sni_dir` or `acme`.
+    pub source: String,
+    /// The chain file (none for ACME).
+    pub path: Option<String>,
+    /// The leaf's DNS names.
+    pub dns_names: Vec<String>,
+    /// The leaf's notAfter, seconds since the Unix epoch (none: ACME has no
+    /// certificate yet).
+    pub not_after: Option<i64>,
+}
+
+/// The client-CA trust store.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ControlStore {
+    /// The anchor set's generation (changes when a reload changes the anchors).
+    pub generation: u64,
+    /// Trust anchors loaded.
+    pub anchors: u64,
+}
+
+/// The bound control socket; dropping it removes the socket file.
+pub(crate) struct Bound {
+    listener: Option<std::os::unix::net::UnixListener>,
+    path: PathBuf,
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn config_error(path: &Path, reason: impl std::fmt::Display) -> NetError {
+    NetError::Config(format!("--control {}: {reason}", path.display()))
+}
+
+/// Bind the control socket at `path`, mode 0600 from the start. A socket file left by a
+/// process that is gone is replaced; one a live server answers on, or any other file,
+/// is refused.
+pub(crate) fn bind(path: &Path) -> Result<Bound, NetError> {
+    use std::os::unix::net::{UnixListener, UnixStream};
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_socket() => {
+            return Err(config_error(
+                path,
+                "exists and is not a socket; not replacing it",
+            ));
+        }
+        Ok(_) => match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(config_error(
+                    path,
+                    "a running server answers on this socket; not replacing it",
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).map_err(|e| config_error(path, e))?;
+            }
+            Err(e) => return Err(config_error(path, e)),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(config_error(path, e)),
+    }
+    // Bound under a temporary name, restricted, then renamed: the socket is never
+    // reachable at `path` with wider permissions.
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = dir.join(format!(".tlskit-control-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let listener = UnixListener::bind(&tmp).map_err(|e| config_error(path, e))?;
+    let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .and_then(|()| listener.set_nonblocking(true));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(config_error(path, e));
+    }
+    Ok(Bound {
+        listener: Some(listener),
+        path: path.to_path_buf(),
+    })
+}
+
+/// Serve the control socket until the server stops. `reload` asks the signal loop for a
+/// reload. Returns the socket (removed when the server drops it).
+pub(crate) fn start(
+    mut bound: Bound,
+    s: Arc<Shared>,
+    reload: mpsc::Sender<()>,
+    stop: watch::Receiver<bool>,
+) -> Result<Bound, NetError> {
+    if let Some(l) = bound.listener.take() {
+        let l = tokio::net::UnixListener::from_std(l)?;
+        tokio::spawn(accept_loop(l, s, reload, stop));
+    }
+    Ok(bound)
+}
+
+async fn accept_loop(
+    l: tokio::net::UnixListener,
+    s: Arc<Shared>,
+    reload: mpsc::Sender<()>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let accepted = tokio::select! {
+            r = l.accept() => r,
+            _ = stop.changed() => return,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                log::event(Level::Warn, "control_accept_failed", &[("reason", &e)]);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let s = s.clone();
+        let reload = reload.clone();
+        tokio::spawn(async move {
+            handle(stream, &s, &reload).await;
+            drop(permit);
+        });
+    }
+}
+
+/// Read one request line: at most [`MAX_REQUEST`] bytes, within [`REQUEST_DEADLINE`].
+async fn read_request(stream: &mut UnixStream) -> Result<String, String> {
+    let mut buf = Vec::with_capacity(64);
+    let read = async {
+        let mut chunk = [0u8; 256];
+        loop {
+            let n = stream
+                .read(&mut chunk)
+                .await
+                .map_err(|e| format!("cannot read the request: {e}"))?;
+            let got = chunk.get(..n).unwrap_or_default();
+            buf.extend_from_slice(got);
+            if n == 0 || got.contains(&b'\n') {
+                return Ok(());
+            }
+            if buf.len() > MAX_REQUEST {
+                return Err(format!("request longer than {MAX_REQUEST} bytes"));
+            }
+        }
+    };
+    tokio::time::timeout(REQUEST_DEADLINE, read)
+        .await
+        .map_err(|_| format!("no request line within {} s", REQUEST_DEADLINE.as_secs()))??;
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
+    if line.len() > MAX_REQUEST {
+        return Err(format!("request longer than {MAX_REQUEST} bytes"));
+    }
+    String::from_utf8(line.to_vec())
+        .map(|l| l.trim().to_string())
+        .map_err(|_| "the request is not UTF-8 text".to_string())
+}
+
+async fn handle(mut stream: UnixStream, s: &Arc<Shared>, reload: &mpsc::Sender<()>) {
+    let reply = match read_request(&mut stream).await {
+        Ok(line) => answer(&line, s, reload).await,
+        Err(e) => error(e),
+    };
+    let mut text = serde_json::to_vec(&reply).unwrap_or_else(|_| b"{}".to_vec());
+    text.push(b'\n');
+    let write = async {
+        stream.write_all(&text).await?;
+        stream.shutdown().await
+    };
+    if let Err(e) = tokio::time::timeout(REQUEST_DEADLINE, write)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+    {
+        log::event(Level::Debug, "control_reply_failed", &[("reason", &e)]);
+    }
+}
+
+fn error(reason: String) -> ControlReply {
+    ControlReply {
+        error: Some(reason),
+        ..ControlReply::default()
+    }
+}
+
+async fn answer(line: &str, s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> ControlReply {
+    let mut words = line.split_whitespace();
+    let cmd = words.next().unwrap_or("");
+    let args: Vec<&str> = words.collect();
+    match (cmd, args.as_slice()) {
+        ("status", []) => ControlReply {
+            status: Some(status(s)),
+            ..ControlReply::default()
+        },
+        ("certs", []) => ControlReply {
+            certificates: Some(certificates(s)),
+            ..ControlReply::default()
+        },
+        ("reload", []) => match do_reload(s, reload).await {
+            Ok(r) => ControlReply {
+                reload: Some(r),
+                ..ControlReply::default()
+            },
+            Err(e) => error(e),
+        },
+        ("renew", [_name]) => error("renew is not supported yet".to_string()),
+        ("status" | "certs" | "reload" | "renew", _) => error(format!("wrong arguments for {cmd}")),
+        _ => error(format!(
+            "unknown command {}; expected status, certs, reload or renew NAME",
+            tlskit_x509::text::escape(cmd)
+        )),
+    }
+}
+
+/// Ask for a reload and wait for the result of one that started after the request.
+async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadResult, String> {
+    let mut results = s.reloaded.subscribe();
+    let asked = Instant::now();
+    // A full queue already holds a request: the reload it starts serves this one too.
+    if let Err(mpsc::error::TrySendError::Closed(())) = reload.try_send(()) {
+        return Err("the server is stopping".to_string());
+    }
+    let wait = async {
+        loop {
+            if let Some(f) = results.borrow_and_update().as_ref() {
+                if f.started >= asked {
+                    return Ok(f.result.clone());
+                }
+            }
+            if results.changed().await.is_err() {
+                return Err("the server is stopping".to_string());
+            }
+        }
+    };
+    tokio::time::timeout(RELOAD_WAIT, wait)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "the reload did not report within {} s",
+                RELOAD_WAIT.as_secs()
+            ))
+        })
+}
+
+fn certificates(s: &Shared) -> Vec<ControlCert> {
+    let index = s.resolver.current();
+    let mut out: Vec<ControlCert> = index
+        .served()
+        .iter()
+        .map(|c| ControlCert {
+            source: if c.name == "default" {
+                "file"
+            } else {
+                "sni_dir"
+            }
+            .to_string(),
+            name: c.name.clone(),
+            path: Some(c.path.display().to_string()),
+            dns_names: c.dns_names.clone(),
+            not_after: Some(c.not_after),
+        })
+        .collect();
+    if let Some(a) = &s.acme {
+        let current = crate::services::managed(a).current();
+        let (names, validity) = match &current {
+            Some(ck) => crate::certs::leaf_info(ck),
+            None => (Vec::new(), None),
+        };
+        out.push(ControlCert {
+            name: "acme".to_string(),
+            source: "acme".to_string(),
+            path: None,
+            dns_names: names,
+            not_after: validity.map(|v| v.1),
+        });
+    }
+    out
+}
+
+fn status(s: &Shared) -> ControlStatus {
+    let client_ca = s.store.as_ref().map(|h| ControlStore {
+        generation: h.generation(),
+        anchors: u64::try_from(h.current().len()).unwrap_or(u64::MAX),
+    });
+    let (ticket_keys, fleet_up) = match &s.shared_tickets {
+        Some(t) => ("fleet", Some(t.up())),
+        None => ("local", None),
+    };
+    ControlStatus {
+        certificates: certificates(s),
+        client_ca,
+        ticket_keys: ticket_keys.to_string(),
+        fleet_up,
+        connections_open: u64::try_from(s.metrics.active()).unwrap_or(0),
+        last_reload: s.reloaded.borrow().as_ref().map(|f| f.result.clone()),
+    }
+}
