@@ -393,11 +393,23 @@ fn every_json_document_matches_its_schema() {
     let f = Fixture::new();
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
-    let serve = Serve::start(&["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"]);
+    let control = s(&pki.path("control.sock"));
+    let serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--control",
+        &control,
+    ]);
     let addr = serve.addr().to_string();
     let closed = format!("127.0.0.1:{}", free_port());
     let ca_pem = s(&pki.path("ca.pem"));
     let p = |n: &str| s(&f.path(n));
+    let no_control = p("no-control.sock");
     std::fs::create_dir(f.path("empty")).expect("mkdir");
     std::fs::create_dir(f.path("mixed")).expect("mkdir");
     std::fs::copy(f.path("ca/ca.pem"), f.path("mixed/ca.pem")).expect("copy");
@@ -671,6 +683,12 @@ fn every_json_document_matches_its_schema() {
             ],
         ),
         case("doctor", 2, &["doctor", &closed]),
+        case("ctl.status", 0, &["ctl", "--control", &control, "status"]),
+        case("ctl.certs", 0, &["ctl", "--control", &control, "certs"]),
+        case("ctl.reload", 0, &["ctl", "--control", &control, "reload"]),
+        // After a reload: `last_reload` filled in.
+        case("ctl.status", 0, &["ctl", "status", "--control", &control]),
+        case("error", 2, &["ctl", "--control", &no_control, "status"]),
         case("error", 2, &["store", "show", "--no-such-flag"]),
         case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
     ];
@@ -719,6 +737,17 @@ fn every_json_document_matches_its_schema() {
     let (_, partial, _) =
         json_of(&case("show", 0, &["show", &p("leaf.pem"), &p("missing.pem")]).args);
     assert_eq!(partial["input_errors"][0]["path"], p("missing.pem"));
+    // The control socket's answers name what is served and the reload above.
+    let (_, st, _) =
+        json_of(&case("ctl.status", 0, &["ctl", "--control", &control, "status"]).args);
+    assert_eq!(st["certificates"][0]["source"], "file", "{st}");
+    assert_eq!(st["certificates"][0]["path"], c.as_str(), "{st}");
+    assert!(
+        st["certificates"][0]["not_after"].as_i64().is_some(),
+        "{st}"
+    );
+    assert_eq!(st["last_reload"]["ok"], true, "{st}");
+    assert_eq!(st["last_reload"]["cause"], "control", "{st}");
     let (_, err, _) = json_of(&case("error", 2, &["show", &p("missing.pem")]).args);
     assert_eq!(err["command"], "show");
     assert!(
