@@ -3193,3 +3193,85 @@ fn net_serve_first_handshake_finds_everything_ready() {
         "{text}"
     );
 }
+
+/// `tlskit ctl` against `tlskit serve --control`: status and certs name every pair with
+/// its source, a reload of a broken chain exits 1 naming the file, no socket exits 2,
+/// and the socket goes away with the server.
+#[test]
+fn net_serve_control_socket_with_ctl() {
+    let pki = Pki::new();
+    let sni = pki.path("sni");
+    std::fs::create_dir(&sni).expect("mkdir");
+    pki.server_leaf("sni/a.crt", "sni/a.key", "a.example", &["a.example"]);
+    let control = s(&pki.path("control.sock"));
+    let mut srv = http_server(
+        &pki,
+        &["--sni-dir", &s(&sni), "--control", &control, "--no-watch"],
+    );
+    let ctl = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", &control])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tlskit ctl");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = ctl(&["status", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["schema"], "tlskit.ctl.status/1");
+    let certs: Vec<(String, String)> = v["certificates"]
+        .as_array()
+        .expect("certificates")
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap_or("").to_string(),
+                c["source"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        certs,
+        [
+            ("default".to_string(), "file".to_string()),
+            ("a".to_string(), "sni_dir".to_string())
+        ],
+        "{v}"
+    );
+    assert_eq!(v["certificates"][1]["dns_names"][0], "a.example");
+
+    let (code, out, err) = ctl(&["certs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("a (sni_dir): a.example; expires "), "{out}");
+
+    let (code, out, err) = ctl(&["reload"]);
+    assert_eq!(
+        (code, out.trim_end().ends_with(": ok")),
+        (0, true),
+        "{out}{err}"
+    );
+    std::fs::write(pki.path("chain.pem"), "garbage\n").expect("write");
+    let (code, out, err) = ctl(&["reload"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("failed; what was serving stays"), "{out}");
+    assert!(
+        out.contains(&format!("certificates: {}: ", s(&pki.path("chain.pem")))),
+        "{out}"
+    );
+
+    srv.signal("TERM");
+    assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(!pki.path("control.sock").exists(), "removed on exit");
+    let (code, _, err) = ctl(&["status"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot connect to the control socket"),
+        "{err}"
+    );
+}
