@@ -24,6 +24,7 @@
 //! client_ca_allow = ["aki-missing"]   # rules not checked on client certificates
 //! compress = "brotli,zlib"
 //! metrics = "127.0.0.1:9100"
+//! control = "/run/tlskit/control.sock"   # for `tlskit ctl` (a Unix socket, mode 0600)
 //! handshake_timeout = 10
 //! header_timeout = 10
 //! idle_timeout = 60
