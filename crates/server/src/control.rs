@@ -84,6 +84,10 @@ pub struct ControlCert {
     /// The leaf's notAfter, seconds since the Unix epoch (none: ACME has no
     /// certificate yet).
     pub not_after: Option<i64>,
+    /// ACME only: when the certificate is due for renewal (ARI's window, else two thirds
+    /// of its lifetime), seconds since the Unix epoch; none until the renewal task has
+    /// looked, and for other sources.
+    pub renewal_due: Option<u64>,
 }
 
 /// The client-CA trust store.
@@ -341,6 +345,7 @@ fn certificates(s: &Shared) -> Vec<ControlCert> {
             path: Some(c.path.display().to_string()),
             dns_names: c.dns_names.clone(),
             not_after: Some(c.not_after),
+            renewal_due: None,
         })
         .collect();
     if let Some(a) = &s.acme {
@@ -355,6 +360,7 @@ fn certificates(s: &Shared) -> Vec<ControlCert> {
             path: None,
             dns_names: names,
             not_after: validity.map(|v| v.1),
+            renewal_due: s.metrics.acme_renewal_due(),
         });
     }
     out

@@ -337,6 +337,12 @@ impl Metrics {
             self.acme.task_restarts.load(Relaxed)
         );
     }
+    /// When ACME's certificate is due for renewal, seconds since the Unix epoch (none
+    /// until the renewal task has decided).
+    pub(crate) fn acme_renewal_due(&self) -> Option<u64> {
+        Some(self.acme.next_renewal.load(Relaxed)).filter(|&t| t > 0)
+    }
+
     /// Connections open now.
     pub fn active(&self) -> i64 {
         self.active.load(Relaxed)

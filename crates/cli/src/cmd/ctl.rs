@@ -158,6 +158,12 @@ fn print_certs(certs: &[ControlCert]) {
             Escaped(&names),
             expiry
         );
+        if let Some(due) = c.renewal_due {
+            print!(
+                "; renewal due {}",
+                when(i64::try_from(due).unwrap_or(i64::MAX))
+            );
+        }
         match &c.path {
             Some(p) => println!("; {}", Escaped(p)),
             None => println!(),
