@@ -628,10 +628,18 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let t0 = Instant::now();
+    let control = s(&t.path().join("control.sock"));
     let srv = serve_acme(
         &p,
         &storage,
-        &["--acme-recheck", "1", "--metrics", "127.0.0.1:0"],
+        &[
+            "--acme-recheck",
+            "1",
+            "--metrics",
+            "127.0.0.1:0",
+            "--control",
+            &control,
+        ],
     );
     // Nothing to serve until the first certificate; then Pebble's.
     let first = until(Duration::from_secs(60), || {
@@ -646,6 +654,29 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     let stored = storage.join("certs/srv.test.pem");
     assert_eq!(mode(&stored), 0o600);
     assert_eq!(file_serial(&stored), first);
+    // `tlskit ctl status` lists the ACME certificate with its expiry and, once the
+    // renewal task has looked, when it is due for renewal.
+    let acme_entry = until(Duration::from_secs(30), || {
+        let out = std::process::Command::new(crate::BIN)
+            .args(["ctl", "--control", &control, "status", "--json"])
+            .output()
+            .expect("run tlskit ctl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = json(&String::from_utf8_lossy(&out.stdout));
+        let c = v["certificates"]
+            .as_array()?
+            .iter()
+            .find(|c| c["source"] == "acme")?
+            .clone();
+        c["renewal_due"].as_u64().map(|_| c)
+    })
+    .unwrap_or_else(|| panic!("ctl status never listed the ACME certificate with its renewal"));
+    assert_eq!(acme_entry["dns_names"][0], "srv.test", "{acme_entry}");
+    assert!(acme_entry["not_after"].as_i64().is_some(), "{acme_entry}");
     let log = srv.stderr();
     assert!(log.contains("event=acme_certificate_installed"), "{log}");
     // Pebble's validation came to the server's own TLS listener.
