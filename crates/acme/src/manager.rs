@@ -87,6 +87,11 @@ const RETRY_MAX: Duration = Duration::from_secs(3600);
 pub struct Managed {
     cert: ArcSwapOption<CertifiedKey>,
     names: Vec<String>,
+    /// Set by [`Managed::renew_now`]: the renewal task's next pass orders whatever the
+    /// schedule says.
+    force: std::sync::atomic::AtomicBool,
+    /// Wakes the renewal task from its wait (a permit is kept when it is not waiting).
+    wake: tokio::sync::Notify,
 }
 
 impl Managed {
@@ -98,6 +103,14 @@ impl Managed {
     /// Whether `sni` is one of the managed names (exact, or under a managed wildcard).
     pub fn manages(&self, sni: Option<&str>) -> bool {
         sni.is_some_and(|n| crate::settings::covers(&self.names, n))
+    }
+
+    /// Renew now: the renewal task wakes and orders a new certificate whatever the
+    /// schedule and the spacing between renewals say (a served certificate is replaced
+    /// once the new one is issued and checked; a failure is retried as usual).
+    pub fn renew_now(&self) {
+        self.force.store(true, Ordering::Release);
+        self.wake.notify_one();
     }
 
     fn install(&self, ck: Arc<CertifiedKey>) {
@@ -177,6 +190,8 @@ impl ServerAcme {
         let managed = Arc::new(Managed {
             cert: ArcSwapOption::empty(),
             names,
+            force: std::sync::atomic::AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
         });
         let name = cert_name(&settings.domains);
         metrics.acme_enable();
@@ -442,6 +457,8 @@ impl Manager {
             }
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
+                // `renew_now`: a pass at once.
+                _ = self.managed.wake.notified() => {}
                 _ = stop.changed() => return,
             }
         }
@@ -483,7 +500,12 @@ impl Manager {
                 self.install(ck, "storage").await;
             }
         }
-        if let Some(ck) = self.managed.current() {
+        // Asked for by `renew_now` (the control socket): order whatever the schedule says.
+        let forced = self.managed.force.swap(false, Ordering::AcqRel);
+        if forced {
+            reason = "forced";
+        }
+        if let Some(ck) = self.managed.current().filter(|_| !forced) {
             let leaf = ck
                 .cert
                 .first()
@@ -734,6 +756,8 @@ mod tests {
         let m = Managed {
             cert: ArcSwapOption::empty(),
             names: vec!["a.test".into(), "*.w.test".into()],
+            force: Default::default(),
+            wake: Default::default(),
         };
         assert!(m.manages(Some("a.test")));
         assert!(m.manages(Some("x.w.test")));
@@ -810,6 +834,8 @@ mod tests {
             managed: Arc::new(Managed {
                 cert: ArcSwapOption::empty(),
                 names: Vec::new(),
+                force: Default::default(),
+                wake: Default::default(),
             }),
             metrics,
             provider,

@@ -29,6 +29,9 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// time for one already running to end first.
 pub const RELOAD_WAIT: Duration = Duration::from_secs(2 * RELOAD_DEADLINE.as_secs() + 5);
 
+/// How long a `renew` request waits for the new certificate to be served.
+pub const RENEW_WAIT: Duration = Duration::from_secs(120);
+
 /// Connections served at once; more wait in the kernel's queue.
 const MAX_CONNECTIONS: usize = 16;
 
@@ -49,6 +52,9 @@ pub struct ControlReply {
     /// `reload`: its result (failed parts named in `errors`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reload: Option<ReloadResult>,
+    /// `renew NAME`: the new ACME certificate, once served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewed: Option<ControlCert>,
 }
 
 /// What `status` reports.
@@ -290,7 +296,13 @@ async fn answer(line: &str, s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Contr
             },
             Err(e) => error(e),
         },
-        ("renew", [_name]) => error("renew is not supported yet".to_string()),
+        ("renew", [name]) => match renew(s, name).await {
+            Ok(c) => ControlReply {
+                renewed: Some(c),
+                ..ControlReply::default()
+            },
+            Err(e) => error(e),
+        },
         ("status" | "certs" | "reload" | "renew", _) => error(format!("wrong arguments for {cmd}")),
         _ => error(format!(
             "unknown command {}; expected status, certs, reload or renew NAME",
@@ -327,6 +339,49 @@ async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadR
                 RELOAD_WAIT.as_secs()
             ))
         })
+}
+
+/// Force an ACME renewal of the certificate for `name` and wait until a new one is served.
+async fn renew(s: &Shared, name: &str) -> Result<ControlCert, String> {
+    let shown = tlskit_x509::text::escape(name);
+    let Some(a) = &s.acme else {
+        return Err(format!(
+            "{shown}: this server has no ACME certificate (serve --acme); nothing to renew"
+        ));
+    };
+    let managed = crate::services::managed(a);
+    if !managed.manages(Some(&name.to_ascii_lowercase())) {
+        return Err(format!(
+            "{shown} is not a name of this server's ACME certificate"
+        ));
+    }
+    let before = managed.current();
+    managed.renew_now();
+    let changed = async {
+        loop {
+            let now = managed.current();
+            let same = match (&before, &now) {
+                (Some(b), Some(n)) => Arc::ptr_eq(b, n),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    if tokio::time::timeout(RENEW_WAIT, changed).await.is_err() {
+        return Err(format!(
+            "{shown}: no new certificate served within {} s; the renewal goes on \
+             (event=acme_failed in the log says why it has not worked yet)",
+            RENEW_WAIT.as_secs()
+        ));
+    }
+    certificates(s)
+        .into_iter()
+        .find(|c| c.source == "acme")
+        .ok_or_else(|| "the ACME certificate is no longer listed".to_string())
 }
 
 fn certificates(s: &Shared) -> Vec<ControlCert> {

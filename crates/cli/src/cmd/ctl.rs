@@ -19,7 +19,7 @@ const MAX_REPLY: u64 = 64 << 20;
 /// `tlskit ctl`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit ctl --control /run/tlskit/control.sock status\n  tlskit ctl --control ./control.sock reload\n  tlskit ctl --control ./control.sock certs --json\n\nExit status: 0 done, 1 the reload failed (what was serving stays), 2 no answer from\nthe server (no socket, not running, permission denied). JSON: schema\ntlskit.ctl.status/1, tlskit.ctl.certs/1, tlskit.ctl.reload/1 (docs/json.md)."
+    after_help = "Examples:\n  tlskit ctl --control /run/tlskit/control.sock status\n  tlskit ctl --control ./control.sock reload\n  tlskit ctl --control ./control.sock certs --json\n  tlskit ctl renew www.example.com\n\nExit status: 0 done, 1 the reload failed (what was serving stays), 2 no answer from\nthe server (no socket, not running, permission denied). JSON: schema\ntlskit.ctl.status/1, tlskit.ctl.certs/1, tlskit.ctl.reload/1, tlskit.ctl.renew/1\n(docs/json.md)."
 )]
 pub(crate) struct CtlArgs {
     /// The server's control socket (`serve --control PATH`).
@@ -50,6 +50,21 @@ enum CtlCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Renew the ACME certificate for NAME now, and wait until the new one is served.
+    Renew {
+        /// A name of the server's ACME certificate (`--domain`).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Print JSON (schema tlskit.ctl.renew/1, docs/json.md).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `ctl renew --json`.
+#[derive(Serialize)]
+struct RenewJson<'a> {
+    certificate: &'a ControlCert,
 }
 
 /// `ctl certs --json`.
@@ -84,6 +99,21 @@ pub(crate) fn run(a: CtlArgs) -> CmdResult {
             }
             Ok(Outcome::Success)
         }
+        CtlCmd::Renew { name, json } => {
+            if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                bail!("{}: not a DNS name", Escaped(&name));
+            }
+            let c = ask(&a.control, &format!("renew {name}"))?
+                .renewed
+                .context("the server's reply has no certificate")?;
+            if json {
+                print_json(&RenewJson { certificate: &c })?;
+            } else {
+                print!("renewed: ");
+                print_certs(std::slice::from_ref(&c));
+            }
+            Ok(Outcome::Success)
+        }
         CtlCmd::Reload { json } => {
             let r = ask(&a.control, "reload")?
                 .reload
@@ -110,6 +140,7 @@ fn ask(path: &Path, request: &str) -> anyhow::Result<ControlReply> {
         .with_context(|| format!("{shown}: cannot connect to the control socket"))?;
     // The server answers a reload once it ends (within its own deadline).
     let wait = tlskit_server::RELOAD_WAIT + Duration::from_secs(5);
+    let wait = wait.max(tlskit_server::RENEW_WAIT + Duration::from_secs(5));
     s.set_read_timeout(Some(wait))?;
     s.set_write_timeout(Some(tlskit_server::REQUEST_DEADLINE))?;
     s.write_all(format!("{request}\n").as_bytes())

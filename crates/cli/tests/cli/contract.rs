@@ -689,6 +689,12 @@ fn every_json_document_matches_its_schema() {
         // After a reload: `last_reload` filled in.
         case("ctl.status", 0, &["ctl", "status", "--control", &control]),
         case("error", 2, &["ctl", "--control", &no_control, "status"]),
+        // No ACME on this server: nothing to renew.
+        case(
+            "error",
+            2,
+            &["ctl", "--control", &control, "renew", "test.example"],
+        ),
         case("error", 2, &["store", "show", "--no-such-flag"]),
         case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
     ];

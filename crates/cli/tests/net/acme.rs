@@ -724,7 +724,11 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
 
     // Restart: the stored certificate is served at once, no new order.
     let account = std::fs::read(account_file(&storage)).expect("account");
-    let srv = serve_acme(&p, &storage, &[]);
+    let srv = serve_acme(
+        &p,
+        &storage,
+        &["--metrics", "127.0.0.1:0", "--control", &control],
+    );
     assert_eq!(
         served_serial(p.tls_port, "srv.test").as_deref(),
         Some(second.as_str())
@@ -736,6 +740,47 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     assert_eq!(
         std::fs::read(account_file(&storage)).expect("account"),
         account
+    );
+    // `tlskit ctl renew`: a new order now, although the stored certificate is far from due
+    // (and this server ordered nothing yet);
+    // the reply comes once the new certificate is served.
+    let out = std::process::Command::new(crate::BIN)
+        .args(["ctl", "--control", &control, "renew", "srv.test", "--json"])
+        .output()
+        .expect("run tlskit ctl renew");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        srv.stderr()
+    );
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(v["schema"], "tlskit.ctl.renew/1", "{v}");
+    assert_eq!(v["certificate"]["dns_names"][0], "srv.test", "{v}");
+    let renewed = served_serial(p.tls_port, "srv.test").expect("served after renew");
+    assert_ne!(renewed, second, "renew served a new certificate");
+    assert_eq!(file_serial(&stored), renewed);
+    assert!(
+        srv.stderr()
+            .contains("event=acme_order_start name=srv.test reason=forced"),
+        "{}",
+        srv.stderr()
+    );
+    let metrics = http_get(&srv.metrics_addr());
+    assert!(
+        metrics.contains("tlskit_acme_orders_total{result=\"ok\"} 1"),
+        "{metrics}"
+    );
+    // Not one of the certificate's names: refused, nothing ordered.
+    let out = std::process::Command::new(crate::BIN)
+        .args(["ctl", "--control", &control, "renew", "other.test"])
+        .output()
+        .expect("run tlskit ctl renew");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not a name of this server's ACME"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
