@@ -69,6 +69,8 @@ pub struct ControlStatus {
     pub ticket_keys: String,
     /// With `fleet`: whether the shared state is reachable now.
     pub fleet_up: Option<bool>,
+    /// With `local`: seconds since the current ticket key was made.
+    pub ticket_key_age_s: Option<u64>,
     /// Client connections open now.
     pub connections_open: u64,
     /// The last reload's result (none since start: absent).
@@ -435,6 +437,7 @@ fn status(s: &Shared) -> ControlStatus {
         client_ca,
         ticket_keys: ticket_keys.to_string(),
         fleet_up,
+        ticket_key_age_s: s.ticket_rotator.as_ref().and_then(|r| r.key_age()),
         connections_open: u64::try_from(s.metrics.active()).unwrap_or(0),
         last_reload: s.reloaded.borrow().as_ref().map(|f| f.result.clone()),
     }

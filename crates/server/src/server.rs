@@ -66,7 +66,7 @@ fn build_tls(
     store: Option<&Arc<StoreHandle>>,
     shared: Option<&Arc<crate::optional::SharedTickets>>,
     clock: &Arc<dyn Clock>,
-) -> Result<ServerConfig, NetError> {
+) -> Result<(ServerConfig, Option<Arc<crate::tickets::Rotator>>), NetError> {
     let versions: Vec<_> = cfg.versions.iter().map(|v| v.rustls()).collect();
     if versions.is_empty() {
         return Err(NetError::Config("no TLS version enabled".into()));
@@ -97,6 +97,7 @@ fn build_tls(
     let mut tls = builder.with_cert_resolver(resolver);
     // Keys rotate every `ticket_rotation` (1 s to 6 h, checked in bind); a ticket older than two
     // periods never resumes (crate::tickets).
+    let mut rotator = None;
     let ticketer = match shared {
         // The fleet's keys (crate::shared), with the same two-period age limit.
         Some(s) => Arc::new(crate::tickets::ExpiringTickets::new(
@@ -104,7 +105,11 @@ fn build_tls(
             cfg.ticket_rotation.as_secs().saturating_mul(2),
             Arc::new(tlskit_tls::clock::ClockTime(clock.clone())),
         )) as Arc<dyn rustls::server::ProducesTickets>,
-        None => crate::tickets::ticketer(cfg.ticket_rotation, clock.clone())?,
+        None => {
+            let (t, r) = crate::tickets::ticketer_with_rotator(cfg.ticket_rotation, clock.clone())?;
+            rotator = Some(r);
+            t
+        }
     };
     let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(4096);
     match store {
@@ -136,7 +141,7 @@ fn build_tls(
         .map(|p| p.as_bytes().to_vec())
         .collect();
     tls.ignore_client_order = true;
-    Ok(tls)
+    Ok((tls, rotator))
 }
 
 impl Server {
@@ -274,14 +279,15 @@ impl Server {
         if let Some(s) = &shared_tickets {
             metrics.set_shared_state(s.clone());
         }
-        let tls = Arc::new(build_tls(
+        let (tls, ticket_rotator) = build_tls(
             &cfg,
             &provider,
             resolver.clone(),
             store.as_ref(),
             shared_tickets.as_ref(),
             &clock,
-        )?);
+        )?;
+        let tls = Arc::new(tls);
         let mut listeners = Vec::new();
         let mut addrs = Vec::new();
         for a in &cfg.listen {
@@ -355,6 +361,7 @@ impl Server {
                 shared_tickets,
                 clock,
                 reloaded: watch::channel(None).0,
+                ticket_rotator,
             }),
             control,
             listeners,

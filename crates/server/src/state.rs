@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     pub(crate) clock: Arc<dyn Clock>,
     /// The last reload's result, with when it started (the control socket waits on it).
     pub(crate) reloaded: watch::Sender<Option<Arc<Finished>>>,
+    /// The local ticket keys (none with the fleet's keys).
+    pub(crate) ticket_rotator: Option<Arc<crate::tickets::Rotator>>,
 }
 
 /// A reload that ended (or was given up or refused), and when it started.

@@ -55,19 +55,31 @@ fn make_ticketer() -> Option<Box<dyn ProducesTickets>> {
 
 /// The server's ticketer: keys rotated every `period` (1 s to [`MAX_ROTATION_SECS`];
 /// `Server::bind` refuses other values) by `clock`, tickets from the previous key
-/// accepted, no ticket older than two periods accepted.
+/// accepted, no ticket older than two periods accepted. (The server uses
+/// [`ticketer_with_rotator`]; the tests this.)
+#[cfg(test)]
 pub(crate) fn ticketer(
     period: Duration,
     clock: Arc<dyn Clock>,
 ) -> Result<Arc<dyn ProducesTickets>, rustls::Error> {
+    ticketer_with_rotator(period, clock).map(|(t, _)| t)
+}
+
+/// [`ticketer`], with its [`Rotator`] (for the key's age in the control socket's status).
+pub(crate) fn ticketer_with_rotator(
+    period: Duration,
+    clock: Arc<dyn Clock>,
+) -> Result<(Arc<dyn ProducesTickets>, Arc<Rotator>), rustls::Error> {
     // In range after bind's check (MAX_ROTATION_SECS fits a u32).
     let secs = period.as_secs().clamp(1, MAX_ROTATION_SECS);
-    let rotator = Rotator::new(secs, clock.clone()).ok_or(rustls::Error::FailedToGetRandomBytes)?;
-    Ok(Arc::new(ExpiringTickets::new(
-        Arc::new(rotator),
+    let rotator =
+        Arc::new(Rotator::new(secs, clock.clone()).ok_or(rustls::Error::FailedToGetRandomBytes)?);
+    let t = Arc::new(ExpiringTickets::new(
+        rotator.clone(),
         secs * 2,
         Arc::new(ClockTime(clock)),
-    )))
+    ));
+    Ok((t, rotator))
 }
 
 /// A current ticket key and the previous one; the current one is replaced once the clock
@@ -101,6 +113,19 @@ impl Rotator {
                 switch_at,
             }),
         })
+    }
+
+    /// Seconds since the current key was made (keys are replaced when a ticket is made
+    /// or opened after the switch time, so an idle server's key may be older than the
+    /// period). None when the lock is poisoned.
+    pub(crate) fn key_age(&self) -> Option<u64> {
+        let made = self
+            .state
+            .read()
+            .ok()?
+            .switch_at
+            .saturating_sub(self.period);
+        Some(self.clock.unix_secs().saturating_sub(made))
     }
 
     /// The keys, rotated first when the switch time has passed. None when a lock is

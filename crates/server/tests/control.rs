@@ -113,6 +113,12 @@ fn control_socket_reports_reloads_and_is_owner_only() {
     assert!(c.not_after.is_some_and(|t| t > 0), "{c:?}");
     assert_eq!(status.last_reload, None);
     assert_eq!(status.ticket_keys, "local");
+    // The key made at bind, seconds ago (rotation is 6 h by default).
+    assert!(
+        status.ticket_key_age_s.is_some_and(|a| a < 600),
+        "{status:?}"
+    );
+    assert_eq!(status.fleet_up, None);
     assert_eq!(status.client_ca, None);
 
     let certs = ask(&sock, "certs\n").certificates.expect("a list");

@@ -229,7 +229,10 @@ fn print_status(s: &ControlStatus) {
     match s.fleet_up {
         Some(true) => println!("ticket keys: {} (shared state reachable)", s.ticket_keys),
         Some(false) => println!("ticket keys: {} (shared state unreachable)", s.ticket_keys),
-        None => println!("ticket keys: {}", s.ticket_keys),
+        None => match s.ticket_key_age_s {
+            Some(age) => println!("ticket keys: {} (current key {age} s old)", s.ticket_keys),
+            None => println!("ticket keys: {}", s.ticket_keys),
+        },
     }
     println!("connections open: {}", s.connections_open);
     match &s.last_reload {
