@@ -16,6 +16,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 mod bounds_cli;
 mod contract;
+mod deb_package;
 mod doctor_cli;
 mod fuzz_regressions;
 mod pki_cli;
