@@ -1,6 +1,6 @@
 //! Commands end to end through the `tlskit` binary: store, verify, pki (with OpenSSL and
-//! GnuTLS as peers), input bounds, the JSON and exit-code contract, doctor, and the replay
-//! of saved fuzz inputs.
+//! GnuTLS as peers), input bounds, the JSON and exit-code contract, doctor, the Debian
+//! package (`scripts/deb`), and the replay of saved fuzz inputs.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
