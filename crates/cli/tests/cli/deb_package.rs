@@ -58,10 +58,11 @@ impl Drop for Installed {
 /// binary under test (the debug build: the release build scripts/deb makes by default
 /// would add minutes to the test run; the package's contents are the same) in a target
 /// directory of its own. The package holds /usr/bin/tlskit, its unit
-/// (dist/deb/tlskit.service, ExecStart on /usr/bin/tlskit), the man pages `tlskit man`
+/// (dist/deb/tlskit.service: dist/tlskit.service's settings, ExecStart on /usr/bin/tlskit)
+/// and its maintainer scripts (stopped on removal, never started), the man pages `tlskit man`
 /// writes (gzipped), the bash, zsh and fish completions in Debian's folders, and
 /// /etc/tlskit/serve.toml as a conffile whose keys `serve --config` accepts; lintian
-/// reports no error (`E:`). Under CI=true, as root: `dpkg -i`, `tlskit --version`,
+/// reports no error (`E:`; its lines are printed). Under CI=true, as root: `dpkg -i`, `tlskit --version`,
 /// `systemd-analyze verify` on the installed unit, `man -w tlskit`, `dpkg -r` (the
 /// binary goes, the edited conffile stays), then `dpkg --purge`.
 #[test]
@@ -213,6 +214,16 @@ fn deb_package_builds_holds_the_service_and_passes_lintian() {
     ] {
         assert!(unit.lines().any(|l| l == want), "{want} not in the unit");
     }
+    // The same service as dist/tlskit.service (systemd-analyze verified and hardened in
+    // contract.rs), but for the package's binary: the settings differ in ExecStart only.
+    let settings = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| l.replace("/usr/local/bin/tlskit", "/usr/bin/tlskit"))
+            .collect()
+    };
+    let local = std::fs::read_to_string(ws.join("dist/tlskit.service")).expect("the unit");
+    assert_eq!(settings(&unit), settings(&local));
     assert_eq!(
         read("etc/tlskit/serve.toml"),
         std::fs::read(ws.join("dist/deb/serve.toml")).expect("dist/deb/serve.toml")
