@@ -1,6 +1,6 @@
 //! Commands end to end through the `tlskit` binary: store, verify, pki (with OpenSSL and
-//! GnuTLS as peers), input bounds, the JSON and exit-code contract, doctor, and the replay
-//! of saved fuzz inputs.
+//! GnuTLS as peers), input bounds, the JSON and exit-code contract, doctor, the Debian
+//! package (`scripts/deb`), and the replay of saved fuzz inputs.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
@@ -16,6 +16,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 mod bounds_cli;
 mod contract;
+mod deb_package;
 mod doctor_cli;
 mod fuzz_regressions;
 mod pki_cli;
