@@ -1,6 +1,7 @@
 //! Commands end to end through the `tlskit` binary: store, verify, pki (with OpenSSL and
 //! GnuTLS as peers), input bounds, the JSON and exit-code contract, doctor, the Debian
-//! package (`scripts/deb`), and the replay of saved fuzz inputs.
+//! package (`scripts/deb`), README.md's examples run as written, and the replay of saved
+//! fuzz inputs.
 //!
 //! One test binary per group (ripgrep's pattern): each file below was a binary of its
 //! own; grouped, they link aws-lc once.
@@ -22,6 +23,7 @@ mod fuzz_regressions;
 mod pki_cli;
 #[cfg(feature = "slow-tests")] // slow tier: OpenSSL and GnuTLS as peers
 mod pki_interop;
+mod readme_examples;
 mod serve_ranges;
 mod store_cli;
 mod verify_cli;
