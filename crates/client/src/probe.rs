@@ -1233,6 +1233,25 @@ mod tests {
             "{:?}",
             advise(&r)
         );
+        // A large leaf + root chain where the root is most of the bytes: the root is
+        // blamed, not the leaf (the old advice said "shorten the leaf" for 2 certificates).
+        let r = report(
+            vec![
+                cert("CN=www.example", 2_000, false),
+                cert("CN=Big Root", 14_000, true),
+            ],
+            None,
+        );
+        let advice = advise(&r);
+        let chain = advice
+            .iter()
+            .find(|a| a.starts_with("chain is"))
+            .unwrap_or_else(|| panic!("no chain advice in {advice:?}"));
+        assert!(
+            chain.contains("drop the self-signed root CN=Big Root (14.0 KB of the 16.0 KB chain)"),
+            "{chain}"
+        );
+        assert!(!chain.contains("shorten"), "{chain}");
     }
 
     /// A large chain the server did not compress: compression is the fix, and with no
