@@ -818,7 +818,8 @@ fn advise(r: &ProbeReport) -> Vec<String> {
 }
 
 /// What makes the sent chain large: the one certificate that is most of it (by subject
-/// and size), else the sizes of all of them. A self-signed root has its own advice line.
+/// and size), else the sizes of all of them. A self-signed root sent at all also gets
+/// its own line ([`root_advice`]).
 fn largest_cause(r: &ProbeReport) -> String {
     let total: usize = r.presented.iter().map(|c| c.bytes).sum();
     let Some((i, big)) = r
