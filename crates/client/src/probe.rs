@@ -176,8 +176,35 @@ pub struct ProbeReport {
     /// As [`crate::Connected::roots_warnings`] (printed on stderr, not in the JSON).
     #[serde(skip)]
     pub roots_warnings: Vec<String>,
+    /// The certificates as sent, leaf first: what the advice names as the cause of a
+    /// large chain (not in the JSON: `chain_bytes` and `chain` carry the totals).
+    #[serde(skip)]
+    pub presented: Vec<SentCert>,
     /// Plain-English findings.
     pub advice: Vec<String>,
+}
+
+/// One certificate of the chain the server sent, as the advice sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SentCert {
+    /// The subject, as in [`ProbeReport::chain`].
+    pub subject: String,
+    /// DER bytes.
+    pub bytes: usize,
+    /// Subject equals issuer: a root the client already has.
+    pub self_signed: bool,
+}
+
+impl SentCert {
+    /// What the advice needs of one DER certificate.
+    pub fn from_der(der: &[u8]) -> SentCert {
+        SentCert {
+            subject: subject(der),
+            bytes: der.len(),
+            self_signed: self_signed(der),
+        }
+    }
 }
 
 thread_local! {
@@ -738,16 +765,19 @@ fn advise(r: &ProbeReport) -> Vec<String> {
     if r.resumed {
         out.push("the session was resumed: no certificate chain was sent".into());
     } else if r.compression.is_none() && r.chain_bytes + 1000 > INITIAL_WINDOW {
-        let root = if r.chain_certs > 2 {
-            " or drop the cross-signed root"
+        // TLS 1.2 has no certificate compression (RFC 8879 is TLS 1.3 only).
+        let enable = if r.tls_version == "TLSv1.2" {
+            "enable TLS 1.3 and certificate compression"
         } else {
-            " or shorten the leaf (fewer names)"
+            "enable certificate compression"
         };
         out.push(format!(
-            "chain is {}: with the rest of the flight it exceeds TCP's 10-segment initial window ({} bytes); enable certificate compression (RFC 8879: brotli would make it {}){root}",
+            "chain is {} in {} sent uncompressed: with the rest of the flight it exceeds TCP's 10-segment initial window ({} bytes); {enable} (RFC 8879: brotli would make it {}){}",
             kb(r.chain_bytes),
+            plural(r.chain_certs, "certificate"),
             fmt_thousands(INITIAL_WINDOW),
-            kb(r.chain_bytes_compressed)
+            kb(r.chain_bytes_compressed),
+            largest_cause(r)
         ));
     } else if let Some(first) = r.server_flights.first() {
         if first.bytes <= INITIAL_WINDOW {
@@ -781,7 +811,76 @@ fn advise(r: &ProbeReport) -> Vec<String> {
             fmt_thousands(r.chain_bytes - r.chain_bytes_compressed)
         ));
     }
+    if !r.resumed {
+        out.extend(root_advice(r));
+    }
     out
+}
+
+/// What makes the sent chain large: the one certificate that is most of it (by subject
+/// and size), else the sizes of all of them. A self-signed root sent at all also gets
+/// its own line ([`root_advice`]).
+fn largest_cause(r: &ProbeReport) -> String {
+    let total: usize = r.presented.iter().map(|c| c.bytes).sum();
+    let Some((i, big)) = r
+        .presented
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, c)| (c.bytes, std::cmp::Reverse(*i)))
+    else {
+        return String::new();
+    };
+    if r.presented.len() == 1 || big.bytes * 2 > total {
+        let share = format!("{} of the {} chain", kb(big.bytes), kb(total));
+        if i == 0 {
+            format!(
+                " or shorten the leaf {} ({share}; fewer names)",
+                big.subject
+            )
+        } else if big.self_signed {
+            format!(
+                " or drop the self-signed root {} ({share}): clients already have it",
+                big.subject
+            )
+        } else {
+            format!(
+                " or replace the intermediate {} ({share}): ask the CA for a smaller one",
+                big.subject
+            )
+        }
+    } else {
+        let sizes: Vec<String> = r
+            .presented
+            .iter()
+            .map(|c| format!("{} {}", c.subject, kb(c.bytes)))
+            .collect();
+        format!(
+            "; no one certificate dominates ({}), so compression is the fix",
+            sizes.join(", ")
+        )
+    }
+}
+
+/// The chain ends with a self-signed root: clients already have it.
+fn root_advice(r: &ProbeReport) -> Option<String> {
+    let root = r.presented.last().filter(|c| c.self_signed)?;
+    if r.presented.len() < 2 {
+        return None;
+    }
+    Some(format!(
+        "the chain ends with the self-signed root {} ({} bytes of the {}-byte chain): clients already have it; drop it",
+        root.subject,
+        fmt_thousands(root.bytes),
+        fmt_thousands(r.chain_bytes)
+    ))
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 fn fmt_thousands(n: usize) -> String {
@@ -969,16 +1068,11 @@ pub fn probe(opts: &ProbeOptions) -> Result<ProbeReport, NetError> {
             .first()
             .and_then(|c| crate::kx::expires_in_days(c, std::time::SystemTime::now())),
         timeline: shot.timeline,
+        presented: presented.iter().map(|c| SentCert::from_der(c)).collect(),
         advice: Vec::new(),
         roots_warnings: verifier.roots_warnings.clone(),
     };
     let mut advice = advise(&report);
-    if presented.len() > 1 && presented.last().is_some_and(|c| self_signed(c)) {
-        advice.push(format!(
-            "the chain ends with a self-signed root ({} bytes): clients already have it; drop it",
-            presented.last().map(|c| c.len()).unwrap_or(0)
-        ));
-    }
     if let Some(r) = &report.resumption {
         advice.push(if r.resumed {
             format!(
@@ -1024,6 +1118,193 @@ mod tests {
         assert_eq!(b, vec![(4196, 3, true), (4096, 3, false), (50, 1, true)]);
         // Reads after `end` are left out.
         assert_eq!(group_bursts(&log, ms(100), ms(25), 1448).len(), 2);
+    }
+
+    fn cert(subject: &str, bytes: usize, self_signed: bool) -> SentCert {
+        SentCert {
+            subject: subject.into(),
+            bytes,
+            self_signed,
+        }
+    }
+
+    /// A verified TLS 1.3 full handshake that sent `certs`; `compression`: what the
+    /// server compressed with and to how many bytes, else brotli's estimate is a tenth.
+    fn report(certs: Vec<SentCert>, compression: Option<(&str, usize)>) -> ProbeReport {
+        let chain_bytes = certs.iter().map(|c| c.bytes).sum();
+        ProbeReport {
+            target: "www.example:443".into(),
+            peer: "192.0.2.1:443".into(),
+            server_name: "www.example".into(),
+            starttls: None,
+            tcp_rtt_ms: 50.0,
+            handshake_ms: 100.0,
+            handshake_rtts: 1,
+            handshake_rtts_method: "timing".into(),
+            server_bursts: 0,
+            server_flights: Vec::new(),
+            segments_source: "estimate".into(),
+            tcp_info: None,
+            chain_bytes,
+            chain_bytes_compressed: compression.map_or(chain_bytes / 10, |c| c.1),
+            chain_bytes_compressed_source: if compression.is_some() {
+                "server".into()
+            } else {
+                "brotli estimate".into()
+            },
+            compression: compression.map(|c| c.0.to_string()),
+            chain_certs: certs.len(),
+            chain: certs.iter().map(|c| c.subject.clone()).collect(),
+            tls_version: "TLSv1.3".into(),
+            cipher_suite: "TLS13_AES_128_GCM_SHA256".into(),
+            resumed: false,
+            verified: true,
+            reason: None,
+            rule: None,
+            warnings: Vec::new(),
+            runs: Vec::new(),
+            resumption: None,
+            kx: crate::kx::KeyExchange {
+                key_exchange_group: Some("X25519".into()),
+                hello_retry_request: false,
+                hello_retry_reason: None,
+                key_share_bytes: None,
+            },
+            expires_in_days: Some(60),
+            timeline: Vec::new(),
+            roots_warnings: Vec::new(),
+            presented: certs,
+            advice: Vec::new(),
+        }
+    }
+
+    /// Issue 28: an uncompressed 14.5 KB leaf + 3 intermediates and no root was told to
+    /// "drop the cross-signed root"; the advice names the leaf by subject and size.
+    #[test]
+    fn large_leaf_is_named_not_a_root() {
+        let r = report(
+            vec![
+                cert("CN=big.example", 14_500, false),
+                cert("CN=Issuing CA", 1_400, false),
+                cert("CN=Policy CA", 1_300, false),
+                cert("CN=Cross CA", 1_300, false),
+            ],
+            None,
+        );
+        let advice = advise(&r);
+        let chain = advice
+            .iter()
+            .find(|a| a.starts_with("chain is"))
+            .unwrap_or_else(|| panic!("no chain advice in {advice:?}"));
+        assert!(
+            chain.contains("shorten the leaf CN=big.example (14.5 KB of the 18.5 KB chain"),
+            "{chain}"
+        );
+        assert!(
+            chain.contains("enable certificate compression (RFC 8879"),
+            "{chain}"
+        );
+        assert!(
+            !advice.iter().any(|a| a.contains("root")),
+            "no root was sent: {advice:?}"
+        );
+    }
+
+    /// Only a self-signed certificate actually at the end of the chain is advised away.
+    #[test]
+    fn self_signed_root_present_is_advised_away() {
+        let mut r = report(
+            vec![
+                cert("CN=www.example", 1_200, false),
+                cert("CN=Issuing CA", 1_100, false),
+                cert("CN=Example Root", 1_400, true),
+            ],
+            None,
+        );
+        let advice = advise(&r);
+        assert!(
+            advice.iter().any(|a| a
+                == "the chain ends with the self-signed root CN=Example Root (1,400 bytes of the 3,700-byte chain): clients already have it; drop it"),
+            "{advice:?}"
+        );
+        // The same chain ending with an intermediate: nothing about a root.
+        r.presented[2].self_signed = false;
+        assert!(
+            !advise(&r).iter().any(|a| a.contains("root")),
+            "{:?}",
+            advise(&r)
+        );
+        // A large leaf + root chain where the root is most of the bytes: the root is
+        // blamed, not the leaf (the old advice said "shorten the leaf" for 2 certificates).
+        let r = report(
+            vec![
+                cert("CN=www.example", 2_000, false),
+                cert("CN=Big Root", 14_000, true),
+            ],
+            None,
+        );
+        let advice = advise(&r);
+        let chain = advice
+            .iter()
+            .find(|a| a.starts_with("chain is"))
+            .unwrap_or_else(|| panic!("no chain advice in {advice:?}"));
+        assert!(
+            chain.contains("drop the self-signed root CN=Big Root (14.0 KB of the 16.0 KB chain)"),
+            "{chain}"
+        );
+        assert!(!chain.contains("shorten"), "{chain}");
+    }
+
+    /// A large chain the server did not compress: compression is the fix, and with no
+    /// certificate dominating and no root, nothing else (no root, no leaf) is blamed.
+    #[test]
+    fn uncompressed_large_chain_advises_compression() {
+        let certs = vec![
+            cert("CN=www.example", 5_600, false),
+            cert("CN=Issuing CA", 5_500, false),
+            cert("CN=Policy CA", 5_400, false),
+        ];
+        let advice = advise(&report(certs.clone(), None));
+        let chain = advice
+            .iter()
+            .find(|a| a.starts_with("chain is"))
+            .unwrap_or_else(|| panic!("no chain advice in {advice:?}"));
+        assert!(
+            chain.starts_with("chain is 16.5 KB in 3 certificates sent uncompressed"),
+            "{chain}"
+        );
+        assert!(
+            chain
+                .contains("enable certificate compression (RFC 8879: brotli would make it 1.6 KB)"),
+            "{chain}"
+        );
+        assert!(chain.contains("no one certificate dominates"), "{chain}");
+        assert!(
+            !chain.contains("root") && !chain.contains("shorten"),
+            "{chain}"
+        );
+        // Compressed by the server: no advice to enable it.
+        let done = advise(&report(certs, Some(("brotli", 1_300))));
+        assert!(
+            !done
+                .iter()
+                .any(|a| a.contains("enable certificate compression")),
+            "{done:?}"
+        );
+    }
+
+    #[test]
+    fn sent_cert_from_der_sees_self_signed() {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params = rcgen::CertificateParams::new(vec!["a.example".into()]).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "a.example");
+        let c = params.self_signed(&key).expect("cert");
+        let s = SentCert::from_der(c.der());
+        assert!(s.self_signed);
+        assert_eq!(s.bytes, c.der().len());
+        assert_eq!(s.subject, "CN=a.example");
     }
 
     #[test]

@@ -153,6 +153,12 @@ fn probe_uncompressed_long_chain_and_tls12() {
         advice.contains("enable certificate compression"),
         "{advice}"
     );
+    // The 700-name leaf is the cause, named by subject; no root was sent (issue 28).
+    assert!(
+        advice.contains("shorten the leaf CN=test.example ("),
+        "{advice}"
+    );
+    assert!(!advice.contains("root"), "{advice}");
     let mut t12 = base.to_vec();
     t12.push("--tls12");
     let (code, v, err) = probe(&t12);
