@@ -220,36 +220,62 @@ async fn accept_loop(
     }
 }
 
+/// Why a request got an `error` reply instead of its answer.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("cannot read the request: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("request longer than {MAX_REQUEST} bytes")]
+    TooLong,
+    #[error("no request line within {} s", REQUEST_DEADLINE.as_secs())]
+    NoRequest,
+    #[error("the request is not UTF-8 text")]
+    NotText,
+    #[error("the server is stopping")]
+    Stopping,
+    #[error("the reload did not report within {} s", RELOAD_WAIT.as_secs())]
+    ReloadSilent,
+    #[error("{0}: this server has no ACME certificate (serve --acme); nothing to renew")]
+    NoAcme(String),
+    #[error("{0} is not a name of this server's ACME certificate")]
+    NotManaged(String),
+    #[error(
+        "{0}: no new certificate served within {secs} s; the renewal goes on \
+         (event=acme_failed in the log says why it has not worked yet)",
+        secs = RENEW_WAIT.as_secs()
+    )]
+    RenewSilent(String),
+    #[error("the ACME certificate is no longer listed")]
+    NotListed,
+}
+
 /// Read one request line: at most [`MAX_REQUEST`] bytes, within [`REQUEST_DEADLINE`].
-async fn read_request(stream: &mut UnixStream) -> Result<String, String> {
+async fn read_request(stream: &mut UnixStream) -> Result<String, Refused> {
     let mut buf = Vec::with_capacity(64);
     let read = async {
         let mut chunk = [0u8; 256];
         loop {
-            let n = stream
-                .read(&mut chunk)
-                .await
-                .map_err(|e| format!("cannot read the request: {e}"))?;
+            let n = stream.read(&mut chunk).await.map_err(Refused::Read)?;
             let got = chunk.get(..n).unwrap_or_default();
             buf.extend_from_slice(got);
             if n == 0 || got.contains(&b'\n') {
                 return Ok(());
             }
             if buf.len() > MAX_REQUEST {
-                return Err(format!("request longer than {MAX_REQUEST} bytes"));
+                return Err(Refused::TooLong);
             }
         }
     };
     tokio::time::timeout(REQUEST_DEADLINE, read)
         .await
-        .map_err(|_| format!("no request line within {} s", REQUEST_DEADLINE.as_secs()))??;
+        .map_err(|_| Refused::NoRequest)??;
     let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
     if line.len() > MAX_REQUEST {
-        return Err(format!("request longer than {MAX_REQUEST} bytes"));
+        return Err(Refused::TooLong);
     }
     String::from_utf8(line.to_vec())
         .map(|l| l.trim().to_string())
-        .map_err(|_| "the request is not UTF-8 text".to_string())
+        .map_err(|_| Refused::NotText)
 }
 
 async fn handle(mut stream: UnixStream, s: &Arc<Shared>, reload: &mpsc::Sender<()>) {
@@ -271,9 +297,9 @@ async fn handle(mut stream: UnixStream, s: &Arc<Shared>, reload: &mpsc::Sender<(
     }
 }
 
-fn error(reason: String) -> ControlReply {
+fn error(reason: impl std::fmt::Display) -> ControlReply {
     ControlReply {
-        error: Some(reason),
+        error: Some(reason.to_string()),
         ..ControlReply::default()
     }
 }
@@ -314,12 +340,12 @@ async fn answer(line: &str, s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Contr
 }
 
 /// Ask for a reload and wait for the result of one that started after the request.
-async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadResult, String> {
+async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadResult, Refused> {
     let mut results = s.reloaded.subscribe();
     let asked = Instant::now();
     // A full queue already holds a request: the reload it starts serves this one too.
     if let Err(mpsc::error::TrySendError::Closed(())) = reload.try_send(()) {
-        return Err("the server is stopping".to_string());
+        return Err(Refused::Stopping);
     }
     let wait = async {
         loop {
@@ -329,33 +355,24 @@ async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadR
                 }
             }
             if results.changed().await.is_err() {
-                return Err("the server is stopping".to_string());
+                return Err(Refused::Stopping);
             }
         }
     };
     tokio::time::timeout(RELOAD_WAIT, wait)
         .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "the reload did not report within {} s",
-                RELOAD_WAIT.as_secs()
-            ))
-        })
+        .unwrap_or(Err(Refused::ReloadSilent))
 }
 
 /// Force an ACME renewal of the certificate for `name` and wait until a new one is served.
-async fn renew(s: &Shared, name: &str) -> Result<ControlCert, String> {
+async fn renew(s: &Shared, name: &str) -> Result<ControlCert, Refused> {
     let shown = tlskit_x509::text::escape(name);
     let Some(a) = &s.acme else {
-        return Err(format!(
-            "{shown}: this server has no ACME certificate (serve --acme); nothing to renew"
-        ));
+        return Err(Refused::NoAcme(shown.into_owned()));
     };
     let managed = crate::services::managed(a);
     if !managed.manages(Some(&name.to_ascii_lowercase())) {
-        return Err(format!(
-            "{shown} is not a name of this server's ACME certificate"
-        ));
+        return Err(Refused::NotManaged(shown.into_owned()));
     }
     let before = managed.current();
     managed.renew_now();
@@ -374,16 +391,12 @@ async fn renew(s: &Shared, name: &str) -> Result<ControlCert, String> {
         }
     };
     if tokio::time::timeout(RENEW_WAIT, changed).await.is_err() {
-        return Err(format!(
-            "{shown}: no new certificate served within {} s; the renewal goes on \
-             (event=acme_failed in the log says why it has not worked yet)",
-            RENEW_WAIT.as_secs()
-        ));
+        return Err(Refused::RenewSilent(shown.into_owned()));
     }
     certificates(s)
         .into_iter()
         .find(|c| c.source == "acme")
-        .ok_or_else(|| "the ACME certificate is no longer listed".to_string())
+        .ok_or(Refused::NotListed)
 }
 
 fn certificates(s: &Shared) -> Vec<ControlCert> {
