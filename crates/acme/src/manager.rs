@@ -92,6 +92,9 @@ pub struct Managed {
     force: std::sync::atomic::AtomicBool,
     /// Wakes the renewal task from its wait (a permit is kept when it is not waiting).
     wake: tokio::sync::Notify,
+    /// When the renewal task will next try to order, seconds since the Unix epoch (0:
+    /// not known yet).
+    next_attempt: std::sync::atomic::AtomicU64,
 }
 
 impl Managed {
@@ -111,6 +114,17 @@ impl Managed {
     pub fn renew_now(&self) {
         self.force.store(true, Ordering::Release);
         self.wake.notify_one();
+    }
+
+    /// When the renewal task will next try to order a certificate, seconds since the
+    /// Unix epoch: after a failure, the retry; otherwise the renewal's due time (or the
+    /// end of the spacing between renewals). None until the task has looked.
+    pub fn next_attempt(&self) -> Option<u64> {
+        Some(self.next_attempt.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    fn set_next_attempt(&self, at: SystemTime) {
+        self.next_attempt.store(unix(at), Ordering::Relaxed);
     }
 
     fn install(&self, ck: Arc<CertifiedKey>) {
@@ -192,6 +206,7 @@ impl ServerAcme {
             names,
             force: std::sync::atomic::AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
+            next_attempt: std::sync::atomic::AtomicU64::new(0),
         });
         let name = cert_name(&settings.domains);
         metrics.acme_enable();
@@ -424,6 +439,7 @@ impl Manager {
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
+                    self.managed.set_next_attempt(self.clock.now() + d);
                     // How long the certificate being served still has.
                     let left = self
                         .managed
@@ -525,6 +541,7 @@ impl Manager {
             let spacing = check::min_spacing(&info);
             match plan(due, recheck, spacing, last, &*self.clock) {
                 Plan::Wait(sleep) => {
+                    self.managed.set_next_attempt(due);
                     log::event(
                         Level::Debug,
                         "acme_renewal_scheduled",
@@ -538,6 +555,7 @@ impl Manager {
                     return Ok(sleep);
                 }
                 Plan::Spaced(sleep) => {
+                    self.managed.set_next_attempt(self.clock.now() + sleep);
                     log::event(
                         Level::Info,
                         "acme_renewal_spaced",
@@ -758,6 +776,7 @@ mod tests {
             names: vec!["a.test".into(), "*.w.test".into()],
             force: Default::default(),
             wake: Default::default(),
+            next_attempt: Default::default(),
         };
         assert!(m.manages(Some("a.test")));
         assert!(m.manages(Some("x.w.test")));
@@ -836,6 +855,7 @@ mod tests {
                 names: Vec::new(),
                 force: Default::default(),
                 wake: Default::default(),
+                next_attempt: Default::default(),
             }),
             metrics,
             provider,
