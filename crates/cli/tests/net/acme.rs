@@ -649,6 +649,10 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     // Not ready until the first certificate is installed (when the order has not already
     // finished by the time the listener is asked), alive all along.
     let early = http_path(&srv.metrics_addr(), "/readyz");
+    eprintln!(
+        "/readyz at start: {}",
+        early.lines().next().unwrap_or("no answer")
+    );
     if early.starts_with("HTTP/1.1 503 ") {
         assert!(
             early.contains("not ready: no ACME certificate yet"),
