@@ -917,6 +917,33 @@ mod tests {
         assert_eq!(count(), after, "no pass after the stop");
     }
 
+    /// After a failure, the next attempt told to `ctl status` is the retry time: between
+    /// half and all of the backoff from now (wall clock), not the due time.
+    #[tokio::test(start_paused = true)]
+    async fn next_attempt_after_a_failure_is_the_retry_time() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(600), times.clone()));
+        assert_eq!(m.managed.next_attempt(), None, "not known before a pass");
+        let managed = m.managed.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let before = unix(SystemTime::now());
+        let task = tokio::spawn(m.run(stopped));
+        while times.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let after = unix(SystemTime::now());
+        let next = managed
+            .next_attempt()
+            .unwrap_or_else(|| panic!("no next attempt after a failure"));
+        assert!(
+            next >= before + 300 && next <= after + 600,
+            "next attempt {next} not 300..600 s after {before}..{after}"
+        );
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
     #[test]
     fn retry_delay_doubles_with_jitter_up_to_an_hour() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
