@@ -92,6 +92,9 @@ pub struct Managed {
     force: std::sync::atomic::AtomicBool,
     /// Wakes the renewal task from its wait (a permit is kept when it is not waiting).
     wake: tokio::sync::Notify,
+    /// When the renewal task will next try to order, seconds since the Unix epoch (0:
+    /// not known yet).
+    next_attempt: std::sync::atomic::AtomicU64,
 }
 
 impl Managed {
@@ -111,6 +114,17 @@ impl Managed {
     pub fn renew_now(&self) {
         self.force.store(true, Ordering::Release);
         self.wake.notify_one();
+    }
+
+    /// When the renewal task will next try to order a certificate, seconds since the
+    /// Unix epoch: after a failure, the retry; otherwise the renewal's due time (or the
+    /// end of the spacing between renewals). None until the task has looked.
+    pub fn next_attempt(&self) -> Option<u64> {
+        Some(self.next_attempt.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    fn set_next_attempt(&self, at: SystemTime) {
+        self.next_attempt.store(unix(at), Ordering::Relaxed);
     }
 
     fn install(&self, ck: Arc<CertifiedKey>) {
@@ -192,6 +206,7 @@ impl ServerAcme {
             names,
             force: std::sync::atomic::AtomicBool::new(false),
             wake: tokio::sync::Notify::new(),
+            next_attempt: std::sync::atomic::AtomicU64::new(0),
         });
         let name = cert_name(&settings.domains);
         metrics.acme_enable();
@@ -424,6 +439,7 @@ impl Manager {
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
+                    self.managed.set_next_attempt(self.clock.now() + d);
                     // How long the certificate being served still has.
                     let left = self
                         .managed
@@ -525,6 +541,7 @@ impl Manager {
             let spacing = check::min_spacing(&info);
             match plan(due, recheck, spacing, last, &*self.clock) {
                 Plan::Wait(sleep) => {
+                    self.managed.set_next_attempt(due);
                     log::event(
                         Level::Debug,
                         "acme_renewal_scheduled",
@@ -538,6 +555,7 @@ impl Manager {
                     return Ok(sleep);
                 }
                 Plan::Spaced(sleep) => {
+                    self.managed.set_next_attempt(self.clock.now() + sleep);
                     log::event(
                         Level::Info,
                         "acme_renewal_spaced",
@@ -758,6 +776,7 @@ mod tests {
             names: vec!["a.test".into(), "*.w.test".into()],
             force: Default::default(),
             wake: Default::default(),
+            next_attempt: Default::default(),
         };
         assert!(m.manages(Some("a.test")));
         assert!(m.manages(Some("x.w.test")));
@@ -836,6 +855,7 @@ mod tests {
                 names: Vec::new(),
                 force: Default::default(),
                 wake: Default::default(),
+                next_attempt: Default::default(),
             }),
             metrics,
             provider,
@@ -895,6 +915,33 @@ mod tests {
         let after = count();
         tokio::time::sleep(RETRY_MAX * 2).await;
         assert_eq!(count(), after, "no pass after the stop");
+    }
+
+    /// After a failure, the next attempt told to `ctl status` is the retry time: between
+    /// half and all of the backoff from now (wall clock), not the due time.
+    #[tokio::test(start_paused = true)]
+    async fn next_attempt_after_a_failure_is_the_retry_time() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(600), times.clone()));
+        assert_eq!(m.managed.next_attempt(), None, "not known before a pass");
+        let managed = m.managed.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let before = unix(SystemTime::now());
+        let task = tokio::spawn(m.run(stopped));
+        while times.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let after = unix(SystemTime::now());
+        let next = managed
+            .next_attempt()
+            .unwrap_or_else(|| panic!("no next attempt after a failure"));
+        assert!(
+            next >= before + 300 && next <= after + 600,
+            "next attempt {next} not 300..600 s after {before}..{after}"
+        );
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]

@@ -96,6 +96,10 @@ pub struct ControlCert {
     /// of its lifetime), seconds since the Unix epoch; none until the renewal task has
     /// looked, and for other sources.
     pub renewal_due: Option<u64>,
+    /// ACME only: when the renewal task will next try to order (after a failure, the
+    /// retry; otherwise the due time), seconds since the Unix epoch; none until the
+    /// task has looked, and for other sources.
+    pub next_attempt: Option<u64>,
 }
 
 /// The client-CA trust store.
@@ -416,10 +420,12 @@ fn certificates(s: &Shared) -> Vec<ControlCert> {
             dns_names: c.dns_names.clone(),
             not_after: Some(c.not_after),
             renewal_due: None,
+            next_attempt: None,
         })
         .collect();
     if let Some(a) = &s.acme {
-        let current = crate::services::managed(a).current();
+        let managed = crate::services::managed(a);
+        let current = managed.current();
         let (names, validity) = match &current {
             Some(ck) => crate::certs::leaf_info(ck),
             None => (Vec::new(), None),
@@ -431,6 +437,7 @@ fn certificates(s: &Shared) -> Vec<ControlCert> {
             dns_names: names,
             not_after: validity.map(|v| v.1),
             renewal_due: s.metrics.acme_renewal_due(),
+            next_attempt: managed.next_attempt(),
         });
     }
     out

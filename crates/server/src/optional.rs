@@ -33,6 +33,9 @@ impl Managed {
     pub(crate) fn renew_now(&self) {
         match *self {}
     }
+    pub(crate) fn next_attempt(&self) -> Option<u64> {
+        match *self {}
+    }
 }
 
 /// What `serve` holds for ACME: nothing in a build without ACME.

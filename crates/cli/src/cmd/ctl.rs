@@ -195,6 +195,12 @@ fn print_certs(certs: &[ControlCert]) {
                 when(i64::try_from(due).unwrap_or(i64::MAX))
             );
         }
+        if let Some(next) = c.next_attempt {
+            print!(
+                "; next attempt {}",
+                when(i64::try_from(next).unwrap_or(i64::MAX))
+            );
+        }
         match &c.path {
             Some(p) => println!("; {}", Escaped(p)),
             None => println!(),

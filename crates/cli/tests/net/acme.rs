@@ -320,8 +320,13 @@ fn file_serial(pem: &Path) -> String {
 }
 
 fn http_get(addr: &str) -> String {
+    http_path(addr, "/metrics")
+}
+
+/// The metrics listener's whole answer to `GET path`.
+fn http_path(addr: &str, path: &str) -> String {
     let mut c = TcpStream::connect(addr).expect("connect metrics");
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+    c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
         .expect("write");
     let mut out = String::new();
     let _ = c.read_to_string(&mut out);
@@ -641,6 +646,25 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
             &control,
         ],
     );
+    // Not ready until the first certificate is installed (when the order has not already
+    // finished by the time the listener is asked), alive all along.
+    let early = http_path(&srv.metrics_addr(), "/readyz");
+    eprintln!(
+        "/readyz at start: {}",
+        early.lines().next().unwrap_or("no answer")
+    );
+    if early.starts_with("HTTP/1.1 503 ") {
+        assert!(
+            early.contains("not ready: no ACME certificate yet"),
+            "{early}"
+        );
+    } else {
+        assert!(early.starts_with("HTTP/1.1 200 "), "{early}");
+        let log = srv.stderr();
+        assert!(log.contains("event=acme_certificate_installed"), "{log}");
+    }
+    let alive = http_path(&srv.metrics_addr(), "/healthz");
+    assert!(alive.starts_with("HTTP/1.1 200 "), "{alive}");
     // Nothing to serve until the first certificate; then Pebble's.
     let first = until(Duration::from_secs(60), || {
         served_serial(p.tls_port, "srv.test")
@@ -675,10 +699,28 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         c["renewal_due"].as_u64().map(|_| c)
     })
     .unwrap_or_else(|| panic!("ctl status never listed the ACME certificate with its renewal"));
+    // The next attempt is the renewal's due time (no failure): not in the past.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs();
+    let next = acme_entry["next_attempt"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no next attempt: {acme_entry}"));
+    assert!(
+        next >= now,
+        "next attempt {next} before now {now}: {acme_entry}"
+    );
     assert_eq!(acme_entry["dns_names"][0], "srv.test", "{acme_entry}");
     assert!(acme_entry["not_after"].as_i64().is_some(), "{acme_entry}");
     let log = srv.stderr();
     assert!(log.contains("event=acme_certificate_installed"), "{log}");
+    // Ready once the certificate is installed; still alive.
+    let ready = http_path(&srv.metrics_addr(), "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 200 "), "{ready}");
+    assert!(ready.ends_with("ready\n"), "{ready}");
+    let alive = http_path(&srv.metrics_addr(), "/healthz");
+    assert!(alive.starts_with("HTTP/1.1 200 "), "{alive}");
     // Pebble's validation came to the server's own TLS listener.
     assert!(
         log.contains("event=acme_tlsalpn01_answered sni=srv.test"),
