@@ -181,18 +181,21 @@ pub fn repair_snapshot(data: &[u8], xxh3_64: Hasher) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = data.to_vec();
-    // Version 2: one xxh3 per 4 KiB page of the tables section, from byte 128 to the
-    // tables' offset.
-    const PAGE: usize = 4096;
+    // Version 2: one xxh3 per page (2^page_shift bytes, header offset 36) of the tables
+    // section, from byte 128 to the tables' offset.
+    let shift = u32::from_le_bytes([out[36], out[37], out[38], out[39]]);
+    let page = 1usize
+        .checked_shl(shift)
+        .filter(|p| (64..=1 << 20).contains(p))?;
     let t_off = usize::try_from(u64_at(&out, 48)).ok()?;
     let t_len = usize::try_from(u64_at(&out, 56)).ok()?;
     let sums_end = t_off.min(out.len());
     if sums_end >= SNAP_HEADER_LEN {
         let pages = (sums_end - SNAP_HEADER_LEN) / 8;
         for p in 0..pages {
-            let start = t_off.checked_add(p.checked_mul(PAGE)?)?;
+            let start = t_off.checked_add(p.checked_mul(page)?)?;
             let end = start
-                .saturating_add(PAGE)
+                .saturating_add(page)
                 .min(t_off.saturating_add(t_len))
                 .min(out.len());
             if let Some(page) = out.get(start..end) {

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// log2 of [`PAGE`].
-pub(crate) const PAGE_SHIFT: u32 = 12;
+pub(crate) const PAGE_SHIFT: u32 = 10;
 /// Bytes per checked page of the tables section (the last page may be shorter).
 pub(crate) const PAGE: usize = 1 << PAGE_SHIFT;
 
@@ -168,11 +168,11 @@ impl Paged {
 }
 
 /// Items per group of [`Slots`].
-const GROUP: usize = 64;
+const GROUP: usize = 32;
 
 /// A grow-only cache of one value per item `0..n`, set at most once each. Slots are
-/// allocated in groups of 64 when an item of the group is first set, so an unused store
-/// costs one pointer-sized slot per 64 items.
+/// allocated in groups of 32 when an item of the group is first set, so an unused store
+/// costs one slot (24 bytes) per 32 items.
 pub(crate) struct Slots<T> {
     n: usize,
     groups: Box<[OnceLock<Box<[OnceLock<T>]>>]>,

@@ -6,14 +6,14 @@
 //! ```text
 //! 0    magic "TLSKSNAP"        8
 //! 8    version u32 = 2          header_len u32 = 128
-//! 16   n u32  m u32  subj_cap u32  ski_cap u32  sha_cap u32  page_shift u32 (12)
+//! 16   n u32  m u32  subj_cap u32  ski_cap u32  sha_cap u32  page_shift u32 (10)
 //! 40   encoded_len u64         CA-name list size in a CertificateRequest
 //! 48   tables_off u64  tables_len u64     store tables (layout in store.rs), in pages
 //! 64   sources_off u64 sources_len u64    the sources it was built from
 //! 80   der_off u64     der_len u64        DER arena
 //! 96   created u64 (Unix s)     pages_xxh3 u64 (xxh3 of the page sums)
 //! 112  sources_xxh3 u64                   header_xxh3 u64 (bytes 0..120)
-//! 128  page sums: one xxh3 u64 per 4,096-byte page of the tables section
+//! 128  page sums: one xxh3 u64 per 1,024-byte page of the tables section
 //! ```
 //! followed by the tables (at `tables_off` = 128 + 8 × pages), the sources and the DER
 //! arena, in that order, ending exactly at the end of the file. The tables section is the
@@ -23,7 +23,7 @@
 //! # Reading: what is read and checked when
 //!
 //! The file is never mapped and never read whole: opening reads the header and the page
-//! sums (8 bytes per 4 KiB of tables: 24 KB at 100,000 anchors) with positioned reads, so
+//! sums (8 bytes per 1 KiB of tables: 92 KB at 100,000 anchors) with positioned reads, so
 //! it costs the same at 100 anchors as at 100,000 (tested by counting the bytes read).
 //! * **at open**: magic, version, the header's xxh3, that every section lies inside the
 //!   file and the file ends where the header says (truncation or extension is rejected),
