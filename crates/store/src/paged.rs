@@ -170,12 +170,15 @@ impl Paged {
 /// Items per group of [`Slots`].
 const GROUP: usize = 32;
 
+/// One group of [`Slots`]: its items' values, allocated when the first is set.
+type Group<T> = OnceLock<Box<[OnceLock<T>]>>;
+
 /// A grow-only cache of one value per item `0..n`, set at most once each. Slots are
 /// allocated in groups of 32 when an item of the group is first set, so an unused store
 /// costs one slot (24 bytes) per 32 items.
 pub(crate) struct Slots<T> {
     n: usize,
-    groups: Box<[OnceLock<Box<[OnceLock<T>]>>]>,
+    groups: Box<[Group<T>]>,
     made: AtomicUsize,
 }
 
@@ -215,12 +218,13 @@ impl<T> Slots<T> {
 
     /// Bytes of memory the slots take (not what the values point to).
     pub(crate) fn memory(&self) -> usize {
-        self.groups.len() * size_of::<OnceLock<Box<[OnceLock<T>]>>>()
+        self.groups.len() * size_of::<Group<T>>()
             + self.made.load(Ordering::Relaxed) * GROUP * size_of::<OnceLock<T>>()
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use std::io::Write;

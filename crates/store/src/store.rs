@@ -428,7 +428,7 @@ fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
 #[derive(Clone, Copy)]
 enum Key<'k> {
     Subject(&'k [u8]),
-    KeyId(&'k [u8]),
+    Ski(&'k [u8]),
     Sha(&'k [u8; 32]),
 }
 
@@ -556,7 +556,7 @@ impl Core {
     fn probe(&self, key: Key<'_>, h: u64) -> Option<u32> {
         let (tab, cap) = match key {
             Key::Subject(_) => (self.off.subj_tab, self.lay.subj_cap),
-            Key::KeyId(_) => (self.off.ski_tab, self.lay.ski_cap),
+            Key::Ski(_) => (self.off.ski_tab, self.lay.ski_cap),
             Key::Sha(_) => (self.off.sha_tab, self.lay.sha_cap),
         };
         if cap == 0 {
@@ -574,7 +574,7 @@ impl Core {
             let found = match (&self.src, key) {
                 (Src::Mem { .. }, _) => self.mem_anchor(i).is_some_and(|a| match key {
                     Key::Subject(k) => a.subject == k,
-                    Key::KeyId(k) => a.key_id == Some(k),
+                    Key::Ski(k) => a.key_id == Some(k),
                     Key::Sha(k) => a.sha256 == k,
                 }),
                 (Src::Snap(_), Key::Sha(k)) => self.sha(i).as_ref() == Some(k),
@@ -582,7 +582,7 @@ impl Core {
                     sn.pages.u32_at(sn.parts.subj_tag + s * 4) == Some(tag)
                         && self.anchor(i).is_some_and(|a| a.subject == k)
                 }
-                (Src::Snap(sn), Key::KeyId(k)) => {
+                (Src::Snap(sn), Key::Ski(k)) => {
                     sn.pages.u32_at(sn.parts.ski_tag + s * 4) == Some(tag)
                         && self.anchor(i).is_some_and(|a| a.key_id == Some(k))
                 }
@@ -844,7 +844,7 @@ impl TrustStore {
     /// Every anchor whose subjectKeyIdentifier is `key_id`.
     pub fn by_key_id<'a>(&'a self, key_id: &[u8]) -> impl Iterator<Item = Anchor<'a>> + 'a {
         let c = self.core();
-        let head = c.probe(Key::KeyId(key_id), hash_bytes(key_id));
+        let head = c.probe(Key::Ski(key_id), hash_bytes(key_id));
         let (next, want) =
             match head.and_then(|h| c.anchor(h).and_then(|a| Some((h + 1, a.key_id?)))) {
                 Some(x) => x,
