@@ -340,10 +340,14 @@ impl TrustStore {
         out
     }
 
-    /// Write this store as a snapshot at `out` (atomically: temp file + rename), recording
-    /// `sources` for staleness checks. A snapshot store is rebuilt from its intact anchors
-    /// first.
-    pub fn write_snapshot(&self, out: &Path, sources: &[SourceRecord]) -> Result<(), StoreError> {
+    /// Write this built store as a snapshot at `out` (atomically: temp file + rename),
+    /// recording `sources` for staleness checks. [`TrustStore::write_snapshot`] (source.rs)
+    /// rebuilds a snapshot store in memory first; here one is refused.
+    pub(crate) fn write_built(
+        &self,
+        out: &Path,
+        sources: &[SourceRecord],
+    ) -> Result<(), StoreError> {
         let c = self.core();
         let Src::Mem {
             tables,
@@ -352,12 +356,9 @@ impl TrustStore {
             der,
         } = &c.src
         else {
-            let mut b = crate::StoreBuilder::new();
-            for a in self.anchors() {
-                // Anchors of a snapshot were accepted by a builder once: they pass again.
-                let _ = b.add_der(a.der(), out);
-            }
-            return b.build().write_snapshot(out, sources);
+            return Err(
+                SnapshotError::Layout("a snapshot store is written after a rebuild").into(),
+            );
         };
         let (index, recs, sha, der) = (
             tables.as_slice(),

@@ -367,3 +367,16 @@ fn unused_anchors_of_a_changed_file_are_refused_not_replaced() {
     assert_eq!(damaged.len(), refused);
     assert!(damaged.iter().all(|(i, _)| i % 2 == 1), "{damaged:?}");
 }
+
+/// A store read from a snapshot writes a snapshot of the same anchors (rebuilt in memory).
+#[test]
+fn a_snapshot_store_writes_a_snapshot_of_its_anchors() {
+    let (d, _bundle, snap) = fixture(30);
+    let s = TrustStore::open_snapshot(&snap).unwrap();
+    let copy = d.path().join("copy.snap");
+    s.write_snapshot(&copy, &[]).unwrap();
+    let t = TrustStore::open_snapshot(&copy).unwrap();
+    t.verify_all().unwrap();
+    assert!(everything(&t) == everything(&s));
+    assert_eq!(t.len(), 30);
+}
