@@ -7,7 +7,9 @@
 //! * bytes read by the process during the open (`/proc/self/io` rchar), VmRSS
 //!   (`/proc/self/status`) before, after the open and after 1,000 distinct anchors were
 //!   looked up (`get` of 1,000 anchors spread over the store, then `by_subject` of each),
-//!   and the store's `memory_bytes` at each point.
+//!   and the store's `memory_bytes` at each point;
+//! * a full integrity check (`damaged_anchors`, as a reload runs) on a fresh open: time
+//!   and memory.
 //!
 //! The first open is measured in a fresh process; `RUNS` (env, default 21) more give the
 //! medians. `snapshot_probe SNAPSHOT CHAIN.pem [HOST]` (host default `bench.example`);
@@ -110,6 +112,19 @@ fn main() {
         rss_1000 as i64 - rss0 as i64,
     );
     drop((store, v, h));
+
+    // A full integrity check (what a reload runs on the new store) on a fresh open.
+    let s = tlskit_store::TrustStore::open_snapshot(&snap).unwrap();
+    let rss_a = rss_kib();
+    let t = Instant::now();
+    let damaged = s.damaged_anchors().len();
+    println!(
+        "full check of a fresh open: {:.1} ms, {damaged} damaged; VmRSS +{} KiB, memory_bytes {}",
+        t.elapsed().as_secs_f64() * 1e3,
+        rss_kib() as i64 - rss_a as i64,
+        s.memory_bytes()
+    );
+    drop(s);
 
     let (mut o, mut f, mut r, mut bytes) = (Vec::new(), Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
