@@ -380,3 +380,60 @@ fn a_snapshot_store_writes_a_snapshot_of_its_anchors() {
     assert!(everything(&t) == everything(&s));
     assert_eq!(t.len(), 30);
 }
+
+/// A forged snapshot with valid checksums (xxh3 is no MAC) whose records all point at one
+/// anchor's DER, or claim a DER far past the section: lookups never panic, the oversized
+/// records are damaged, and what the store keeps stays bounded by the file's DER section.
+#[test]
+fn forged_records_are_bounded_not_trusted_blindly() {
+    use xxhash_rust::xxh3::xxh3_64;
+    let (d, _bundle, snap) = fixture(40);
+    let mut b = fs::read(&snap).unwrap();
+    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    let (n, m) = (u32_at(&b, 16), u32_at(&b, 20));
+    let caps = u32_at(&b, 24) + u32_at(&b, 28) + u32_at(&b, 32);
+    let page = 1usize << u32_at(&b, 36);
+    let (t_off, t_len) = (u64_at(&b, 48), u64_at(&b, 56));
+    let recs = t_off + ((caps + 2 * n + m) * 4).div_ceil(8) * 8;
+    let sha = recs + 40 * n;
+    let (rec0, sha0) = (b[recs..recs + 40].to_vec(), b[sha..sha + 32].to_vec());
+    for i in 1..n {
+        if i % 4 == 0 {
+            // A DER length far past the section.
+            b[recs + 40 * i + 4..recs + 40 * i + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+        } else {
+            b[recs + 40 * i..recs + 40 * i + 40].copy_from_slice(&rec0);
+            b[sha + 32 * i..sha + 32 * i + 32].copy_from_slice(&sha0);
+        }
+    }
+    // Repair every checksum, as a forger would.
+    for (p, chunk) in b[t_off..t_off + t_len].to_vec().chunks(page).enumerate() {
+        b[128 + 8 * p..136 + 8 * p].copy_from_slice(&xxh3_64(chunk).to_le_bytes());
+    }
+    let sums = xxh3_64(&b[128..t_off]);
+    b[104..112].copy_from_slice(&sums.to_le_bytes());
+    let h = xxh3_64(&b[..120]);
+    b[120..128].copy_from_slice(&h.to_le_bytes());
+    let forged = d.path().join("forged.snap");
+    fs::write(&forged, &b).unwrap();
+
+    let s = TrustStore::open_snapshot(&forged).unwrap();
+    let first = s.get(0).unwrap().der().to_vec();
+    let mut returned = 0;
+    for i in 0..n as u32 {
+        if let Some(a) = s.get(i) {
+            // Only ever anchor 0's certificate, which is what those records say.
+            assert_eq!(a.der(), &first[..]);
+            returned += 1;
+        }
+    }
+    let damaged = s.damaged_anchors();
+    assert_eq!(damaged.len(), (1..n).filter(|i| i % 4 == 0).count());
+    assert!(damaged
+        .iter()
+        .all(|&(i, why)| i % 4 == 0 && why == tlskit_store::AnchorDamage::Record));
+    assert_eq!(returned + damaged.len(), n);
+    // Bounded: the copies kept never exceed the DER section's size.
+    assert!(s.memory_bytes() < s.der_bytes() + 64 * 1024 + b.len() / 2);
+}
