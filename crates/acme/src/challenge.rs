@@ -745,6 +745,16 @@ mod tests {
         ) -> Result<Box<dyn crate::storage::IssuanceLock>, AcmeError> {
             Err(AcmeError::Config("no".into()))
         }
+        fn dns_records(&self, _: &str) -> Result<Vec<crate::storage::DnsRecord>, AcmeError> {
+            Ok(Vec::new())
+        }
+        fn set_dns_records(
+            &self,
+            _: &str,
+            _: &[crate::storage::DnsRecord],
+        ) -> Result<(), AcmeError> {
+            Ok(())
+        }
     }
 
     /// A storage that never answers: lookups for names not managed here cost nothing, a

@@ -15,9 +15,11 @@ use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use crate::challenge::Challenges;
 use crate::check;
+use crate::dns01::Dns01;
 use crate::error::{clean, problem_text, transport_error, AcmeError};
 use crate::settings::{ChallengeKind, LeafInfo};
 use crate::storage::AcmeStorage;
+use crate::storage::DnsRecord;
 use tlskit_tls::log::{self, Level};
 
 /// How long one order may wait for validation and for the certificate.
@@ -227,6 +229,8 @@ pub(crate) struct OrderRequest<'a> {
     pub(crate) profile: Option<&'a str>,
     /// The certificate this one replaces (ARI `replaces`), when the CA supports ARI.
     pub(crate) replaces: Option<CertificateIdentifier<'static>>,
+    /// DNS-01's writer, when `kind` is DNS-01.
+    pub(crate) dns: Option<Arc<Dns01>>,
 }
 
 /// Order, answer the challenges, finalize with a CSR for `key`, download the chain (PEM).
@@ -281,9 +285,16 @@ pub(crate) async fn obtain(
     let kind = match req.kind {
         ChallengeKind::Http01 => ChallengeType::Http01,
         ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
+        ChallengeKind::Dns01 => ChallengeType::Dns01,
     };
+    if req.kind == ChallengeKind::Dns01 && req.dns.is_none() {
+        return Err(AcmeError::Config("dns-01 without a DNS provider".into()));
+    }
     // Published answers, withdrawn whatever happens.
     let mut published: Vec<(ChallengeKind, String)> = Vec::new();
+    // DNS-01: all records are written and seen on the servers before any challenge is
+    // declared ready (a wildcard and its base name share one record name).
+    let mut dns_records: Vec<DnsRecord> = Vec::new();
     let result = async {
         let mut auths = order.authorizations();
         while let Some(a) = auths.next().await {
@@ -315,10 +326,38 @@ pub(crate) async fn obtain(
                     challenges.set_tls_alpn(&domain, ka.as_str()).await?;
                     published.push((ChallengeKind::TlsAlpn01, domain.clone()));
                 }
+                ChallengeKind::Dns01 => {
+                    dns_records.push(DnsRecord::new(
+                        tlskit_dns::challenge_name(&domain),
+                        ka.dns_value(),
+                    ));
+                    continue;
+                }
             }
             ch.set_ready()
                 .await
                 .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
+        }
+        drop(auths);
+        if let (Some(dns), false) = (&req.dns, dns_records.is_empty()) {
+            dns.present(&dns_records).await?;
+            let mut auths = order.authorizations();
+            while let Some(a) = auths.next().await {
+                let mut a = a.map_err(|e| AcmeError::acme("authorization", &what, e))?;
+                if a.status != AuthorizationStatus::Pending {
+                    continue;
+                }
+                let domain = a.identifier().to_string();
+                let mut ch =
+                    a.challenge(ChallengeType::Dns01)
+                        .ok_or_else(|| AcmeError::Challenge {
+                            domain: clean(&domain),
+                            problem: "the CA offers no dns-01 challenge".into(),
+                        })?;
+                ch.set_ready()
+                    .await
+                    .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
+            }
         }
         let retry = poll_policy();
         let status = match order.poll_ready(&retry).await {
@@ -355,7 +394,11 @@ pub(crate) async fn obtain(
         match k {
             ChallengeKind::Http01 => challenges.clear_http(v).await,
             ChallengeKind::TlsAlpn01 => challenges.clear_tls_alpn(v).await,
+            ChallengeKind::Dns01 => {}
         }
+    }
+    if let (Some(dns), false) = (&req.dns, dns_records.is_empty()) {
+        dns.cleanup(&dns_records).await;
     }
     result?;
     let mut params = rcgen::CertificateParams::new(req.domains.to_vec())

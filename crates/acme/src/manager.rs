@@ -40,6 +40,7 @@ use rustls::ServerConfig;
 use crate::challenge::{self, Challenges, HttpOther};
 use crate::check::{self, two_thirds};
 use crate::client::{self, Endpoint, OrderRequest};
+use crate::dns01::Dns01;
 use crate::error::{clean, AcmeError, Refused};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
 use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
@@ -257,9 +258,11 @@ impl ServerAcme {
         );
         let alpn_config = match settings.challenge {
             crate::settings::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
-            crate::settings::ChallengeKind::Http01 => None,
+            crate::settings::ChallengeKind::Http01 | crate::settings::ChallengeKind::Dns01 => None,
         };
+        let dns = Dns01::from_settings(&settings, storage.clone())?;
         let task = Manager {
+            dns,
             settings,
             storage,
             challenges: challenges.clone(),
@@ -303,6 +306,20 @@ impl ServerAcme {
             ));
         }
         if let Some(m) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            if let Some(d) = m.dns.clone() {
+                // DNS-01 records a crash left behind, removed now by whoever holds the
+                // issuance lock (in a fleet, the node ordering removes them itself).
+                let st = m.storage.clone();
+                let n = m.name.clone();
+                tokio::spawn(async move {
+                    let lock =
+                        tokio::task::spawn_blocking(move || st.lock(&n, Duration::ZERO)).await;
+                    if let Ok(Ok(held)) = lock {
+                        let _ = d.remove_leftovers().await;
+                        drop(held);
+                    }
+                });
+            }
             tokio::spawn(supervise(Arc::new(m), stop));
         }
         Ok(())
@@ -382,6 +399,8 @@ async fn supervise(m: Arc<Manager>, mut stop: tokio::sync::watch::Receiver<bool>
 
 /// The renewal task.
 struct Manager {
+    /// DNS-01's writer, when the challenge is DNS-01.
+    dns: Option<Arc<Dns01>>,
     settings: AcmeSettings,
     storage: Arc<dyn AcmeStorage>,
     challenges: Arc<Challenges>,
@@ -590,7 +609,11 @@ impl Manager {
             kind: self.settings.challenge,
             profile: self.settings.profile.as_deref(),
             replaces,
+            dns: self.dns.clone(),
         };
+        if let Some(d) = &self.dns {
+            d.remove_leftovers().await?;
+        }
         // Another process sharing the storage may have renewed while this one waited for
         // the lock: take its certificate instead of ordering again.
         if let Some(ck) = self.newer_stored().await {
@@ -847,6 +870,7 @@ mod tests {
             Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         Manager {
+            dns: None,
             settings,
             challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
             storage,

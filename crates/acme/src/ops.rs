@@ -10,6 +10,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use tlskit_tls::log::{self, Level};
 
+use crate::dns01::Dns01;
 use crate::error::{clean, AcmeError};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, ChallengeKind};
 use crate::storage::{self, AcmeStorage, FsStorage};
@@ -32,7 +33,8 @@ pub struct IssueOptions {
     pub key: PathBuf,
     /// Where the chain (PEM, leaf first) is written.
     pub out: PathBuf,
-    /// Listener for the challenge: plain HTTP for HTTP-01, TLS for TLS-ALPN-01.
+    /// Listener for the challenge: plain HTTP for HTTP-01, TLS for TLS-ALPN-01 (not used
+    /// by DNS-01).
     pub listen: SocketAddr,
 }
 
@@ -169,6 +171,8 @@ async fn start_responder(
             let cfg = ch.tls_config()?;
             tokio::spawn(challenge::tls_alpn_loop(l, cfg))
         }
+        // Answered in DNS: `issue_async` starts no listener for it.
+        ChallengeKind::Dns01 => tokio::spawn(async {}),
     };
     Ok(Responder(task))
 }
@@ -203,12 +207,33 @@ async fn issue_async(
         provider.clone(),
         &s.domains,
     ));
-    let _responder = start_responder(o.listen, s.challenge, &ch).await?;
+    let dns = Dns01::from_settings(s, storage.clone())?;
+    let _responder = match s.challenge {
+        ChallengeKind::Dns01 => None,
+        _ => Some(start_responder(o.listen, s.challenge, &ch).await?),
+    };
+    // DNS-01 writes to a shared zone: one writer at a time on this storage, and the
+    // records an earlier run left (a crash, a failed removal) removed first.
+    let _lock = match &dns {
+        Some(d) => {
+            let st = storage.clone();
+            let n = storage::cert_name(&s.domains);
+            let lock = tokio::task::spawn_blocking(move || {
+                st.lock(&n, std::time::Duration::from_secs(300))
+            })
+            .await
+            .map_err(|e| AcmeError::Config(e.to_string()))??;
+            d.remove_leftovers().await?;
+            Some(lock)
+        }
+        None => None,
+    };
     let req = client::OrderRequest {
         domains: &s.domains,
         kind: s.challenge,
         profile: s.profile.as_deref(),
         replaces,
+        dns,
     };
     let chain = client::obtain(&account, &req, &key, &ch).await?;
     // Checked before anything is written: a refused certificate leaves `out` as it was.

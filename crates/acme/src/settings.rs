@@ -2,6 +2,7 @@
 //! small helpers on names, times and certificates that the storage, the client, the
 //! challenges and the renewal manager share.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,6 +23,9 @@ pub enum ChallengeKind {
     /// A validation certificate served over TLS on port 443 with ALPN `acme-tls/1`
     /// (RFC 8737).
     TlsAlpn01,
+    /// A TXT record at `_acme-challenge.NAME` (RFC 8555 §8.4), written through
+    /// [`DnsSettings`]: the only challenge for wildcard names.
+    Dns01,
 }
 
 impl ChallengeKind {
@@ -30,6 +34,7 @@ impl ChallengeKind {
         match s {
             "http-01" => Some(Self::Http01),
             "tls-alpn-01" => Some(Self::TlsAlpn01),
+            "dns-01" => Some(Self::Dns01),
             _ => None,
         }
     }
@@ -38,6 +43,7 @@ impl ChallengeKind {
         match self {
             Self::Http01 => "http-01",
             Self::TlsAlpn01 => "tls-alpn-01",
+            Self::Dns01 => "dns-01",
         }
     }
 }
@@ -74,6 +80,8 @@ pub struct AcmeSettings {
     /// First delay after a failure; it doubles at each failure up to one hour, with
     /// jitter. Default 5 s.
     pub retry_base: Duration,
+    /// Where DNS-01's TXT records are written and checked (`--acme-dns-*`).
+    pub dns: DnsSettings,
 }
 
 impl AcmeSettings {
@@ -92,6 +100,7 @@ impl AcmeSettings {
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
             retry_base: Duration::from_secs(5),
+            dns: DnsSettings::default(),
         }
     }
 
@@ -126,6 +135,7 @@ impl AcmeSettings {
                 )));
             }
         }
+        self.check_dns()?;
         if !self.directory.starts_with("https://") {
             return Err(AcmeError::Config(format!(
                 "{}: the ACME directory must be an https:// URL",
@@ -133,6 +143,110 @@ impl AcmeSettings {
             )));
         }
         Ok(())
+    }
+}
+
+/// DNS-01's settings: who writes the TXT records (an RFC 2136 server with a TSIG key, or
+/// a hook program) and where their arrival is checked.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DnsSettings {
+    /// The server taking RFC 2136 UPDATE messages (`--acme-dns-update ADDR`).
+    pub update: Option<SocketAddr>,
+    /// The BIND key file whose TSIG key signs the updates (`--acme-dns-tsig-key FILE`).
+    pub tsig_key: Option<PathBuf>,
+    /// Where propagation is checked (`--acme-dns-resolver ADDR`); default: the zone's
+    /// authoritative servers.
+    pub resolver: Option<SocketAddr>,
+    /// The hook run as `PROGRAM add|remove NAME VALUE` (`--acme-dns-exec PROGRAM`).
+    pub exec: Option<PathBuf>,
+    /// Longest wait for every server to answer with the records. Default 120 s.
+    pub propagation_timeout: Duration,
+    /// Longest run of one hook or one UPDATE exchange. Default 30 s.
+    pub step_timeout: Duration,
+    /// The records' TTL in seconds. Default 60.
+    pub ttl: u32,
+}
+
+impl Default for DnsSettings {
+    fn default() -> Self {
+        Self {
+            update: None,
+            tsig_key: None,
+            resolver: None,
+            exec: None,
+            propagation_timeout: Duration::from_secs(120),
+            step_timeout: Duration::from_secs(30),
+            ttl: 60,
+        }
+    }
+}
+
+impl DnsSettings {
+    /// Whether any DNS-01 setting is given.
+    pub fn any(&self) -> bool {
+        self.update.is_some()
+            || self.tsig_key.is_some()
+            || self.resolver.is_some()
+            || self.exec.is_some()
+    }
+}
+
+/// A DNS server address as given: `IP`, `IP:PORT` or `[IPv6]:PORT` (port 53 when none).
+pub fn dns_server(s: &str) -> Result<SocketAddr, AcmeError> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let ip = s
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(s);
+    ip.parse::<std::net::IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 53))
+        .map_err(|_| {
+            AcmeError::Config(format!(
+                "{}: not a DNS server address (IP, IP:PORT or [IPv6]:PORT)",
+                clean(s)
+            ))
+        })
+}
+
+impl AcmeSettings {
+    /// DNS-01's settings agree with the challenge and the names: wildcards only with
+    /// DNS-01, DNS-01 with exactly one writer, a TSIG key only with an update server.
+    fn check_dns(&self) -> Result<(), AcmeError> {
+        let d = &self.dns;
+        if self.challenge != ChallengeKind::Dns01 {
+            if let Some(w) = self.domains.iter().find(|d| d.starts_with("*.")) {
+                return Err(AcmeError::Config(format!(
+                    "{}: a wildcard name needs --acme-challenge dns-01 (the CA validates \
+                     wildcards only through DNS)",
+                    clean(w)
+                )));
+            }
+            if d.any() {
+                return Err(AcmeError::Config(
+                    "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+                     --acme-dns-exec need --acme-challenge dns-01"
+                        .into(),
+                ));
+            }
+            return Ok(());
+        }
+        match (&d.update, &d.exec) {
+            (None, None) => Err(AcmeError::Config(
+                "dns-01 needs --acme-dns-update ADDR (RFC 2136, with --acme-dns-tsig-key FILE) \
+                 or --acme-dns-exec PROGRAM"
+                    .into(),
+            )),
+            (Some(_), Some(_)) => Err(AcmeError::Config(
+                "--acme-dns-update and --acme-dns-exec exclude each other".into(),
+            )),
+            (None, Some(_)) if d.tsig_key.is_some() => Err(AcmeError::Config(
+                "--acme-dns-tsig-key needs --acme-dns-update ADDR".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -317,6 +431,8 @@ mod tests {
             vec!["a.test".into(), "*.b.test".into()],
             PathBuf::from("/tmp/x"),
         );
+        s.challenge = ChallengeKind::Dns01;
+        s.dns.exec = Some(PathBuf::from("/bin/true"));
         assert!(s.check().is_ok());
         s.domains.push("bad name".into());
         assert!(s.check().is_err());

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tlskit_acme::storage::{AcmeStorage, IssuanceLock, StoredCert};
+use tlskit_acme::storage::{AcmeStorage, DnsRecord, IssuanceLock, StoredCert};
 use tlskit_acme::AcmeError;
 use tlskit_tls::log::{self, Level};
 use tlskit_tls::NetError;
@@ -313,5 +313,25 @@ impl AcmeStorage for RedisAcmeStorage {
             }
             std::thread::sleep(Duration::from_millis(250));
         }
+    }
+
+    fn dns_records(&self, name: &str) -> Result<Vec<DnsRecord>, AcmeError> {
+        let key = format!("tlskit:acme:dns:{name}");
+        match self.inner.get_sealed(&key, caps::ACME_DNS)? {
+            None => Ok(Vec::new()),
+            Some(plain) => tlskit_acme::storage::decode_dns_records(&plain)
+                .ok_or_else(|| self.inner.err(format!("{key}: not a list of DNS records"))),
+        }
+    }
+
+    fn set_dns_records(&self, name: &str, records: &[DnsRecord]) -> Result<(), AcmeError> {
+        let key = format!("tlskit:acme:dns:{name}");
+        if records.is_empty() {
+            self.inner
+                .call(&[b"DEL", key.as_bytes()], caps::OTHER, &key)?;
+            return Ok(());
+        }
+        let plain = serde_json::to_vec(records).map_err(|e| self.inner.err(e))?;
+        self.inner.set_sealed(&key, &plain, caps::ACME_DNS)
     }
 }

@@ -151,6 +151,9 @@ pub mod caps {
     pub const ACME_CERT: usize = 256 * 1024;
     /// `tlskit:acme:challenge:*`: a key authorization (about 90 bytes).
     pub const ACME_CHALLENGE: usize = 4096;
+    /// `tlskit:acme:dns:*`: the DNS-01 records added and not yet removed for one
+    /// certificate (about 130 bytes each).
+    pub const ACME_DNS: usize = 256 * 1024;
     /// Replies that carry no stored value: `+OK`, integers, errors, pub/sub messages.
     pub const OTHER: usize = crate::resp::SMALL_REPLY;
 }

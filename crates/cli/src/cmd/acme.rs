@@ -22,6 +22,12 @@ Examples:
   tlskit acme renew --directory URL --domain www.example.com --key key.pem -o chain.pem \\
       --http-listen 0.0.0.0:80 --json | grep -q '\"renewed\": *true' && systemctl reload nginx
   tlskit acme revoke --directory URL --cert chain.pem
+  # DNS-01 (wildcards): TXT records by RFC 2136 UPDATE signed with a tsig-keygen key
+  tlskit acme issue --directory URL --domain '*.example.com' --domain example.com \\
+      --acme-challenge dns-01 --acme-dns-update 192.0.2.53 \\
+      --acme-dns-tsig-key /etc/tlskit/acme-update.key -o chain.pem --key key.pem
+  # ... or by any DNS API: the hook is run as `dns-hook add|remove NAME VALUE`
+  tlskit acme issue ... --acme-challenge dns-01 --acme-dns-exec /usr/local/bin/dns-hook
 
 Progress is logged on stderr with --log-level info (default: warnings only); renew -q
 prints nothing when not due. The account is created once and kept (with its key, 0600)
@@ -80,6 +86,13 @@ pub(crate) struct IssueArgs {
     /// Certificate profile to ask for (e.g. Let's Encrypt's `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
+    /// The challenge: http-01 (--http-listen), tls-alpn-01 (--tls-listen) or dns-01
+    /// (--acme-dns-update or --acme-dns-exec; the only one for wildcards) [default: from
+    /// the listener or DNS flag given].
+    #[arg(long, value_name = "http-01|tls-alpn-01|dns-01", value_parser = super::offer_str(&["http-01", "tls-alpn-01", "dns-01"]), hide_possible_values = true)]
+    acme_challenge: Option<String>,
+    #[command(flatten)]
+    dns: super::AcmeDnsArgs,
 }
 
 #[derive(clap::Args)]
@@ -137,16 +150,39 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
 
 fn issue_options(a: &IssueArgs) -> anyhow::Result<IssueOptions> {
     let mut s = settings(&a.ca, a.domain.clone())?;
-    let listen = match (a.http_listen, a.tls_listen) {
-        (Some(h), None) => {
+    a.dns.onto(&mut s)?;
+    let asked = a.acme_challenge.as_deref().and_then(ChallengeKind::parse);
+    let listen = match (asked, a.http_listen, a.tls_listen) {
+        (None | Some(ChallengeKind::Http01), Some(h), None) => {
             s.challenge = ChallengeKind::Http01;
             h
         }
-        (None, Some(t)) => {
+        (None | Some(ChallengeKind::TlsAlpn01), None, Some(t)) => {
             s.challenge = ChallengeKind::TlsAlpn01;
             t
         }
-        _ => bail!("give --http-listen ADDR (HTTP-01) or --tls-listen ADDR (TLS-ALPN-01)"),
+        (Some(ChallengeKind::Dns01), None, None) => {
+            s.challenge = ChallengeKind::Dns01;
+            // Not used: DNS-01 listens nowhere.
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        }
+        (None, None, None) if a.dns.writer_given() => {
+            s.challenge = ChallengeKind::Dns01;
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        }
+        (Some(ChallengeKind::Dns01), _, _) => {
+            bail!("--acme-challenge dns-01 answers in DNS: drop --http-listen and --tls-listen")
+        }
+        (Some(ChallengeKind::Http01), _, _) => {
+            bail!("--acme-challenge http-01 needs --http-listen ADDR (and no --tls-listen)")
+        }
+        (Some(ChallengeKind::TlsAlpn01), _, _) => {
+            bail!("--acme-challenge tls-alpn-01 needs --tls-listen ADDR (and no --http-listen)")
+        }
+        _ => bail!(
+            "give --http-listen ADDR (HTTP-01), --tls-listen ADDR (TLS-ALPN-01) or \
+             --acme-challenge dns-01 with --acme-dns-update ADDR or --acme-dns-exec PROGRAM"
+        ),
     };
     s.profile = a.acme_profile.clone();
     Ok(IssueOptions::new(s, a.key.clone(), a.out.clone(), listen))

@@ -201,6 +201,53 @@ impl AcmeArgs {
     }
 }
 
+/// DNS-01's flags, shared by `serve --acme` and `acme issue|renew` (flattened into both):
+/// who writes the `_acme-challenge` TXT records and where they are checked.
+#[derive(clap::Args)]
+pub(crate) struct AcmeDnsArgs {
+    /// DNS-01: the server taking RFC 2136 updates of the TXT records (IP[:PORT], port 53
+    /// when none).
+    #[arg(long, value_name = "ADDR")]
+    acme_dns_update: Option<String>,
+    /// DNS-01: the BIND key file (as `tsig-keygen` writes it) whose TSIG key signs the
+    /// updates.
+    #[arg(long, value_name = "FILE")]
+    acme_dns_tsig_key: Option<PathBuf>,
+    /// DNS-01: where the records are checked before the CA validates (IP[:PORT])
+    /// [default: each of the zone's name servers].
+    #[arg(long, value_name = "ADDR")]
+    acme_dns_resolver: Option<String>,
+    /// DNS-01: a program run as `PROGRAM add|remove NAME VALUE` that writes the records
+    /// (any DNS API; instead of --acme-dns-update).
+    #[arg(long, value_name = "PROGRAM")]
+    acme_dns_exec: Option<PathBuf>,
+}
+
+impl AcmeDnsArgs {
+    /// Whether a writer (update server or hook) is given.
+    pub(crate) fn writer_given(&self) -> bool {
+        self.acme_dns_update.is_some() || self.acme_dns_exec.is_some()
+    }
+
+    /// The flags onto `s` (the `acme` commands).
+    pub(crate) fn onto(&self, s: &mut tlskit_acme::AcmeSettings) -> anyhow::Result<()> {
+        let server = |v: &Option<String>| v.as_deref().map(tlskit_acme::dns_server).transpose();
+        s.dns.update = server(&self.acme_dns_update)?;
+        s.dns.resolver = server(&self.acme_dns_resolver)?;
+        s.dns.tsig_key.clone_from(&self.acme_dns_tsig_key);
+        s.dns.exec.clone_from(&self.acme_dns_exec);
+        Ok(())
+    }
+
+    /// The flags onto `serve`'s settings (not given: the config file's value counts).
+    pub(crate) fn onto_serve(self, s: &mut tlskit_server::ServeSettings) {
+        s.acme_dns_update = self.acme_dns_update;
+        s.acme_dns_tsig_key = self.acme_dns_tsig_key;
+        s.acme_dns_resolver = self.acme_dns_resolver;
+        s.acme_dns_exec = self.acme_dns_exec;
+    }
+}
+
 /// Trust store sources as given on the command line.
 fn sources(list: &[String]) -> Vec<Source> {
     list.iter().map(|s| Source::from_arg(s)).collect()

@@ -249,9 +249,13 @@ struct ServeFlags {
     domain: Vec<String>,
     #[command(flatten)]
     acme_account: super::AcmeArgs,
-    /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
-    #[arg(long, value_name = "tls-alpn-01|http-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01"]), hide_possible_values = true)]
+    /// ACME challenge: tls-alpn-01 (on the TLS listener, default), http-01 (on
+    /// --http-listen) or dns-01 (TXT records through --acme-dns-update or --acme-dns-exec;
+    /// wildcards).
+    #[arg(long, value_name = "tls-alpn-01|http-01|dns-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01", "dns-01"]), hide_possible_values = true)]
     acme_challenge: Option<String>,
+    #[command(flatten)]
+    acme_dns: super::AcmeDnsArgs,
     /// ACME certificate profile to ask for (e.g. `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
@@ -365,6 +369,7 @@ fn flag_settings(a: ServeFlags) -> ServeSettings {
     s.acme = a.acme;
     s.domain = given(a.domain);
     a.acme_account.onto_serve(&mut s);
+    a.acme_dns.onto_serve(&mut s);
     s.acme_challenge = typed(
         &mut s,
         "acme_challenge",
