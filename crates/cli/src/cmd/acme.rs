@@ -86,10 +86,10 @@ pub(crate) struct IssueArgs {
     /// Certificate profile to ask for (e.g. Let's Encrypt's `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
-    /// The challenge: http-01 (--http-listen), tls-alpn-01 (--tls-listen) or dns-01
+    /// The challenge: tls-alpn-01 (--tls-listen), http-01 (--http-listen) or dns-01
     /// (--acme-dns-update or --acme-dns-exec; the only one for wildcards) [default: from
     /// the listener or DNS flag given].
-    #[arg(long, value_name = "http-01|tls-alpn-01|dns-01", value_parser = super::offer_str(&["http-01", "tls-alpn-01", "dns-01"]), hide_possible_values = true)]
+    #[arg(long, value_name = "tls-alpn-01|http-01|dns-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01", "dns-01"]), hide_possible_values = true)]
     acme_challenge: Option<String>,
     #[command(flatten)]
     dns: super::AcmeDnsArgs,

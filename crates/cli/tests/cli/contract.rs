@@ -1051,7 +1051,7 @@ fn completions_offer_enumerated_values() {
     let profiles = ["browser", "webpki", "rfc5280"];
     let want: &[(&str, &[&str])] = &[
         ("respond", &["http", "echo"]),
-        ("acme-challenge", &["tls-alpn-01", "http-01"]),
+        ("acme-challenge", &["tls-alpn-01", "http-01", "dns-01"]),
         ("client-auth", &["required", "optional"]),
         ("ca-hints", &["store", "off"]),
         ("starttls", &["smtp", "imap", "pop3"]),
