@@ -413,6 +413,7 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}\npebble: {}", p.log());
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
+    net_support::assert_matches_schema(&v);
     assert_eq!(v["renewed"], true, "{out}");
     assert_eq!(v["issued"]["challenge"], "dns-01", "{out}");
     eprintln!("wildcard + apex renewal: {} ms", v["issued"]["ms"]);
