@@ -338,7 +338,6 @@ pub(crate) async fn obtain(
                 .await
                 .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
         }
-        drop(auths);
         if let (Some(dns), false) = (&req.dns, dns_records.is_empty()) {
             dns.present(&dns_records).await?;
             let mut auths = order.authorizations();

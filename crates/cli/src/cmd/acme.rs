@@ -91,8 +91,9 @@ pub(crate) struct IssueArgs {
     /// the listener or DNS flag given].
     #[arg(long, value_name = "tls-alpn-01|http-01|dns-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01", "dns-01"]), hide_possible_values = true)]
     acme_challenge: Option<String>,
+    // Boxed: keeps `Command`'s variants of similar size.
     #[command(flatten)]
-    dns: super::AcmeDnsArgs,
+    dns: Box<super::AcmeDnsArgs>,
 }
 
 #[derive(clap::Args)]
