@@ -135,7 +135,6 @@ impl Dns01 {
         let t0 = Instant::now();
         let deadline = t0 + self.propagation;
         let mut names: Vec<&str> = records.iter().map(|r| r.name.as_str()).collect();
-        names.dedup();
         names.sort_unstable();
         names.dedup();
         for name in names {

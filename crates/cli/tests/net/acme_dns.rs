@@ -688,10 +688,22 @@ fn acme_dns01_serve_wildcard_verified_by_curl() {
     let named = Named::start();
     let p = Pebble::start(&named.addr());
     let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    // A record a crashed run left: in the zone and remembered; removed at start.
+    std::fs::create_dir_all(storage.join("dns")).expect("mkdir");
+    for d in [&storage, &storage.join("dns")] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    named.nsupdate_add("_acme-challenge.example.test.", "left-by-a-crash");
+    std::fs::write(
+        storage.join("dns/_.example.test.json"),
+        r#"[{"name":"_acme-challenge.example.test.","value":"left-by-a-crash"}]"#,
+    )
+    .expect("write");
     let (dir, roots, st, ns, k) = (
         p.directory(),
         s(&p.roots),
-        s(&t.path().join("acme")),
+        s(&storage),
         named.addr(),
         s(&named.key),
     );
