@@ -185,6 +185,10 @@ async fn issue_async(
     let t0 = Instant::now();
     let s = &o.settings;
     s.check()?;
+    // A bad TSIG key file is an error before the CA is contacted.
+    if let (ChallengeKind::Dns01, Some(k)) = (s.challenge, &s.dns.tsig_key) {
+        tlskit_dns::TsigKey::from_file(k)?;
+    }
     let (account, storage, account_created) = match account {
         Some((a, st)) => (a, st, false),
         None => {

@@ -15,6 +15,7 @@ use tlskit_testkit::{hostile, net_support, run, show, store_pki, verify_pki};
 /// The binary under test (the same file as `tlskit_testkit::run::bin()`).
 pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
+mod acme_dns_cli;
 mod bounds_cli;
 mod contract;
 mod deb_package;
