@@ -247,3 +247,61 @@ fn propagation_wait_has_a_deadline_and_names_what_is_missing() {
     assert!(matches!(e, DnsError::NotPropagated { .. }), "{e}");
     assert!(e.to_string().contains(&one.to_string()), "{e}");
 }
+
+/// A truncated UDP answer is asked again over TCP on the same address; a TCP answer is
+/// read by its length prefix and checked like a UDP one.
+#[test]
+fn truncated_answers_are_asked_again_over_tcp() {
+    use std::io::{Read, Write};
+    // UDP and TCP on one port.
+    let (udp, tcp) = loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        if let Ok(udp) = UdpSocket::bind(tcp.local_addr().unwrap()) {
+            break (udp, tcp);
+        }
+    };
+    let addr = udp.local_addr().unwrap();
+    let answer = |q: &Message, values: &[&str]| {
+        let mut a = Message::response(q.metadata.id, q.metadata.op_code);
+        a.queries = q.queries.clone();
+        for v in values {
+            a.answers.push(Record::from_rdata(
+                q.queries[0].name().clone(),
+                60,
+                RData::TXT(TXT::new(vec![v.to_string()])),
+            ));
+        }
+        a
+    };
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok((n, from)) = udp.recv_from(&mut buf) {
+            let q = Message::from_vec(&buf[..n]).unwrap();
+            let mut a = answer(&q, &[]);
+            a.metadata.truncation = true;
+            let _ = udp.send_to(&a.to_vec().unwrap(), from);
+        }
+    });
+    std::thread::spawn(move || {
+        for (i, c) in tcp.incoming().enumerate() {
+            let mut c = c.unwrap();
+            let mut len = [0u8; 2];
+            c.read_exact(&mut len).unwrap();
+            let mut q = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            c.read_exact(&mut q).unwrap();
+            let q = Message::from_vec(&q).unwrap();
+            let mut bytes = answer(&q, &["over-tcp"]).to_vec().unwrap();
+            if i == 1 {
+                // The second connection: an answer with another ID.
+                bytes[0] ^= 0xff;
+            }
+            let mut out = u16::try_from(bytes.len()).unwrap().to_be_bytes().to_vec();
+            out.extend_from_slice(&bytes);
+            c.write_all(&out).unwrap();
+        }
+    });
+    let got = query_txt(addr, "big.example.test", soon(5)).unwrap();
+    assert_eq!(got, vec!["over-tcp".to_string()]);
+    let e = query_txt(addr, "big.example.test", soon(5)).unwrap_err();
+    assert!(matches!(e, DnsError::Malformed { .. }), "{e}");
+}
