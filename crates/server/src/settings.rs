@@ -759,6 +759,19 @@ impl ServeSettings {
             return Err(SettingsError::Inconsistent(
                 "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
             ));
+        } else if [
+            ("acme_dns_update", s.acme_dns_update.is_some()),
+            ("acme_dns_tsig_key", s.acme_dns_tsig_key.is_some()),
+            ("acme_dns_resolver", s.acme_dns_resolver.is_some()),
+            ("acme_dns_exec", s.acme_dns_exec.is_some()),
+        ]
+        .iter()
+        .any(|(k, set)| *set && s.given_here(k))
+        {
+            return Err(SettingsError::Inconsistent(
+                "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+                 --acme-dns-exec need --acme DIRECTORY_URL",
+            ));
         }
         if let Some(h) = &s.http_listen {
             cfg.http_listen = addrs(std::slice::from_ref(h), "--http-listen")?

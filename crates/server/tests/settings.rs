@@ -197,6 +197,16 @@ fn settings_that_need_another_are_refused_without_it() {
             "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
             |s| s.acme_roots_profile = Some(tlskit_verify::Profile::WebPki),
         ),
+        (
+            "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+             --acme-dns-exec need --acme DIRECTORY_URL",
+            |s| s.acme_dns_update = Some("127.0.0.1".into()),
+        ),
+        (
+            "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+             --acme-dns-exec need --acme DIRECTORY_URL",
+            |s| s.acme_dns_exec = Some("/usr/local/bin/dns-hook".into()),
+        ),
     ];
     for (want, set) in cases {
         let mut s = flags();
