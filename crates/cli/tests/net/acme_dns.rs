@@ -48,8 +48,25 @@ impl Named {
         panic!("named did not start in 4 tries (ports taken?)");
     }
 
+    /// A temporary directory named may read and write: where AppArmor confines named
+    /// (Debian's profile), under /var/lib/bind, which the profile opens to it; else /tmp.
+    fn work_dir() -> tempfile::TempDir {
+        let confined = std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
+            .is_ok_and(|s| s.trim() == "Y")
+            && Path::new("/etc/apparmor.d/usr.sbin.named").exists();
+        if confined {
+            if let Ok(d) = tempfile::Builder::new()
+                .prefix("tlskit-test-")
+                .tempdir_in("/var/lib/bind")
+            {
+                return d;
+            }
+        }
+        tempfile::tempdir().expect("tempdir")
+    }
+
     fn try_start() -> Option<Self> {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = Self::work_dir();
         let d = dir.path();
         let key = d.join("acme-update.key");
         let out = Command::new("tsig-keygen")
