@@ -305,3 +305,85 @@ fn truncated_answers_are_asked_again_over_tcp() {
     let e = query_txt(addr, "big.example.test", soon(5)).unwrap_err();
     assert!(matches!(e, DnsError::Malformed { .. }), "{e}");
 }
+
+/// A fake authoritative server for `example.test`: SOA in the authority section of a
+/// negative answer, `ns_count` NS records (the first at 127.0.0.1, the others at
+/// 192.0.2.N), their addresses as glue.
+fn zone_server(ns_count: u8) -> SocketAddr {
+    use hickory_proto::op::ResponseCode;
+    use hickory_proto::rr::rdata::{A, NS, SOA};
+    use hickory_proto::rr::{Name, RecordType};
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = sock.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let zone = Name::from_ascii("example.test.").unwrap();
+        let ns = |i: u8| Name::from_ascii(format!("ns{i}.example.test.")).unwrap();
+        let mut buf = [0u8; 4096];
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let q = Message::from_vec(&buf[..n]).unwrap();
+            let mut a = Message::response(q.metadata.id, q.metadata.op_code);
+            a.queries = q.queries.clone();
+            let (qname, qtype) = (q.queries[0].name().clone(), q.queries[0].query_type());
+            if qtype == RecordType::NS && qname == zone {
+                for i in 0..ns_count {
+                    a.answers
+                        .push(Record::from_rdata(zone.clone(), 60, RData::NS(NS(ns(i)))));
+                    let ip = if i == 0 {
+                        [127, 0, 0, 1]
+                    } else {
+                        [192, 0, 2, i]
+                    };
+                    a.additionals.push(Record::from_rdata(
+                        ns(i),
+                        60,
+                        RData::A(A::from(std::net::Ipv4Addr::from(ip))),
+                    ));
+                }
+            } else {
+                a.metadata.response_code = ResponseCode::NXDomain;
+                let soa = SOA::new(ns(0), zone.clone(), 1, 60, 60, 600, 60);
+                a.authorities
+                    .push(Record::from_rdata(zone.clone(), 60, RData::SOA(soa)));
+            }
+            let _ = sock.send_to(&a.to_vec().unwrap(), from);
+        }
+    });
+    addr
+}
+
+#[test]
+fn propagation_servers_are_the_zones_name_servers() {
+    use tlskit_dns::propagation_servers;
+    let primary = zone_server(2);
+    let got = propagation_servers(
+        "_acme-challenge.example.test.",
+        None,
+        Some(primary),
+        soon(5),
+    )
+    .unwrap();
+    // ns0 is at the primary's address: asked at the primary's port; ns1 on port 53.
+    assert_eq!(got, vec![primary, "192.0.2.1:53".parse().unwrap()]);
+    // --acme-dns-resolver: that server alone, nothing asked.
+    let r: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    assert_eq!(
+        propagation_servers(
+            "_acme-challenge.example.test.",
+            Some(r),
+            Some(primary),
+            soon(1)
+        )
+        .unwrap(),
+        vec![r]
+    );
+    // A zone with 100 name servers: 16 taken.
+    let many = zone_server(100);
+    let got =
+        propagation_servers("_acme-challenge.example.test.", None, Some(many), soon(5)).unwrap();
+    assert_eq!(got.len(), 16, "{got:?}");
+    // A server that knows no zone for the name.
+    let none = responder(vec![], |_, _| {});
+    let e =
+        propagation_servers("_acme-challenge.other.test.", None, Some(none), soon(5)).unwrap_err();
+    assert!(matches!(e, DnsError::NoZone { .. }), "{e}");
+}
