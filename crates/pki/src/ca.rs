@@ -8,6 +8,10 @@
 //! appends to the index; serials are random 128-bit values checked against the index
 //! under that lock, so two concurrent issues never share one. A caller that finds the
 //! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
+//!
+//! Revocation (`revoke`, [`Ca::revoke`]) appends a revocation record to the same index
+//! under the same lock, and [`Ca::crl`] / [`Ca::write_crl`] sign a CRL of every
+//! revocation (the `revocation` module below).
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -32,6 +36,14 @@ const CHAIN: &str = "chain.pem";
 const SERIAL: &str = "serial";
 const INDEX: &str = "index.jsonl";
 const LOCK: &str = "lock";
+
+mod revocation;
+
+pub use revocation::{
+    parse_serial, revocations, revoke, revoke_certificate, Crl, CrlSummary, RevokedEntry,
+    CRL_NUMBER, MAX_NEXT_UPDATE,
+};
+pub use tlskit_x509::RevocationReason;
 
 /// Longest wait for another process's lock on a CA directory. Signing under the lock
 /// takes milliseconds; a lock held this long belongs to a stuck process.
@@ -210,6 +222,72 @@ pub struct IndexEntry {
     pub sha256: String,
     /// When it was issued (RFC 3339).
     pub issued_at: String,
+    /// When it was revoked (RFC 3339), filled in by [`index`] from the index's revocation
+    /// records; never written on the issuance line itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+    /// Why it was revoked, with [`Self::revoked_at`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_reason: Option<RevocationReason>,
+}
+
+/// One line of `index.jsonl`: an issuance or (since revocation) a revocation record.
+/// The revocation record is tried first: it has a `revoke` field no issuance has.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IndexLine {
+    Revoke(revocation::RevokeRecord),
+    Issue(IndexEntry),
+}
+
+/// Call `f` with each non-empty line of the index at `path` (1-based line number), read
+/// through a bounded, regular-file-only reader; a missing index has no lines.
+fn index_lines(path: &Path, mut f: impl FnMut(usize, IndexLine) -> Result<()>) -> Result<()> {
+    // Opened non-blocking and checked to be a regular file (a FIFO here would hang the
+    // CA); read line by line, at most MAX_INDEX_BYTES.
+    let file = match tlskit_io::open_regular(path) {
+        Ok((file, _)) => file,
+        Err(tlskit_io::ReadError {
+            kind: tlskit_io::ReadErrorKind::Io(e),
+            ..
+        }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for (n, line) in BufReader::new(file.take(MAX_INDEX_BYTES))
+        .lines()
+        .enumerate()
+    {
+        let line = line.map_err(|e| PkiError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = match serde_json::from_str::<IndexLine>(&line) {
+            Ok(l) => l,
+            // serde's untagged error says only "did not match any variant": parse again
+            // as the common kind of line for a precise reason.
+            Err(_) => IndexLine::Issue(
+                serde_json::from_str::<IndexEntry>(&line)
+                    .map_err(PkiError::parse(path, format!("line {}", n + 1)))?,
+            ),
+        };
+        f(n + 1, parsed)?;
+    }
+    Ok(())
+}
+
+/// Append one JSON line to the index and fsync it (under the caller's lock).
+fn append_index_line(index_path: &Path, value: &impl Serialize) -> Result<()> {
+    let mut line =
+        serde_json::to_string(value).map_err(PkiError::failed("encoding the index entry"))?;
+    line.push('\n');
+    let mut idx = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(index_path)
+        .map_err(|e| PkiError::io(index_path, e))?;
+    idx.write_all(line.as_bytes())
+        .and_then(|()| idx.sync_all())
+        .map_err(|e| PkiError::io(index_path, e))
 }
 
 /// Create a CA in `dir` (which must not exist or be empty). Returns the CA certificate PEM.
@@ -370,8 +448,11 @@ fn create_dir_private(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// An opened CA directory.
-struct Ca {
+/// An opened CA directory: its certificate, chain and signing key (a key file, or a
+/// token key through `ca.pkcs11`), checked to belong together. Open it once and keep it
+/// (a server does): each operation re-reads the index under the CA's lock, so several
+/// handles and processes on one directory stay consistent.
+pub struct Ca {
     dir: PathBuf,
     key: key::SignKey,
     cert_der: Vec<u8>,
@@ -384,8 +465,18 @@ struct Ca {
     not_after: ::time::OffsetDateTime,
 }
 
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Ca {
-    fn open(dir: &Path) -> Result<Self> {
+    /// Open the CA in `dir`: reads `ca.pem`, `chain.pem` and the key (`ca.key`, or the
+    /// token key named in `ca.pkcs11`), and checks that the key is the certificate's.
+    pub fn open(dir: &Path) -> Result<Self> {
         let token = dir.join(TOKEN_KEY);
         let key_name = if token.exists() { TOKEN_KEY } else { KEY };
         if !dir.join(CERT).exists() || !dir.join(key_name).exists() {
@@ -554,18 +645,10 @@ impl Ca {
             not_after: fmt(p.not_after),
             sha256,
             issued_at: fmt(::time::OffsetDateTime::now_utc()),
+            revoked_at: None,
+            revocation_reason: None,
         };
-        let mut line =
-            serde_json::to_string(&entry).map_err(PkiError::failed("encoding the index entry"))?;
-        line.push('\n');
-        let mut idx = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&index_path)
-            .map_err(|e| PkiError::io(&index_path, e))?;
-        idx.write_all(line.as_bytes())
-            .and_then(|()| idx.sync_all())
-            .map_err(|e| PkiError::io(&index_path, e))?;
+        append_index_line(&index_path, &entry)?;
         fsx::replace_state(&self.dir.join(SERIAL), format!("{serial_hex}\n").as_bytes())?;
         drop(lock); // releases the lock
         Ok(Issued {
@@ -596,25 +679,12 @@ pub const MAX_INDEX_BYTES: u64 = 1 << 30;
 
 fn read_serials(index: &Path) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
-    // Opened non-blocking and checked to be a regular file (a FIFO here would hang the
-    // CA); read line by line, so its size is bounded by MAX_INDEX_BYTES only in `index`.
-    let f = match tlskit_io::open_regular(index) {
-        Ok((f, _)) => f,
-        Err(tlskit_io::ReadError {
-            kind: tlskit_io::ReadErrorKind::Io(e),
-            ..
-        }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e.into()),
-    };
-    for (n, line) in BufReader::new(f.take(MAX_INDEX_BYTES)).lines().enumerate() {
-        let line = line.map_err(|e| PkiError::io(index, e))?;
-        if line.trim().is_empty() {
-            continue;
+    index_lines(index, |_, line| {
+        if let IndexLine::Issue(e) = line {
+            out.insert(e.serial.to_ascii_lowercase());
         }
-        let e: IndexEntry = serde_json::from_str(&line)
-            .map_err(PkiError::parse(index, format!("line {}", n + 1)))?;
-        out.insert(e.serial.to_ascii_lowercase());
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -845,17 +915,38 @@ pub fn issue_to_file(
     Ok(entry)
 }
 
-/// The entries of a CA's index.
+/// The entries of a CA's index, in issuance order, each with its revocation (the first
+/// revocation record of its serial) folded in.
 pub fn index(dir: &Path) -> Result<Vec<IndexEntry>> {
     let p = dir.join(INDEX);
-    let text = tlskit_io::read_to_string(&p, MAX_INDEX_BYTES)?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(n, l)| {
-            serde_json::from_str(l).map_err(PkiError::parse(&p, format!("line {}", n + 1)))
-        })
-        .collect()
+    // A missing index is an error here (`ca list` on a directory that is not a CA).
+    tlskit_io::open_regular(&p)?;
+    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut revoked: Vec<revocation::RevokeRecord> = Vec::new();
+    index_lines(&p, |_, line| {
+        match line {
+            IndexLine::Issue(e) => entries.push(e),
+            IndexLine::Revoke(r) => revoked.push(r),
+        }
+        Ok(())
+    })?;
+    if !revoked.is_empty() {
+        let mut by_serial = std::collections::HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            by_serial
+                .entry(tlskit_x509::text::serial_from_hex(&e.serial))
+                .or_insert(i);
+        }
+        for r in revoked {
+            if let Some(&i) = by_serial.get(&tlskit_x509::text::serial_from_hex(&r.revoke)) {
+                if entries[i].revoked_at.is_none() {
+                    entries[i].revoked_at = Some(r.revoked_at);
+                    entries[i].revocation_reason = Some(r.reason);
+                }
+            }
+        }
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]
