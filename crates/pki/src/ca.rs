@@ -761,7 +761,11 @@ struct Request {
 }
 
 fn read_request(path: &Path) -> Result<Request> {
-    let data = fsx::read(path)?;
+    read_request_bytes(path, fsx::read(path)?)
+}
+
+/// A request from bytes (PEM or DER); `path` names it in errors.
+fn read_request_bytes(path: &Path, data: Vec<u8>) -> Result<Request> {
     let der = match key::pem_blocks(&data) {
         Some(Ok(blocks)) => blocks
             .into_iter()
@@ -868,36 +872,67 @@ fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, RequestSanError> {
 pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, IndexEntry)> {
     let ca = Ca::open(dir)?;
     let req = read_request(csr)?;
-    let mut sans = req.sans;
-    if sans.is_empty() {
-        if let Some(s) = san::default_from_cn(&req.subject) {
-            sans.push(s);
-        } else if opts.profile == Profile::Server {
-            return Err(PkiError::bad(
+    ca.issue_request(csr, req, opts)
+}
+
+impl Ca {
+    /// [`issue`] on an open CA, for a request given as bytes (PEM or DER, as an ACME
+    /// finalize carries it); `label` names the request in errors (a path or an order
+    /// URL). Returns the certificate followed by the chain up to (not including) the
+    /// root, PEM, and the index entry.
+    pub fn issue_csr(
+        &self,
+        label: &Path,
+        csr: &[u8],
+        opts: &IssueOptions,
+    ) -> Result<(String, IndexEntry)> {
+        let req = read_request_bytes(label, csr.to_vec())?;
+        self.issue_request(label, req, opts)
+    }
+
+    /// The directory this CA lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn issue_request(
+        &self,
+        csr: &Path,
+        req: Request,
+        opts: &IssueOptions,
+    ) -> Result<(String, IndexEntry)> {
+        let ca = self;
+        let mut sans = req.sans;
+        if sans.is_empty() {
+            if let Some(s) = san::default_from_cn(&req.subject) {
+                sans.push(s);
+            } else if opts.profile == Profile::Server {
+                return Err(PkiError::bad(
                 csr,
                 "the request has no subjectAltName and its CN is not a host name; a server certificate needs one (csr new --san dns:NAME)",
             ));
+            }
         }
-    }
-    ca.check_names(&sans, req.cn.as_deref())?;
+        ca.check_names(&sans, req.cn.as_deref())?;
 
-    let days = opts.days.unwrap_or(opts.profile.default_days());
-    let mut p = CertificateParams::default();
-    p.distinguished_name = req.subject;
-    p.subject_alt_names = sans;
-    (p.not_before, p.not_after) = cert::validity(days)?;
-    match opts.profile {
-        Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
-        Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
-        Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
+        let days = opts.days.unwrap_or(opts.profile.default_days());
+        let mut p = CertificateParams::default();
+        p.distinguished_name = req.subject;
+        p.subject_alt_names = sans;
+        (p.not_before, p.not_after) = cert::validity(days)?;
+        match opts.profile {
+            Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
+            Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
+            Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
+        }
+        let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
+        let mut out = issued.pem;
+        if !ca.is_root {
+            out.push_str(&ca.cert_pem);
+        }
+        out.push_str(&ca.chain_pem);
+        Ok((out, issued.entry))
     }
-    let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
-    let mut out = issued.pem;
-    if !ca.is_root {
-        out.push_str(&ca.cert_pem);
-    }
-    out.push_str(&ca.chain_pem);
-    Ok((out, issued.entry))
 }
 
 /// Issue and write the result to `out` (atomically; an existing file is refused unless
@@ -1029,6 +1064,28 @@ mod tests {
             assert_eq!(ts.len(), "2026-11-23T21:21:15Z".len(), "{ts}");
             assert!(ts.ends_with('Z') && !ts.contains('.'), "{ts}");
         }
+    }
+
+    /// A request as DER bytes (an ACME finalize), through the open handle.
+    #[test]
+    fn issue_csr_takes_der_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ca");
+        init(&dir, &InitOptions::new().days(3650)).unwrap();
+        let r = csr(t.path(), "d.example", &["dns:d.example"]);
+        let pem = fs::read(&r).unwrap();
+        let der = key::pem_blocks(&pem).unwrap().unwrap()[0].1.clone();
+        let ca = Ca::open(&dir).unwrap();
+        assert_eq!(ca.dir(), dir);
+        let (out, entry) = ca
+            .issue_csr(Path::new("order 1"), &der, &IssueOptions::new())
+            .unwrap();
+        assert!(out.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_eq!(entry.sans, vec!["dns:d.example"]);
+        let e = ca
+            .issue_csr(Path::new("order 2"), b"junk", &IssueOptions::new())
+            .unwrap_err();
+        assert!(e.to_string().starts_with("order 2: "), "{e}");
     }
 
     #[test]
