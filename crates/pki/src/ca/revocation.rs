@@ -133,7 +133,7 @@ pub fn parse_serial(text: &str) -> Result<String> {
             tlskit_x509::text::escape(text)
         )));
     }
-    let padded = if digits.len() % 2 == 1 {
+    let padded = if !digits.len().is_multiple_of(2) {
         format!("0{digits}")
     } else {
         digits
@@ -471,7 +471,7 @@ fn minimal(b: &[u8]) -> &[u8] {
 }
 
 fn hex_bytes(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())
@@ -741,13 +741,15 @@ mod tests {
         let (_t, dir, _) = ca_with(0);
         // Index lines written directly (issuing 10,000 certificates is not what is measured).
         let mut text = String::new();
-        for i in 0..10_000u32 {
-            let serial = format!(
-                "{:02x}{}",
-                0x40 + (i % 0x3f) as u8,
-                tlskit_x509::text::hex(&(u128::from(i) * 0x9e37_79b9_7f4a_7c15).to_be_bytes())[2..]
-                    .to_string()
-            );
+        // 128-bit serials as `issue` draws them (first byte 01..7f), from a fixed xorshift.
+        let mut x: u128 = 0x2545_f491_4f6c_dd1d_9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = x.to_be_bytes();
+            b[0] = 1 + b[0] % 0x7f;
+            let serial = tlskit_x509::text::hex(&b);
             text.push_str(&format!(r#"{{"serial":"{serial}","subject":"CN=x","sans":[],"profile":"server","not_before":"2026-01-01T00:00:00Z","not_after":"2027-01-01T00:00:00Z","sha256":"00","issued_at":"2026-01-01T00:00:00Z"}}"#));
             text.push('\n');
             text.push_str(&format!(r#"{{"revoke":"{serial}","reason":"keyCompromise","revoked_at":"2026-06-01T00:00:00Z"}}"#));
