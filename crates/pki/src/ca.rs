@@ -36,6 +36,57 @@ const CHAIN: &str = "chain.pem";
 const SERIAL: &str = "serial";
 const INDEX: &str = "index.jsonl";
 const LOCK: &str = "lock";
+/// The CA's default CRL distribution point (`ca init --crl-url`): one URL on one line.
+pub const CRL_URL: &str = "crl-url";
+
+/// Longest CRL distribution point URL accepted.
+pub const MAX_CRL_URL: usize = 2048;
+
+/// Why a CRL distribution point URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrlUrlError {
+    /// Not `http://` or `https://` (RFC 5280 4.2.1.13: relying parties fetch over HTTP;
+    /// an https URL is allowed, though clients may refuse to fetch one).
+    #[error("a CRL URL starts with http:// or https://")]
+    Scheme,
+    /// No host after the scheme.
+    #[error("the CRL URL has no host")]
+    NoHost,
+    /// A control character, a space or a non-ASCII character (an IA5String URI holds
+    /// none; percent-encode them).
+    #[error("the CRL URL contains {0} (percent-encode it)")]
+    Character(String),
+    /// Longer than [`MAX_CRL_URL`].
+    #[error("the CRL URL is longer than {MAX_CRL_URL} characters")]
+    TooLong,
+}
+
+/// Check a CRL distribution point URL: `http://` or `https://` (any case), a host, at
+/// most [`MAX_CRL_URL`] characters, printable ASCII without spaces.
+pub fn check_crl_url(url: &str) -> std::result::Result<(), CrlUrlError> {
+    if url.len() > MAX_CRL_URL {
+        return Err(CrlUrlError::TooLong);
+    }
+    if let Some(c) = url.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(CrlUrlError::Character(if c == ' ' {
+            "a space".into()
+        } else {
+            format!("the character U+{:04X}", u32::from(c))
+        }));
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+        .ok_or(CrlUrlError::Scheme)?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') {
+        return Err(CrlUrlError::NoHost);
+    }
+    Ok(())
+}
 
 mod revocation;
 
@@ -107,6 +158,9 @@ pub struct InitOptions {
     /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of generating a
     /// key file; the CA directory then stores the URI (without any PIN) in `ca.pkcs11`.
     pub token_key: Option<String>,
+    /// The CRL distribution point every certificate this CA issues carries (unless
+    /// `IssueOptions::crl_url` names another), kept in `DIR/crl-url`.
+    pub crl_url: Option<String>,
 }
 
 impl InitOptions {
@@ -153,6 +207,11 @@ impl InitOptions {
     /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of a key file.
     pub fn token_key(mut self, token_key: Option<String>) -> Self {
         self.token_key = token_key;
+        self
+    }
+    /// The default CRL distribution point of the certificates this CA issues.
+    pub fn crl_url(mut self, crl_url: Option<String>) -> Self {
+        self.crl_url = crl_url;
         self
     }
 }
@@ -310,6 +369,9 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         }
     };
     let subject = dn::parse(&subject)?;
+    if let Some(u) = &opts.crl_url {
+        check_crl_url(u).map_err(|e| PkiError::Refused(format!("refusing: {e}")))?;
+    }
     let mut permitted = Vec::new();
     for d in &opts.permit_dns {
         let trimmed = d.strip_prefix('.').unwrap_or(d);
@@ -425,6 +487,15 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         bytes: b"",
         private: false,
     });
+    let crl_url_path = dir.join(CRL_URL);
+    let crl_url_line = opts.crl_url.as_ref().map(|u| format!("{u}\n"));
+    if let Some(line) = &crl_url_line {
+        outputs.push(fsx::Output {
+            path: &crl_url_path,
+            bytes: line.as_bytes(),
+            private: false,
+        });
+    }
     fsx::write_all_or_nothing(&outputs, false)?;
     Ok(ca_pem)
 }
@@ -463,6 +534,8 @@ pub struct Ca {
     path_len: Option<u32>,
     is_root: bool,
     not_after: ::time::OffsetDateTime,
+    /// The default CRL distribution point (`DIR/crl-url`).
+    crl_url: Option<String>,
 }
 
 impl std::fmt::Debug for Ca {
@@ -543,7 +616,17 @@ impl Ca {
         let path_len = bc.and_then(|b| b.path_len_constraint);
         let is_root = x.subject().as_raw() == x.issuer().as_raw();
         let not_after = x.validity().not_after.to_datetime();
+        let url_path = dir.join(CRL_URL);
+        let crl_url = if url_path.exists() {
+            let text = tlskit_io::read_to_string(&url_path, MAX_CRL_URL as u64 + 2)?;
+            let url = text.trim().to_string();
+            check_crl_url(&url).map_err(|e| PkiError::content(&url_path, e))?;
+            Some(url)
+        } else {
+            None
+        };
         Ok(Ca {
+            crl_url,
             dir: dir.to_path_buf(),
             key,
             cert_der,
@@ -713,6 +796,9 @@ pub struct IssueOptions {
     /// Called once with the lock file's path when another process holds the CA's lock
     /// (the CLI says that it waits); the wait lasts at most [`LOCK_WAIT`].
     pub on_lock_wait: Option<fn(&Path)>,
+    /// The CRL distribution point to put in the certificate (`None`: the CA's default,
+    /// `DIR/crl-url`, if it has one).
+    pub crl_url: Option<String>,
 }
 
 impl IssueOptions {
@@ -738,6 +824,11 @@ impl IssueOptions {
     /// Called once with the lock file's path when another process holds the CA's lock.
     pub fn on_lock_wait(mut self, on_lock_wait: Option<fn(&Path)>) -> Self {
         self.on_lock_wait = on_lock_wait;
+        self
+    }
+    /// The CRL distribution point (`None`: the CA's default).
+    pub fn crl_url(mut self, crl_url: Option<String>) -> Self {
+        self.crl_url = crl_url;
         self
     }
 }
@@ -920,6 +1011,12 @@ impl Ca {
         p.distinguished_name = req.subject;
         p.subject_alt_names = sans;
         (p.not_before, p.not_after) = cert::validity(days)?;
+        if let Some(url) = opts.crl_url.as_ref().or(ca.crl_url.as_ref()) {
+            check_crl_url(url).map_err(|e| PkiError::Refused(format!("refusing to issue: {e}")))?;
+            p.crl_distribution_points = vec![rcgen::CrlDistributionPoint {
+                uris: vec![url.clone()],
+            }];
+        }
         match opts.profile {
             Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
             Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
@@ -1064,6 +1161,80 @@ mod tests {
             assert_eq!(ts.len(), "2026-11-23T21:21:15Z".len(), "{ts}");
             assert!(ts.ends_with('Z') && !ts.contains('.'), "{ts}");
         }
+    }
+
+    fn cdp_uris(pem: &str) -> Vec<String> {
+        let der = key::pem_blocks(pem.as_bytes()).unwrap().unwrap()[0]
+            .1
+            .clone();
+        let (_, x) = X509Certificate::from_der(&der).unwrap();
+        let mut out = Vec::new();
+        for e in x.extensions() {
+            if let ParsedExtension::CRLDistributionPoints(d) = e.parsed_extension() {
+                for p in d.iter() {
+                    if let Some(DistributionPointName::FullName(names)) = &p.distribution_point {
+                        for n in names {
+                            if let GeneralName::URI(u) = n {
+                                out.push(u.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The CA's default CRL URL goes into what it issues; `IssueOptions::crl_url` wins.
+    #[test]
+    fn crl_url_default_and_override() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ca");
+        for bad in [
+            "ftp://x/crl",
+            "http://",
+            "http://:80/x",
+            "http://a b/crl",
+            "http://x/\u{1b}[31m",
+            "http://\u{e9}.example/",
+            "crl.example/x.crl",
+        ] {
+            let e = init(
+                &dir,
+                &InitOptions::new().days(365).crl_url(Some(bad.into())),
+            )
+            .unwrap_err();
+            assert!(matches!(e, PkiError::Refused(_)), "{bad}: {e}");
+            assert!(!dir.exists(), "{bad}: nothing written");
+        }
+        let url = "http://crl.example/ca.crl";
+        init(
+            &dir,
+            &InitOptions::new().days(365).crl_url(Some(url.into())),
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join(CRL_URL)).unwrap(),
+            format!("{url}\n")
+        );
+        let r = csr(t.path(), "c.example", &[]);
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new()).unwrap();
+        assert_eq!(cdp_uris(&pem), vec![url]);
+        let other = "HTTPS://Other.example/x.crl?a=1";
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new().crl_url(Some(other.into()))).unwrap();
+        assert_eq!(cdp_uris(&pem), vec![other]);
+        let e = issue(
+            &dir,
+            &r,
+            &IssueOptions::new().crl_url(Some("file:///x".into())),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("http:// or https://"), "{e}");
+        // A CA without a default issues without a distribution point.
+        let plain = t.path().join("plain");
+        init(&plain, &InitOptions::new().days(365)).unwrap();
+        let (pem, _) = issue(&plain, &r, &IssueOptions::new()).unwrap();
+        assert!(cdp_uris(&pem).is_empty());
     }
 
     /// A request as DER bytes (an ACME finalize), through the open handle.
