@@ -111,6 +111,16 @@ impl RevocationReason {
     }
 }
 
+/// The RFC 5280 name of any CRLReason code, `certificateHold` and `removeFromCRL`
+/// included (`"unknown"` for 7 and above 10), as a CRL read from elsewhere may carry it.
+pub fn reason_name(code: u8) -> &'static str {
+    match code {
+        6 => "certificateHold",
+        8 => "removeFromCRL",
+        c => RevocationReason::from_code(c).map_or("unknown", RevocationReason::name),
+    }
+}
+
 impl fmt::Display for RevocationReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
