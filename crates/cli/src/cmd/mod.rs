@@ -55,7 +55,7 @@ pub(crate) const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
 /// `--reason` of `acme revoke` and `ca revoke`: an RFC 5280 reason, code or name.
 pub(crate) fn reason_parser() -> Offer<Parse<tlskit_x509::RevocationReason>> {
     offer(
-        &tlskit_x509::RevocationReason::CHOOSABLE_NAMES,
+        &tlskit_x509::RevocationReason::CHOOSABLE_CODES,
         |s: &str| {
             s.parse::<tlskit_x509::RevocationReason>()
                 .map_err(|e| e.to_string())
