@@ -442,6 +442,12 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
                 &rcgen::PublicKeyData::subject_public_key_info(&key),
             )
             .map_err(PkiError::rcgen("reading the new CA public key"))?;
+            // The parent's CRL distribution point, as in what `issue` signs.
+            if let Some(url) = &parent.crl_url {
+                p.crl_distribution_points = vec![rcgen::CrlDistributionPoint {
+                    uris: vec![url.clone()],
+                }];
+            }
             let issued = parent.sign_locked(p, &spki, Profile::Intermediate, opts.on_lock_wait)?;
             // Our chain: the parent certificate (unless it is the root) and its chain.
             let mut chain = String::new();
