@@ -110,7 +110,7 @@ pub(crate) enum CertCmd {
 pub(crate) enum CaCmd {
     /// Create a CA in a new directory: ca.key (0600), ca.pem, serial, index.jsonl.
     #[command(
-        after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
+        after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n  tlskit ca init ./pki --crl-url http://pki.example/ca.crl   # every certificate names its CRL\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
     )]
     Init {
         /// The CA directory (must not exist, or be empty).

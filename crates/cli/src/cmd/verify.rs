@@ -76,7 +76,8 @@ pub(crate) struct VerifyArgs {
     /// Verification time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds. Default: now.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     at: Option<String>,
-    /// Certificate revocation lists (PEM or DER; repeatable).
+    /// Certificate revocation lists (PEM or DER; repeatable). A CRL whose issuer is in the
+    /// chain or the roots but whose signature its key does not verify is an error.
     #[arg(long, value_name = "FILE")]
     crl: Vec<PathBuf>,
     /// Most certificates in a path, end entity and anchor included (2..=16).
