@@ -379,12 +379,28 @@ fn pkcs11_ca_on_the_token_issues_certificates_openssl_verifies() {
     // Issue 25: revoking needs no PIN (the key is not used); the CRL is signed on the token
     // and OpenSSL verifies it and refuses the revoked certificate with it.
     let mut c = t.cmd(BIN);
-    c.args(["ca", "revoke", &s(&ca), "--cert", &s(&leaf), "--reason", "1"]);
+    c.args([
+        "ca",
+        "revoke",
+        &s(&ca),
+        "--cert",
+        &s(&leaf),
+        "--reason",
+        "1",
+    ]);
     ok(&c.output().expect("ca revoke"));
     let crl = t.path("ca.crl");
     ok(&t.tlskit(&["ca", "crl", &s(&ca), "-o", &s(&crl)]));
     let out = Command::new("openssl")
-        .args(["crl", "-noout", "-verify", "-CAfile", &s(&ca.join("ca.pem")), "-in", &s(&crl)])
+        .args([
+            "crl",
+            "-noout",
+            "-verify",
+            "-CAfile",
+            &s(&ca.join("ca.pem")),
+            "-in",
+            &s(&crl),
+        ])
         .output()
         .expect("openssl crl");
     let said = format!(
@@ -410,7 +426,10 @@ fn pkcs11_ca_on_the_token_issues_certificates_openssl_verifies() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(!out.status.success() && said.contains("certificate revoked"), "{said}");
+    assert!(
+        !out.status.success() && said.contains("certificate revoked"),
+        "{said}"
+    );
     // Without the PIN the CA cannot sign: one clear error.
     let mut c = t.cmd(BIN);
     c.args([
