@@ -503,9 +503,8 @@ impl Manager {
             let result = self
                 .step(&mut account, fresh_account, forced.is_some())
                 .await;
-            if let Some(answers) = forced {
-                self.managed.tell_outcome(answers, self.outcome_of(&result));
-            }
+            // Told once the pass is logged and its next attempt set.
+            let told = forced.map(|answers| (answers, self.outcome_of(&result)));
             let wait = match result {
                 Ok(d) => {
                     failures = 0;
@@ -550,6 +549,9 @@ impl Manager {
                     d
                 }
             };
+            if let Some((answers, outcome)) = told {
+                self.managed.tell_outcome(answers, outcome);
+            }
             if wait.is_zero() {
                 continue;
             }
