@@ -113,8 +113,22 @@ pub struct ControlStatus {
     pub ticket_keys: String,
     /// With `fleet`: whether the shared state is reachable now.
     pub fleet_up: Option<bool>,
-    /// With `local`: seconds since the current ticket key was made.
+    /// Seconds since the current ticket key was made (with `fleet` keys, by whichever
+    /// node rotated; before issue 28's fleet state, null with `fleet`).
     pub ticket_key_age_s: Option<u64>,
+    /// With `fleet`: the current key's id, the same on every node in step, one more at
+    /// each rotation (null with `local`).
+    #[serde(default)]
+    pub ticket_key_id: Option<u32>,
+    /// Where the current ticket key came from: `fleet` (the shared state's) or `local`
+    /// (made by this process: local keys, or a fleet node before its first sync or while
+    /// the shared keys do not open with its KEK).
+    #[serde(default)]
+    pub ticket_key_source: String,
+    /// With `fleet`: when this node was last in step with the shared state, seconds since
+    /// the Unix epoch (null before the first sync, and with `local`).
+    #[serde(default)]
+    pub fleet_last_sync: Option<u64>,
     /// Client connections open now.
     pub connections_open: u64,
     /// The last reload's result (none since start: absent).
@@ -532,12 +546,29 @@ fn status(s: &Shared) -> ControlStatus {
         Some(t) => ("fleet", Some(t.up())),
         None => ("local", None),
     };
+    let (ticket_key_age_s, ticket_key_id, ticket_key_source, fleet_last_sync) =
+        match &s.shared_tickets {
+            Some(t) => {
+                let (id, age) = t.current_key();
+                let source = if t.key_from_fleet() { "fleet" } else { "local" };
+                (Some(age), Some(id), source, t.last_sync())
+            }
+            None => (
+                s.ticket_rotator.as_ref().and_then(|r| r.key_age()),
+                None,
+                "local",
+                None,
+            ),
+        };
     ControlStatus {
         certificates: certificates(s),
         client_ca,
         ticket_keys: ticket_keys.to_string(),
         fleet_up,
-        ticket_key_age_s: s.ticket_rotator.as_ref().and_then(|r| r.key_age()),
+        ticket_key_age_s,
+        ticket_key_id,
+        ticket_key_source: ticket_key_source.to_string(),
+        fleet_last_sync,
         connections_open: u64::try_from(s.metrics.active()).unwrap_or(0),
         last_reload: s.reloaded.borrow().as_ref().map(|f| f.result.clone()),
     }

@@ -86,6 +86,15 @@ impl SharedTickets {
     pub(crate) fn up(&self) -> bool {
         match *self {}
     }
+    pub(crate) fn last_sync(&self) -> Option<u64> {
+        match *self {}
+    }
+    pub(crate) fn key_from_fleet(&self) -> bool {
+        match *self {}
+    }
+    pub(crate) fn current_key(&self) -> (u32, u64) {
+        match *self {}
+    }
 }
 
 #[cfg(not(feature = "fleet"))]

@@ -323,8 +323,31 @@ fn print_status(s: &ControlStatus) {
         None => println!("client CA: none (no client certificates asked for)"),
     }
     match s.fleet_up {
-        Some(true) => println!("ticket keys: {} (shared state reachable)", s.ticket_keys),
-        Some(false) => println!("ticket keys: {} (shared state unreachable)", s.ticket_keys),
+        Some(up) => {
+            let reach = if up { "reachable" } else { "unreachable" };
+            let synced = s.fleet_last_sync.map_or_else(
+                || "never in step".to_string(),
+                |t| {
+                    format!(
+                        "last in step {}",
+                        when(i64::try_from(t).unwrap_or(i64::MAX))
+                    )
+                },
+            );
+            let from = if s.ticket_key_source == "fleet" {
+                "from the fleet"
+            } else {
+                "made here"
+            };
+            let key = match (s.ticket_key_id, s.ticket_key_age_s) {
+                (Some(id), Some(age)) => format!("; current key {id} {from}, {age} s old"),
+                _ => String::new(),
+            };
+            println!(
+                "ticket keys: {} (shared state {reach}; {synced}{key})",
+                s.ticket_keys
+            );
+        }
         None => match s.ticket_key_age_s {
             Some(age) => println!("ticket keys: {} (current key {age} s old)", s.ticket_keys),
             None => println!("ticket keys: {}", s.ticket_keys),
