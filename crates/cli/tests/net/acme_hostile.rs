@@ -519,6 +519,58 @@ fn acme_hostile_ctl_status_and_renew_say_what_happened() {
     );
 }
 
+/// `ctl renew --timeout 1` against a CA that accepts the connection and never answers:
+/// no result within the deadline is an error (exit 2) that says the renewal goes on, after
+/// about the deadline (not the client's 5 s margin, not the CA's own timeouts).
+#[test]
+fn acme_hostile_ctl_renew_with_no_result_in_time_exits_2() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let control = t.path().join("control.sock");
+    let control = control.to_str().expect("UTF-8 path");
+    let storage = t.path().join("acme");
+    let dir = format!("https://127.0.0.1:{}/dir", net_support::black_hole());
+    let srv = Serve::start(&[
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        storage.to_str().expect("UTF-8 path"),
+        "--control",
+        control,
+    ]);
+    let t0 = Instant::now();
+    let out = Command::new(BIN)
+        .args([
+            "ctl",
+            "--control",
+            control,
+            "renew",
+            "srv.test",
+            "--timeout",
+            "1",
+        ])
+        .args(["--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tlskit ctl");
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}\n{}", srv.stderr());
+    assert!(
+        err.contains("srv.test: the renewal did not end within 1 s; it goes on"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["schema"], "tlskit.error/1", "{v}");
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}
+
 #[test]
 fn acme_hostile_serve_renewal_task_is_restarted_after_panics() {
     let ca = HostileCa::start(Mode::default());
