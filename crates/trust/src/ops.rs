@@ -37,6 +37,23 @@ pub struct Options {
 }
 
 impl Options {
+    /// The same options with every path absolute (journals hold absolute paths, so an
+    /// uninstall run from another directory finds the same files; update-ca-certificates
+    /// changes directory before it writes).
+    pub fn absolute(&self) -> Result<Options> {
+        let abs = |p: &PathBuf| {
+            std::path::absolute(p)
+                .map_err(|e| TrustError::io(p, "cannot make the path absolute", e))
+        };
+        let mut o = self.clone();
+        o.root = self.root.as_ref().map(abs).transpose()?;
+        o.state = self.state.as_ref().map(abs).transpose()?;
+        o.home = self.home.as_ref().map(abs).transpose()?;
+        o.java_cacerts = self.java_cacerts.as_ref().map(abs).transpose()?;
+        o.nssdbs = self.nssdbs.iter().map(abs).collect::<Result<_>>()?;
+        Ok(o)
+    }
+
     fn wanted(&self, k: TargetKind) -> bool {
         self.targets.is_empty() || self.targets.contains(&k)
     }
@@ -311,7 +328,8 @@ fn group(
 /// Install `ca` into the targets of `opts`. Every step is written to the journal before it
 /// runs; when one fails, the steps before it are undone and the error says which.
 pub fn install(ca: &CaCert, opts: &Options, runner: &dyn Runner) -> Result<InstallReport> {
-    install_into(&detect(opts)?, ca, opts, runner)
+    let opts = opts.absolute()?;
+    install_into(&detect(&opts)?, ca, &opts, runner)
 }
 
 /// [`install`] into `targets` (found by [`detect`], or made by the caller); `opts` gives
@@ -455,6 +473,7 @@ fn cleanup(journal: &Journal, path: &Path, backups: &Path) {
 /// Undo the install of `ca` recorded in its journal (a complete one or one stopped
 /// half-way). Without a journal nothing is changed (`found: false`).
 pub fn uninstall(ca: &CaCert, opts: &Options, runner: &dyn Runner) -> Result<UninstallReport> {
+    let opts = opts.absolute()?;
     let state = opts.state_dir()?;
     let path = state.journal(ca);
     let mut report = UninstallReport {
@@ -514,7 +533,8 @@ pub fn uninstall(ca: &CaCert, opts: &Options, runner: &dyn Runner) -> Result<Uni
 
 /// The CAs tlskit installed in the targets of `opts`, and the journals it keeps.
 pub fn list(opts: &Options, runner: &dyn Runner) -> Result<ListReport> {
-    list_in(&detect(opts)?, opts, runner)
+    let opts = opts.absolute()?;
+    list_in(&detect(&opts)?, &opts, runner)
 }
 
 /// [`list`] over `targets`.
