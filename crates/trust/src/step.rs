@@ -130,6 +130,18 @@ pub enum Step {
         /// The nickname given.
         nickname: String,
     },
+    /// Debian's jks-keystore hook of update-ca-certificates imports a new anchor into the
+    /// system's Java keystore as `debian:FILE.pem`, and `--fresh` never tells it to remove
+    /// one: nothing to do here (the hook adds it). Undo: delete that alias, if it holds
+    /// this CA.
+    HookJavaAlias {
+        /// keytool.
+        keytool: PathBuf,
+        /// The keystore the hook writes.
+        keystore: PathBuf,
+        /// The alias the hook gives.
+        alias: String,
+    },
     /// Import the CA into a Java keystore as a trusted certificate. Undo: delete that
     /// alias, if it still holds this CA.
     JavaAdd {
@@ -305,6 +317,13 @@ impl Step {
                 shown(bundle)
             ),
             Step::Run { tool } => format!("run {}", tool.command(false).display()),
+            Step::HookJavaAlias {
+                keystore, alias, ..
+            } => format!(
+                "(update-ca-certificates' Java hook adds the CA to {} as {})",
+                shown(keystore),
+                tlskit_x509::text::escape(alias)
+            ),
             Step::NssAdd { db, nickname, .. } => format!(
                 "add the CA to the NSS database {} as {} (trusted for TLS servers: C,,)",
                 shown(db),
@@ -341,6 +360,9 @@ impl Step {
             )),
             Step::JavaAdd {
                 keystore, alias, ..
+            }
+            | Step::HookJavaAlias {
+                keystore, alias, ..
             } => Some(format!(
                 "delete {} from the Java keystore {}",
                 tlskit_x509::text::escape(alias),
@@ -374,7 +396,7 @@ impl Step {
                 tlskit_io::replace(path, &[&old, sep, cx.ca.pem.as_bytes()], false)?;
                 Ok(())
             }
-            Step::Refresh { .. } => Ok(()),
+            Step::Refresh { .. } | Step::HookJavaAlias { .. } => Ok(()),
             Step::Run { tool } => run_ok(cx.runner, &tool.command(false)).map(drop),
             Step::NssAdd {
                 certutil,
@@ -514,6 +536,11 @@ impl Step {
                 run_ok(cx.runner, &cmd).map(|_| None)
             }
             Step::JavaAdd {
+                keytool,
+                keystore,
+                alias,
+            }
+            | Step::HookJavaAlias {
                 keytool,
                 keystore,
                 alias,

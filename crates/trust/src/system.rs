@@ -128,6 +128,26 @@ impl SystemStore {
     }
 }
 
+impl SystemStore {
+    /// On this machine's Debian store with ca-certificates-java's hook: the alias the hook
+    /// will give the CA in the system's Java keystore, to delete on uninstall.
+    fn java_hook(&self, ca: &CaCert) -> Option<Step> {
+        if self.layout != Layout::Debian || self.root.is_some() {
+            return None;
+        }
+        let keystore = self.path("etc/ssl/certs/java/cacerts");
+        let hook = self.path("etc/ca-certificates/update.d/jks-keystore");
+        if !hook.is_file() || !keystore.is_file() {
+            return None;
+        }
+        Some(Step::HookJavaAlias {
+            keytool: find_program("keytool")?,
+            keystore,
+            alias: format!("debian:{NAME_PREFIX}{}.pem", ca.id()),
+        })
+    }
+}
+
 impl Target for SystemStore {
     fn kind(&self) -> TargetKind {
         TargetKind::System
@@ -183,6 +203,9 @@ impl Target for SystemStore {
             return Ok(plan);
         }
         let tool = self.tool()?;
+        if let Some(step) = self.java_hook(ca) {
+            plan.steps.push(step);
+        }
         if let Some(parent) = bundle.parent() {
             plan.steps.extend(make_dirs(parent));
         }
