@@ -43,7 +43,7 @@ fn fixture() -> tempfile::TempDir {
     std::fs::create_dir_all(&anchors).expect("mkdir");
     std::fs::write(
         anchors.join("site.pem"),
-        std::fs::read(d.join("open/ca.pem")).unwrap(),
+        std::fs::read(d.join("open/ca.pem")).expect("test input"),
     )
     .expect("write");
     dir
@@ -76,13 +76,18 @@ fn trust_install_list_uninstall_on_a_root_tree() {
         "{out}"
     );
     let bundle = image.join("etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem");
-    let ca = std::fs::read_to_string(d.join("lab/ca.pem")).unwrap();
+    let ca = std::fs::read_to_string(d.join("lab/ca.pem")).expect("test input");
     assert!(std::fs::read_to_string(&bundle)
-        .unwrap()
+        .expect("test input")
         .contains(ca.trim()));
     let anchors: Vec<String> = std::fs::read_dir(image.join("etc/pki/ca-trust/source/anchors"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .expect("test input")
+        .map(|e| {
+            e.expect("test input")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     assert!(
         anchors
@@ -102,7 +107,7 @@ fn trust_install_list_uninstall_on_a_root_tree() {
             "--json",
         ],
     );
-    let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&listed).expect("test input");
     assert_eq!(v["installed"].as_array().map(Vec::len), Some(1), "{v}");
     assert_eq!(v["installed"][0]["subject"], "CN=Lab CA");
     assert_eq!(v["installed"][0]["in_bundle"], true);
@@ -206,7 +211,7 @@ fn trust_install_dry_run_changes_nothing() {
         ],
     );
     assert_code(&o, 0);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("test input");
     assert_eq!(v["dry_run"], true);
     assert_eq!(v["changed"], false);
     let actions = v["targets"][0]["actions"].to_string();
@@ -218,7 +223,7 @@ fn trust_install_dry_run_changes_nothing() {
 fn trust_install_without_any_store_is_an_error() {
     let f = fixture();
     let d = f.path();
-    std::fs::create_dir(d.join("empty")).unwrap();
+    std::fs::create_dir(d.join("empty")).expect("test input");
     let o = tlskit_in(
         d,
         &[
