@@ -115,6 +115,9 @@ impl Runner for SystemRunner {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // Its own process group, so that the deadline stops what it started too
+        // (update-ca-certificates runs openssl and the hooks).
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         for (k, v) in &cmd.env {
             c.env(k, v);
         }
@@ -134,6 +137,7 @@ impl Runner for SystemRunner {
             match child.try_wait() {
                 Ok(Some(s)) => break s,
                 Ok(None) if start.elapsed() >= self.deadline => {
+                    kill_group(child.id());
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(fail(format!(
@@ -145,16 +149,35 @@ impl Runner for SystemRunner {
                 Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
             }
         };
+        // A grandchild that outlives the command may hold the pipes open: wait for the
+        // readers no longer than the deadline, then go on without that output.
         let join = |h: Option<std::thread::JoinHandle<String>>| {
-            h.and_then(|h| h.join().ok()).unwrap_or_default()
+            let h = h?;
+            while !h.is_finished() {
+                if start.elapsed() >= self.deadline {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            h.join().ok()
         };
         Ok(CmdOutput {
             success: status.success(),
             code: status.code(),
-            stdout: join(out),
-            stderr: join(err),
+            stdout: join(out).unwrap_or_default(),
+            stderr: join(err).unwrap_or_default(),
         })
     }
+}
+
+/// Stop the process group `pid` leads (`kill -KILL -- -PID`: no unsafe code for a signal).
+fn kill_group(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Run `cmd` and require exit status 0; otherwise an error quoting the end of its output

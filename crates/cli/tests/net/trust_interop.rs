@@ -520,3 +520,33 @@ fn trust_every_target_at_once_with_keytool() {
         "the JDK's cacerts changed"
     );
 }
+
+/// The runner behind every external command: a command past its deadline is stopped with
+/// the processes it started (here the shell's sleep, which holds the pipes); what a failed
+/// command said is quoted escaped. Real time, so slow tier.
+#[test]
+fn trust_runner_deadline_and_escaped_output() {
+    use std::time::{Duration, Instant};
+    use tlskit_trust::{Cmd, Runner, SystemRunner};
+    let r = SystemRunner {
+        deadline: Duration::from_millis(300),
+    };
+    let start = Instant::now();
+    let e = r
+        .run(&Cmd::new("sh", ["-c", "sleep 30; echo late"]))
+        .expect_err("past its deadline");
+    assert!(e.to_string().contains("still running after"), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    let out = SystemRunner::default()
+        .run(&Cmd::new(
+            "sh",
+            ["-c", "printf 'one\\ntwo \\033[31mred\\n' >&2; exit 3"],
+        ))
+        .expect("ran");
+    assert_eq!(out.code, Some(3));
+    assert_eq!(out.stderr, "one\ntwo \x1b[31mred\n");
+}
