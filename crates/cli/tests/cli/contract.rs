@@ -418,6 +418,8 @@ fn every_json_document_matches_its_schema() {
         "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
     )
     .expect("write");
+    std::fs::create_dir_all(f.path("image/etc/pki/ca-trust/source/anchors")).expect("mkdir");
+    let image = p("image");
     std::fs::create_dir(f.path("dups")).expect("mkdir");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/a.pem")).expect("copy");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/b.pem")).expect("copy");
@@ -697,6 +699,31 @@ fn every_json_document_matches_its_schema() {
         ),
         case("error", 2, &["store", "show", "--no-such-flag"]),
         case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
+        // A root tree with a Fedora-like layout: no external tool runs.
+        case(
+            "trust.install",
+            0,
+            &[
+                "trust",
+                "install",
+                &p("ca/ca.pem"),
+                "--root",
+                &image,
+                "--dry-run",
+            ],
+        ),
+        case("trust.list", 0, &["trust", "list", "--root", &image]),
+        case(
+            "trust.uninstall",
+            1,
+            &["trust", "uninstall", &p("ca/ca.pem"), "--root", &image],
+        ),
+        // Not a CA: refused.
+        case(
+            "error",
+            2,
+            &["trust", "install", &p("leaf.pem"), "--root", &image],
+        ),
     ];
     let mut failures = Vec::new();
     for c in &cases {
@@ -910,6 +937,9 @@ fn help_texts_have_examples_and_no_duplicated_defaults() {
         &["probe"],
         &["completions"],
         &["man"],
+        &["trust", "install"],
+        &["trust", "uninstall"],
+        &["trust", "list"],
     ];
     for c in commands {
         let mut args: Vec<&str> = c.to_vec();
