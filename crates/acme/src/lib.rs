@@ -15,7 +15,7 @@ pub mod fuzzing;
 
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
-pub use manager::{AcmeEvents, Managed, ServerAcme};
+pub use manager::{AcmeEvents, Managed, RenewalOutcome, RenewalRequest, ServerAcme};
 pub use ops::{issue, renew, revoke, IssueOptions, IssueReport, RenewReport, RevokeOptions};
 pub use settings::{domain, AcmeSettings, ChallengeKind};
 pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};

@@ -87,9 +87,14 @@ const RETRY_MAX: Duration = Duration::from_secs(3600);
 pub struct Managed {
     cert: ArcSwapOption<CertifiedKey>,
     names: Vec<String>,
-    /// Set by [`Managed::renew_now`]: the renewal task's next pass orders whatever the
-    /// schedule says.
-    force: std::sync::atomic::AtomicBool,
+    /// Renewals asked for ([`Managed::request_renewal`]), counted: the renewal task's next
+    /// pass orders whatever the schedule says when this is above `force_taken`.
+    force_asked: std::sync::atomic::AtomicU64,
+    /// The count of renewals asked for that the renewal task has taken up (only the task
+    /// writes it).
+    force_taken: std::sync::atomic::AtomicU64,
+    /// The outcome of the last forced pass, with the count of requests it answers.
+    outcome: tokio::sync::watch::Sender<Option<(u64, RenewalOutcome)>>,
     /// Wakes the renewal task from its wait (a permit is kept when it is not waiting).
     wake: tokio::sync::Notify,
     /// When the renewal task will next try to order, seconds since the Unix epoch (0:
@@ -112,8 +117,32 @@ impl Managed {
     /// schedule and the spacing between renewals say (a served certificate is replaced
     /// once the new one is issued and checked; a failure is retried as usual).
     pub fn renew_now(&self) {
-        self.force.store(true, Ordering::Release);
+        drop(self.request_renewal());
+    }
+
+    /// [`Managed::renew_now`], with a handle that waits for what the renewal came to: the
+    /// outcome of the first pass of the renewal task that takes this request up.
+    pub fn request_renewal(&self) -> RenewalRequest {
+        // Subscribed first: an outcome published right after the request is not missed.
+        let outcomes = self.outcome.subscribe();
+        let asked = self
+            .force_asked
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1);
         self.wake.notify_one();
+        RenewalRequest { asked, outcomes }
+    }
+
+    /// The renewal task takes up every request made so far: Some(count) when there is
+    /// one it had not taken up yet.
+    fn take_force(&self) -> Option<u64> {
+        let asked = self.force_asked.load(Ordering::Acquire);
+        let before = self.force_taken.swap(asked, Ordering::AcqRel);
+        (asked > before).then_some(asked)
+    }
+
+    fn tell_outcome(&self, answers: u64, outcome: RenewalOutcome) {
+        self.outcome.send_replace(Some((answers, outcome)));
     }
 
     /// When the renewal task will next try to order a certificate, seconds since the
@@ -129,6 +158,48 @@ impl Managed {
 
     fn install(&self, ck: Arc<CertifiedKey>) {
         self.cert.store(Some(ck));
+    }
+}
+
+/// What a renewal asked for with [`Managed::request_renewal`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RenewalOutcome {
+    /// A new certificate was issued, checked, stored, and is served now.
+    Served {
+        /// Its serial number, lowercase hex without a sign byte (as the log says it).
+        serial: String,
+        /// Its notAfter, seconds since the Unix epoch.
+        not_after: u64,
+    },
+    /// The attempt failed (the certificate served, if any, stays; the renewal task
+    /// retries after its backoff).
+    Failed {
+        /// Why, as one sentence (the CA's problem document, escaped, when it sent one).
+        reason: String,
+    },
+}
+
+/// A renewal asked for: [`RenewalRequest::outcome`] waits for what it came to.
+#[derive(Debug)]
+pub struct RenewalRequest {
+    asked: u64,
+    outcomes: tokio::sync::watch::Receiver<Option<(u64, RenewalOutcome)>>,
+}
+
+impl RenewalRequest {
+    /// Wait for the outcome of the first pass that took this request up. There is no
+    /// deadline here (an order may take minutes, and a renewal task that stopped answers
+    /// nothing): put one around it. None once the [`Managed`] itself is gone.
+    pub async fn outcome(mut self) -> Option<RenewalOutcome> {
+        loop {
+            if let Some((answers, o)) = self.outcomes.borrow_and_update().as_ref() {
+                if *answers >= self.asked {
+                    return Some(o.clone());
+                }
+            }
+            self.outcomes.changed().await.ok()?;
+        }
     }
 }
 
@@ -204,7 +275,9 @@ impl ServerAcme {
         let managed = Arc::new(Managed {
             cert: ArcSwapOption::empty(),
             names,
-            force: std::sync::atomic::AtomicBool::new(false),
+            force_asked: std::sync::atomic::AtomicU64::new(0),
+            force_taken: std::sync::atomic::AtomicU64::new(0),
+            outcome: tokio::sync::watch::Sender::new(None),
             wake: tokio::sync::Notify::new(),
             next_attempt: std::sync::atomic::AtomicU64::new(0),
         });
@@ -424,7 +497,15 @@ impl Manager {
         let mut failures: u32 = 0;
         let mut fresh_account = false;
         loop {
-            let wait = match self.step(&mut account, fresh_account).await {
+            // Renewals asked for (the control socket) are taken up at the start of a pass,
+            // and told what the pass came to, success or failure.
+            let forced = self.managed.take_force();
+            let result = self
+                .step(&mut account, fresh_account, forced.is_some())
+                .await;
+            // Told once the pass is logged and its next attempt set.
+            let told = forced.map(|answers| (answers, self.outcome_of(&result)));
+            let wait = match result {
                 Ok(d) => {
                     failures = 0;
                     fresh_account = false;
@@ -468,6 +549,9 @@ impl Manager {
                     d
                 }
             };
+            if let Some((answers, outcome)) = told {
+                self.managed.tell_outcome(answers, outcome);
+            }
             if wait.is_zero() {
                 continue;
             }
@@ -480,11 +564,39 @@ impl Manager {
         }
     }
 
-    /// One pass: Ok(time to sleep) or the failure to retry.
+    /// What a forced pass came to: a forced pass that ends well has installed a new
+    /// certificate (ordered, or a newer one found in the storage).
+    fn outcome_of(&self, result: &Result<Duration, AcmeError>) -> RenewalOutcome {
+        match result {
+            Ok(_) => {
+                let info = self
+                    .managed
+                    .current()
+                    .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)));
+                match info {
+                    Some(i) => RenewalOutcome::Served {
+                        serial: tlskit_x509::text::serial_from_hex(&i.serial),
+                        not_after: unix(i.not_after),
+                    },
+                    // Not reached: a pass that ends well has installed a parsable leaf.
+                    None => RenewalOutcome::Failed {
+                        reason: "no certificate is served after the renewal".to_string(),
+                    },
+                }
+            }
+            Err(e) => RenewalOutcome::Failed {
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    /// One pass: Ok(time to sleep) or the failure to retry. `forced`: order whatever the
+    /// schedule says (asked for by [`Managed::request_renewal`]).
     async fn step(
         &self,
         account: &mut Option<instant_acme::Account>,
         fresh_account: bool,
+        forced: bool,
     ) -> Result<Duration, AcmeError> {
         let injected = self
             .test_panics
@@ -517,7 +629,6 @@ impl Manager {
             }
         }
         // Asked for by `renew_now` (the control socket): order whatever the schedule says.
-        let forced = self.managed.force.swap(false, Ordering::AcqRel);
         if forced {
             reason = "forced";
         }
@@ -774,7 +885,9 @@ mod tests {
         let m = Managed {
             cert: ArcSwapOption::empty(),
             names: vec!["a.test".into(), "*.w.test".into()],
-            force: Default::default(),
+            force_asked: Default::default(),
+            force_taken: Default::default(),
+            outcome: tokio::sync::watch::Sender::new(None),
             wake: Default::default(),
             next_attempt: Default::default(),
         };
@@ -853,7 +966,9 @@ mod tests {
             managed: Arc::new(Managed {
                 cert: ArcSwapOption::empty(),
                 names: Vec::new(),
-                force: Default::default(),
+                force_asked: Default::default(),
+                force_taken: Default::default(),
+                outcome: tokio::sync::watch::Sender::new(None),
                 wake: Default::default(),
                 next_attempt: Default::default(),
             }),
@@ -940,6 +1055,42 @@ mod tests {
             next >= before + 300 && next <= after + 600,
             "next attempt {next} not 300..600 s after {before}..{after}"
         );
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// A renewal asked for (`ctl renew`) wakes the task out of its backoff and is told the
+    /// reason the forced pass failed, at once rather than at the retry time; each request
+    /// gets the outcome of a pass that started after it.
+    #[tokio::test(start_paused = true)]
+    async fn a_requested_renewal_is_told_why_it_failed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(600), times.clone()));
+        let managed = m.managed.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(m.run(stopped));
+        let errors = || times.0.lock().unwrap_or_else(|p| p.into_inner()).len();
+        while errors() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The task now waits 300..600 s before its retry; the request does not.
+        for round in 1..=2 {
+            let asked = tokio::time::Instant::now();
+            let request = managed.request_renewal();
+            let outcome = tokio::time::timeout(Duration::from_secs(200), request.outcome())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: no outcome within 200 s"));
+            match outcome {
+                Some(RenewalOutcome::Failed { reason }) => assert!(
+                    reason.contains("missing-roots.pem"),
+                    "round {round}: {reason}"
+                ),
+                other => panic!("round {round}: {other:?}"),
+            }
+            assert!(asked.elapsed() < Duration::from_secs(200));
+            assert_eq!(errors(), 1 + round, "one forced pass per request");
+        }
         let _ = stop.send(true);
         task.await.unwrap_or_else(|e| panic!("{e}"));
     }

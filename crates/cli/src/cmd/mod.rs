@@ -9,6 +9,7 @@ pub(crate) mod pkcs11;
 pub(crate) mod pki;
 pub(crate) mod probe;
 pub(crate) mod store;
+pub(crate) mod trust;
 pub(crate) mod verify;
 
 use std::path::PathBuf;

@@ -785,7 +785,7 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     );
     // `tlskit ctl renew`: a new order now, although the stored certificate is far from due
     // (and this server ordered nothing yet);
-    // the reply comes once the new certificate is served.
+    // the reply comes once the new certificate is served, with its serial and expiry.
     let out = std::process::Command::new(crate::BIN)
         .args(["ctl", "--control", &control, "renew", "srv.test", "--json"])
         .output()
@@ -797,11 +797,21 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         srv.stderr()
     );
     let v = json(&String::from_utf8_lossy(&out.stdout));
+    net_support::assert_matches_schema(&v);
     assert_eq!(v["schema"], "tlskit.ctl.renew/1", "{v}");
     assert_eq!(v["certificate"]["dns_names"][0], "srv.test", "{v}");
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["reason"], serde_json::Value::Null, "{v}");
     let renewed = served_serial(p.tls_port, "srv.test").expect("served after renew");
     assert_ne!(renewed, second, "renew served a new certificate");
     assert_eq!(file_serial(&stored), renewed);
+    // The serial told is the one served (openssl prints it in capitals, with a leading 00
+    // when the DER integer has a sign byte).
+    let canonical = renewed.to_ascii_lowercase();
+    let canonical = canonical.trim_start_matches("00");
+    assert_eq!(v["serial"].as_str(), Some(canonical), "{v}");
+    assert_eq!(v["not_after"], v["certificate"]["not_after"], "{v}");
+    assert!(v["not_after"].as_i64().is_some(), "{v}");
     assert!(
         srv.stderr()
             .contains("event=acme_order_start name=srv.test reason=forced"),
@@ -823,6 +833,127 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         String::from_utf8_lossy(&out.stderr).contains("is not a name of this server's ACME"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `tlskit ctl renew` when the renewal fails: Pebble validates TLS-ALPN-01 on its
+/// tlsPort, where nothing listens (the server listens elsewhere), so every order fails.
+/// ctl waits for the forced attempt (not for the renewal task's backoff) and exits 1 with
+/// the CA's problem document as the reason, in JSON (schema-checked) and in words; `ctl
+/// status` says when the next attempt is.
+#[test]
+fn acme_serve_ctl_renew_failing_says_why() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let control = s(&t.path().join("control.sock"));
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = p.directory();
+    let st = s(&storage);
+    let roots = s(&p.roots);
+    let srv = Serve::start(&[
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+        // The task's own retries wait long: only `ctl renew` makes the next attempt now.
+        "--acme-retry",
+        "600",
+        "--control",
+        &control,
+    ]);
+    assert!(
+        srv.wait_log("event=acme_failed", Duration::from_secs(60)),
+        "the first order did not fail: {}",
+        srv.stderr()
+    );
+    let ctl = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", &control])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tlskit ctl");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let t0 = Instant::now();
+    let (code, out, err) = ctl(&["renew", "srv.test", "--json", "--timeout", "120"]);
+    assert_eq!(code, 1, "{out}{err}\n{}", srv.stderr());
+    assert!(
+        t0.elapsed() < Duration::from_secs(100),
+        "ctl renew waited {:?}",
+        t0.elapsed()
+    );
+    let v = json(&out);
+    net_support::assert_matches_schema(&v);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["serial"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["certificate"]["source"], "acme", "{v}");
+    assert_eq!(
+        v["certificate"]["not_after"],
+        serde_json::Value::Null,
+        "{v}"
+    );
+    let reason = v["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no reason: {v}"));
+    assert!(
+        reason.contains("srv.test") && reason.contains("urn:ietf:params:acme:error:"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("Some(") && !reason.contains("{ "),
+        "Debug text: {reason}"
+    );
+    // In words: the reason, and the certificate that stays (none yet).
+    let (code, out, err) = ctl(&["renew", "srv.test"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.starts_with("renewal failed: ACME ") && out.contains("urn:ietf:params:acme:error:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("still served: acme (acme): no DNS name; no certificate yet"),
+        "{out}"
+    );
+    // Three failures: the first order and the two forced ones; no certificate.
+    assert_eq!(
+        srv.stderr().matches("event=acme_failed").count(),
+        3,
+        "{}",
+        srv.stderr()
+    );
+    // `ctl status` in words: the next attempt is the task's retry after three failures,
+    // 1200..2400 s away (600 s doubled twice, half of it random).
+    let (code, out, err) = ctl(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("acme (acme): "))
+        .unwrap_or_else(|| panic!("no ACME line: {out}"));
+    let at = line
+        .split("; next attempt ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no next attempt: {line}"));
+    let at = time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{at}: {e}"));
+    let ahead = (at - time::OffsetDateTime::now_utc()).whole_seconds();
+    assert!(
+        (1100..=2400).contains(&ahead),
+        "next attempt {ahead} s ahead: {line}"
     );
 }
 

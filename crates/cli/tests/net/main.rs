@@ -34,3 +34,5 @@ mod probe_cli;
 #[cfg(feature = "slow-tests")] // slow tier: exim4
 mod probe_starttls;
 mod redis_hostile;
+#[cfg(feature = "slow-tests")] // slow tier: update-ca-certificates, curl, certutil, Chromium, keytool
+mod trust_interop;
