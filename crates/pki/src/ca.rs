@@ -4,10 +4,12 @@
 //! (for an intermediate: the certificates above it, root excluded), `serial` (the last
 //! serial issued), `index.jsonl` (one JSON line per issued certificate, append-only) and
 //! `lock`. A CA whose key is on a PKCS#11 token has `ca.pkcs11` (the key's URI, never a
-//! PIN) instead of `ca.key`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
-//! appends to the index; serials are random 128-bit values checked against the index
-//! under that lock, so two concurrent issues never share one. A caller that finds the
-//! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
+//! PIN) instead of `ca.key`; `crl-url` (optional) is the CRL distribution point put into
+//! what it issues, and `crlnumber` the number of the last CRL written. `issue` holds an
+//! exclusive lock on `lock` while it picks a serial, signs and appends to the index;
+//! serials are random 128-bit values checked against the index under that lock, so two
+//! concurrent issues never share one. A caller that finds the lock held is told
+//! (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
 //!
 //! Revocation (`revoke`, [`Ca::revoke`]) appends a revocation record to the same index
 //! under the same lock, and [`Ca::crl`] / [`Ca::write_crl`] sign a CRL of every
