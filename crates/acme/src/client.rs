@@ -155,6 +155,22 @@ pub(crate) struct Endpoint<'a> {
     /// Rules not checked on it.
     pub(crate) roots_allow: &'a [tlskit_verify::Rule],
     pub(crate) email: Option<&'a str>,
+    /// The external account binding a new account carries, if the CA requires one.
+    pub(crate) eab: Option<&'a crate::settings::Eab>,
+}
+
+impl<'a> Endpoint<'a> {
+    /// The CA, its HTTPS roots and the account's contact and binding, from `s`.
+    pub(crate) fn of(s: &'a crate::settings::AcmeSettings) -> Self {
+        Self {
+            directory: &s.directory,
+            roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
+            email: s.email.as_deref(),
+            eab: s.eab.as_ref(),
+        }
+    }
 }
 
 /// Whether the CA says the account does not exist (it was reset, or deactivated).
@@ -191,6 +207,7 @@ pub(crate) async fn account(
     }
     let contact: Vec<String> = ep.email.iter().map(|e| format!("mailto:{e}")).collect();
     let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
+    let eab = ep.eab.map(crate::settings::Eab::key);
     let (acct, creds) = Account::builder_with_http(http)
         .create(
             &NewAccount {
@@ -199,10 +216,10 @@ pub(crate) async fn account(
                 only_return_existing: false,
             },
             ep.directory.to_string(),
-            None,
+            eab.as_ref(),
         )
         .await
-        .map_err(|e| AcmeError::acme("creating the account", ep.directory, e))?;
+        .map_err(|e| account_error(ep, e))?;
     let json = serde_json::to_vec(&creds).map_err(|e| AcmeError::Config(e.to_string()))?;
     let s = storage.clone();
     let d = ep.directory.to_string();
@@ -218,6 +235,33 @@ pub(crate) async fn account(
         ],
     );
     Ok((acct, true))
+}
+
+/// A refused account creation in words: a CA that requires an external account binding
+/// says so in its problem type, which is told first (with whether a binding was sent).
+fn account_error(ep: &Endpoint<'_>, e: instant_acme::Error) -> AcmeError {
+    let needs_eab = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":externalAccountRequired")));
+    let unauthorized = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":unauthorized")));
+    let mut err = AcmeError::acme("creating the account", ep.directory, e);
+    if let AcmeError::Protocol { reason, .. } = &mut err {
+        if needs_eab {
+            *reason = format!(
+                "the CA requires an external account binding (a key ID and an HMAC key \
+                 from the CA) and none was given: {reason}"
+            );
+        } else if unauthorized {
+            if let Some(eab) = ep.eab {
+                *reason = format!(
+                    "the CA refused the external account binding with key ID {} (a wrong \
+                     key ID or HMAC key?): {reason}",
+                    clean(eab.kid())
+                );
+            }
+        }
+    }
+    err
 }
 
 /// What one order asks for.

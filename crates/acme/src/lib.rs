@@ -17,5 +17,5 @@ pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
 pub use manager::{AcmeEvents, Managed, ServerAcme};
 pub use ops::{issue, renew, revoke, IssueOptions, IssueReport, RenewReport, RevokeOptions};
-pub use settings::{domain, AcmeSettings, ChallengeKind};
+pub use settings::{domain, AcmeSettings, ChallengeKind, Eab};
 pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};

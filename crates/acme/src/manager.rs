@@ -495,13 +495,7 @@ impl Manager {
         let acct = match account {
             Some(a) => a.clone(),
             None => {
-                let ep = Endpoint {
-                    directory: &self.settings.directory,
-                    roots: &self.settings.roots,
-                    roots_profile: self.settings.roots_profile,
-                    roots_allow: &self.settings.roots_allow,
-                    email: self.settings.email.as_deref(),
-                };
+                let ep = Endpoint::of(&self.settings);
                 let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
                 *account = Some(a.clone());
                 a

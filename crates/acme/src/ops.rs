@@ -185,13 +185,7 @@ async fn issue_async(
         Some((a, st)) => (a, st, false),
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-            let ep = client::Endpoint {
-                directory: &s.directory,
-                roots: &s.roots,
-                roots_profile: s.roots_profile,
-                roots_allow: &s.roots_allow,
-                email: s.email.as_deref(),
-            };
+            let ep = client::Endpoint::of(&s);
             let (a, created) = client::account(&ep, &storage, false).await?;
             (a, storage, created)
         }
@@ -309,13 +303,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             None => None,
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
+        let ep = client::Endpoint::of(&s);
         let (account, _) = client::account(&ep, &storage, false).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
@@ -388,13 +376,7 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 s.storage.display()
             )));
         }
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
+        let ep = client::Endpoint::of(&s);
         let (account, _) = client::account(&ep, &storage, false).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account

@@ -74,6 +74,86 @@ pub struct AcmeSettings {
     /// First delay after a failure; it doubles at each failure up to one hour, with
     /// jitter. Default 5 s.
     pub retry_base: Duration,
+    /// External account binding (RFC 8555 7.3.4), for a CA that requires it when the
+    /// account is created.
+    pub eab: Option<Eab>,
+}
+
+/// Largest EAB HMAC key file read (a key is a few dozen characters).
+const MAX_EAB_FILE: u64 = 4096;
+
+/// An external account binding (RFC 8555 7.3.4): the key ID and the HMAC key a CA that
+/// requires one (ZeroSSL, Google, a private CA) hands out, binding a new ACME account to
+/// an account at the CA. The HMAC key is a secret: `Debug` shows the key ID only, and
+/// nothing here puts the key or any part of it in a message.
+#[derive(Clone)]
+pub struct Eab {
+    kid: String,
+    hmac: Vec<u8>,
+}
+
+impl std::fmt::Debug for Eab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Eab")
+            .field("kid", &self.kid)
+            .field("hmac_key", &tlskit_io::redact::MASK)
+            .finish()
+    }
+}
+
+impl Eab {
+    /// The key ID `kid` with the HMAC key `hmac_key` (raw bytes, at least 16).
+    pub fn new(kid: &str, hmac_key: Vec<u8>) -> Result<Self, AcmeError> {
+        if kid.is_empty() || kid.len() > 256 || kid.chars().any(char::is_control) {
+            return Err(AcmeError::Config(
+                "the external account key ID must be 1 to 256 printable characters".into(),
+            ));
+        }
+        if hmac_key.len() < 16 {
+            return Err(AcmeError::Config(
+                "the external account HMAC key is shorter than 16 bytes".into(),
+            ));
+        }
+        Ok(Self {
+            kid: kid.to_string(),
+            hmac: hmac_key,
+        })
+    }
+
+    /// The key ID `kid` with the HMAC key in `path`: base64url as the CA gives it (padding
+    /// and surrounding white space allowed), read bounded (4 KiB, regular files only).
+    /// Errors name the file, never its content.
+    pub fn from_file(kid: &str, path: &std::path::Path) -> Result<Self, AcmeError> {
+        use base64::Engine;
+        let bad = |reason: &str| AcmeError::File {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        let bytes = tlskit_io::read(path, MAX_EAB_FILE).map_err(|e| AcmeError::File {
+            path: path.to_path_buf(),
+            reason: e.kind.to_string(),
+        })?;
+        let text = std::str::from_utf8(&bytes)
+            .map_err(|_| bad("the HMAC key file is not text (base64url expected)"))?;
+        let text = text.trim().trim_end_matches('=');
+        let key = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|_| bad("the HMAC key is not base64url (as the CA gives it)"))?;
+        Self::new(kid, key).map_err(|e| match e {
+            AcmeError::Config(r) => bad(&r),
+            other => other,
+        })
+    }
+
+    /// The key ID.
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The key as instant-acme signs the binding with it.
+    pub(crate) fn key(&self) -> instant_acme::ExternalAccountKey {
+        instant_acme::ExternalAccountKey::new(self.kid.clone(), &self.hmac)
+    }
 }
 
 impl AcmeSettings {
@@ -92,6 +172,7 @@ impl AcmeSettings {
             profile: None,
             recheck: Duration::from_secs(6 * 3600),
             retry_base: Duration::from_secs(5),
+            eab: None,
         }
     }
 
@@ -302,6 +383,47 @@ mod tests {
         assert!(!covers(&names, "a.v1.api.example.test"));
         assert!(!covers(&names, "example.test"));
         assert!(!covers(&[], "www.example.test"));
+    }
+
+    /// The EAB HMAC key file: base64url (padding and white space allowed), at least 16
+    /// bytes; refusals name the file and never quote it; `Debug` hides the key.
+    #[test]
+    fn eab_key_file_is_read_bounded_and_never_shown() {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let file = |name: &str, body: &str| {
+            let p = t.path().join(name);
+            std::fs::write(&p, body).unwrap_or_else(|e| panic!("{e}"));
+            p
+        };
+        let key = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W";
+        let eab = Eab::from_file("kid-1", &file("k", &format!("  {key}==\n")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(eab.kid(), "kid-1");
+        assert_eq!(eab.hmac.len(), 48);
+        let debug = format!("{eab:?}");
+        assert!(debug.contains("kid-1") && debug.contains("***"), "{debug}");
+        assert!(!debug.contains("zWND") && !debug.contains("205"), "{debug}");
+        for (name, body, why) in [
+            ("bad", "secret*value*not*base64", "not base64url"),
+            ("short", "c2hvcnQ", "shorter than 16 bytes"),
+            ("bin", "\u{0}\u{ff}", "not base64url"),
+        ] {
+            let e = Eab::from_file("kid-1", &file(name, body))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains(why) && e.contains(name), "{name}: {e}");
+            assert!(!e.contains("secret") && !e.contains("c2hvcnQ"), "{e}");
+        }
+        // Bounded: a large file is refused, not read whole.
+        let e = Eab::from_file("kid-1", &file("big", &"A".repeat(10_000)))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("big") && !e.contains("AAAA"), "{e}");
+        assert!(Eab::from_file("kid-1", &t.path().join("missing")).is_err());
+        assert!(Eab::new("", vec![0; 32]).is_err());
+        assert!(Eab::new("a\nb", vec![0; 32]).is_err());
     }
 
     #[test]

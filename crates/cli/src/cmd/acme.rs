@@ -131,7 +131,7 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
             .collect::<Result<_, _>>()?,
         storage,
     );
-    ca.account.onto(&mut s);
+    ca.account.onto(&mut s)?;
     Ok(s)
 }
 
