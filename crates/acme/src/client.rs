@@ -320,7 +320,11 @@ pub(crate) async fn obtain(
     log::event(
         Level::Info,
         "acme_order_created",
-        &[("domains", &clean(&what)), ("url", &clean(order.url()))],
+        &[
+            ("domains", &clean(&what)),
+            ("url", &clean(order.url())),
+            ("profile", &clean(req.profile.unwrap_or("-"))),
+        ],
     );
     let kind = match req.kind {
         ChallengeKind::Http01 => ChallengeType::Http01,
