@@ -284,7 +284,10 @@ pub(crate) async fn obtain(
     let ids: Vec<Identifier> = req
         .domains
         .iter()
-        .map(|d| Identifier::Dns(d.clone()))
+        .map(|d| match crate::settings::ip_identifier(d) {
+            Some(ip) => Identifier::Ip(ip),
+            None => Identifier::Dns(d.clone()),
+        })
         .collect();
     let mut new = NewOrder::new(&ids);
     if let Some(p) = req.profile {

@@ -247,3 +247,140 @@ fn acme_minute_certificates_renewed_under_load_with_the_profile_kept() {
         "every order asks for the profile\n{log}"
     );
 }
+
+/// The IP-address SANs of a DER certificate, as text.
+fn ip_sans(der: &[u8]) -> Vec<String> {
+    use x509_parser::extensions::GeneralName;
+    let (_, c) = x509_parser::parse_x509_certificate(der).expect("a certificate");
+    let mut out = Vec::new();
+    if let Ok(Some(san)) = c.subject_alternative_name() {
+        for n in &san.value.general_names {
+            match n {
+                GeneralName::IPAddress(b) => match <[u8; 4]>::try_from(*b) {
+                    Ok(v4) => out.push(std::net::IpAddr::from(v4).to_string()),
+                    Err(_) => out.push(format!("{b:02x?}")),
+                },
+                GeneralName::DNSName(d) => out.push(format!("dns:{d}")),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Issue 26: an IP address as `--domain` is an `ip` identifier (RFC 8738), validated over
+/// HTTP-01 and over TLS-ALPN-01 (Pebble's SNI is the reverse-DNS name,
+/// 1.0.0.127.in-addr.arpa), with `--acme-profile shortlived`; the certificate's one SAN
+/// is the address, and `serve --acme` with it answers a client that connects by IP
+/// (no SNI), verified by rustls against Pebble's root for the IP address.
+#[test]
+fn acme_ip_identifier_over_http01_and_tls_alpn01_served_by_ip() {
+    let Some(p) = Pebble::start_with(serde_json::json!({
+        "shortlived": {"description": "6 days", "validityPeriod": 518400},
+        "long": {"description": "90 days", "validityPeriod": 7776000}
+    })) else {
+        return;
+    };
+    let t = tempfile::tempdir().expect("tempdir");
+    let root = t.path().join("pebble-root.pem");
+    p.issuing_root(&root);
+    let storage = t.path().join("acme");
+    let key = s(&t.path().join("ip.key"));
+    let http = format!("127.0.0.1:{}", p.http_port);
+    let tls = format!("127.0.0.1:{}", p.tls_port);
+    for (listen_flag, listen, challenge) in [
+        ("--http-listen", &http, "http-01"),
+        ("--tls-listen", &tls, "tls-alpn-01"),
+    ] {
+        let chain = t.path().join(format!("{challenge}.pem"));
+        let (code, out, err) = acme(
+            &p,
+            &storage,
+            &[
+                "issue",
+                "--domain",
+                "127.0.0.1",
+                "--key",
+                &key,
+                "-o",
+                &s(&chain),
+                listen_flag,
+                listen,
+                "--acme-profile",
+                "shortlived",
+                "--json",
+            ],
+        );
+        assert_eq!(code, 0, "{challenge}: {err}\n{}", p.log());
+        let r = json(&out);
+        assert_eq!(r["challenge"], challenge);
+        assert_eq!(r["domains"], serde_json::json!(["127.0.0.1"]), "{out}");
+        let der = CertificateDer::pem_file_iter(&chain)
+            .expect("pem")
+            .next()
+            .expect("one")
+            .expect("certificate");
+        assert_eq!(ip_sans(&der), ["127.0.0.1"], "{challenge}");
+        let (nb, na) = validity(&der);
+        assert!(
+            (518_390..=518_400).contains(&(na - nb)),
+            "{challenge}: the shortlived profile (6 days), not {} s",
+            na - nb
+        );
+    }
+
+    // serve --acme for the IP address alone; a client connecting by IP sends no SNI.
+    let listen = format!("127.0.0.1:{}", p.tls_port);
+    let dir = p.directory();
+    let roots = s(&p.roots);
+    let st = s(&t.path().join("serve"));
+    let srv = crate::net_support::Serve::start(&[
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "127.0.0.1",
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+        "--acme-profile",
+        "shortlived",
+    ]);
+    let mut anchors = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(&root).expect("root") {
+        anchors.add(c.expect("certificate")).expect("root");
+    }
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let cfg = Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(anchors)
+            .with_no_client_auth(),
+    );
+    let by_ip = || {
+        let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
+        let mut conn = rustls::ClientConnection::new(cfg.clone(), name).ok()?;
+        let mut sock = std::net::TcpStream::connect(("127.0.0.1", p.tls_port)).ok()?;
+        sock.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).ok()?;
+        }
+        conn.peer_certificates()?
+            .first()
+            .map(|c| c.as_ref().to_vec())
+    };
+    let leaf = until(Duration::from_secs(60), by_ip)
+        .unwrap_or_else(|| panic!("no certificate served by IP: {}\n{}", srv.stderr(), p.log()));
+    assert_eq!(ip_sans(&leaf), ["127.0.0.1"]);
+    let log = srv.stderr();
+    assert!(
+        log.contains("event=acme_tlsalpn01_answered sni=1.0.0.127.in-addr.arpa"),
+        "{log}"
+    );
+    assert!(log.contains("profile=shortlived"), "{log}");
+}
