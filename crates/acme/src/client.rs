@@ -26,7 +26,9 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against the endpoint's roots (empty: the system store) with tlskit's
 /// verifier, under the endpoint's profile and allowed rules.
-fn http_client(ep: &Endpoint<'_>) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
+pub(crate) fn http_client(
+    ep: &Endpoint<'_>,
+) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
     let roots = if ep.roots.is_empty() {
         vec![Source::System]
     } else {
@@ -178,33 +180,85 @@ pub(crate) fn account_gone(e: &AcmeError) -> bool {
     matches!(e, AcmeError::Protocol { reason, .. } if reason.contains("accountDoesNotExist"))
 }
 
-/// The stored account for this directory, or a new one (stored before use). With
-/// `fresh`, a new account replaces the stored one (kept as a backup by the storage).
+/// How long a process waits for another (a node of the fleet) creating the account.
+const ACCOUNT_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// The stored credentials for the endpoint's directory (blocking pool).
+async fn load_stored(
+    ep: &Endpoint<'_>,
+    storage: &Arc<dyn AcmeStorage>,
+) -> Result<Option<Vec<u8>>, AcmeError> {
+    let s = storage.clone();
+    let d = ep.directory.to_string();
+    tokio::task::spawn_blocking(move || s.load_account(&d))
+        .await
+        .map_err(|e| AcmeError::Config(e.to_string()))?
+}
+
+/// Stored credentials as instant-acme reads them, with the account URL they name.
+pub(crate) fn parse_credentials(bytes: &[u8]) -> Result<(AccountCredentials, String), AcmeError> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let bad = |e: serde_json::Error| {
+        AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
+    };
+    let id: Id = serde_json::from_slice(bytes).map_err(bad)?;
+    let creds: AccountCredentials = serde_json::from_slice(bytes).map_err(bad)?;
+    Ok((creds, id.id))
+}
+
+/// The account of stored credentials (the CA's directory is fetched; the account itself
+/// is not asked for).
+pub(crate) async fn load_account(
+    ep: &Endpoint<'_>,
+    creds: AccountCredentials,
+) -> Result<Account, AcmeError> {
+    Account::builder_with_http(http_client(ep)?)
+        .from_credentials(creds)
+        .await
+        .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))
+}
+
+/// The stored account for this directory, or a new one (stored before use). `gone`: the
+/// account URL the CA said it does not know (a reset CA, a deactivated account), whose
+/// stored credentials a new account replaces (kept as a backup by the storage).
+///
+/// Creation is single-writer across every process sharing the storage (the nodes of a
+/// fleet that start together): under the storage's account lock, the credentials are
+/// read again, and another process's new account is taken instead of making a second.
 pub(crate) async fn account(
     ep: &Endpoint<'_>,
     storage: &Arc<dyn AcmeStorage>,
-    fresh: bool,
+    gone: Option<&str>,
 ) -> Result<(Account, bool), AcmeError> {
-    let http = http_client(ep)?;
-    let stored = if fresh {
-        None
-    } else {
+    if gone.is_none() {
+        if let Some(bytes) = load_stored(ep, storage).await? {
+            let (creds, _) = parse_credentials(&bytes)?;
+            return Ok((load_account(ep, creds).await?, false));
+        }
+    }
+    let _lock = {
         let s = storage.clone();
         let d = ep.directory.to_string();
-        tokio::task::spawn_blocking(move || s.load_account(&d))
+        tokio::task::spawn_blocking(move || s.account_lock(&d, ACCOUNT_LOCK_WAIT))
             .await
             .map_err(|e| AcmeError::Config(e.to_string()))??
     };
-    if let Some(bytes) = stored {
-        let creds: AccountCredentials = serde_json::from_slice(&bytes).map_err(|e| {
-            AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
-        })?;
-        let acct = Account::builder_with_http(http)
-            .from_credentials(creds)
-            .await
-            .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))?;
-        return Ok((acct, false));
+    if let Some(bytes) = load_stored(ep, storage).await? {
+        let (creds, id) = parse_credentials(&bytes)?;
+        if gone != Some(id.as_str()) {
+            // Another process created (or replaced) it while this one waited.
+            log::event(
+                Level::Info,
+                "acme_account_loaded",
+                &[("directory", &clean(ep.directory)), ("id", &clean(&id))],
+            );
+            return Ok((load_account(ep, creds).await?, false));
+        }
     }
+    let http = http_client(ep)?;
     let contact: Vec<String> = ep.email.iter().map(|e| format!("mailto:{e}")).collect();
     let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
     let eab = ep.eab.map(crate::settings::Eab::key);

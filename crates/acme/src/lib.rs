@@ -10,9 +10,14 @@ mod challenge;
 pub mod client;
 pub mod manager;
 mod ops;
+mod account;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use account::{
+    account_deactivate, account_rollover, account_show, AccountOptions, AccountReport,
+    AccountStatus,
+};
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
 pub use manager::{AcmeEvents, Managed, ServerAcme};

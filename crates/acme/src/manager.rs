@@ -423,20 +423,26 @@ impl Manager {
     async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut account: Option<instant_acme::Account> = None;
         let mut failures: u32 = 0;
-        let mut fresh_account = false;
+        // The account URL the CA said it does not know, until a pass succeeds.
+        let mut gone: Option<String> = None;
         loop {
-            let wait = match self.step(&mut account, fresh_account).await {
+            let wait = match self.step(&mut account, gone.as_deref()).await {
                 Ok(d) => {
                     failures = 0;
-                    fresh_account = false;
+                    gone = None;
                     d
                 }
                 Err(e) => {
-                    // The CA no longer knows the account: a new one at the next attempt.
+                    // The CA no longer knows the account: a new one at the next attempt
+                    // (unless another process of the storage made one meanwhile).
                     if client::account_gone(&e) {
-                        account = None;
-                        fresh_account = true;
+                        if let Some(a) = &account {
+                            gone = Some(a.id().to_string());
+                        }
                     }
+                    // Read from the storage again at the next attempt: another process
+                    // may have changed it (`tlskit acme account rollover`).
+                    account = None;
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
@@ -485,7 +491,7 @@ impl Manager {
     async fn step(
         &self,
         account: &mut Option<instant_acme::Account>,
-        fresh_account: bool,
+        gone: Option<&str>,
     ) -> Result<Duration, AcmeError> {
         let injected = self
             .test_panics
@@ -497,7 +503,7 @@ impl Manager {
             Some(a) => a.clone(),
             None => {
                 let ep = Endpoint::of(&self.settings);
-                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
+                let (a, _) = client::account(&ep, &self.storage, gone).await?;
                 *account = Some(a.clone());
                 a
             }

@@ -187,7 +187,7 @@ async fn issue_async(
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
             let ep = client::Endpoint::of(&s);
-            let (a, created) = client::account(&ep, &storage, false).await?;
+            let (a, created) = client::account(&ep, &storage, None).await?;
             (a, storage, created)
         }
     };
@@ -305,7 +305,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
         let ep = client::Endpoint::of(&s);
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
             None => ("missing", SystemTime::now()),
@@ -388,7 +388,7 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
             )));
         }
         let ep = client::Endpoint::of(&s);
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
             .revoke(&instant_acme::RevocationRequest {
