@@ -186,7 +186,7 @@ async fn issue_async(
         Some((a, st)) => (a, st, false),
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-            let ep = client::Endpoint::of(&s);
+            let ep = client::Endpoint::of(s);
             let (a, created) = client::account(&ep, &storage, None).await?;
             (a, storage, created)
         }
@@ -304,7 +304,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             None => None,
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-        let ep = client::Endpoint::of(&s);
+        let ep = client::Endpoint::of(s);
         let (account, _) = client::account(&ep, &storage, None).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
@@ -387,7 +387,7 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 s.storage.display()
             )));
         }
-        let ep = client::Endpoint::of(&s);
+        let ep = client::Endpoint::of(s);
         let (account, _) = client::account(&ep, &storage, None).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
