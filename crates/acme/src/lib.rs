@@ -10,12 +10,17 @@ mod challenge;
 pub mod client;
 pub mod manager;
 mod ops;
+mod account;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use account::{
+    account_deactivate, account_rollover, account_show, AccountOptions, AccountReport,
+    AccountStatus,
+};
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
 pub use manager::{AcmeEvents, Managed, RenewalOutcome, RenewalRequest, ServerAcme};
 pub use ops::{issue, renew, revoke, IssueOptions, IssueReport, RenewReport, RevokeOptions};
-pub use settings::{domain, AcmeSettings, ChallengeKind};
+pub use settings::{domain, AcmeSettings, ChallengeKind, Eab};
 pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};

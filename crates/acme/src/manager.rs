@@ -4,7 +4,8 @@
 //!
 //! Schedule: a stored certificate that is valid and covers the names is served at once.
 //! Renewal is due at a uniformly random instant of the CA's ARI window (RFC 9773), asked
-//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at two thirds of
+//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at half of the
+//! lifetime for a certificate that lives less than 10 days, else at two thirds of
 //! the lifetime. A failure (CA down, validation refused) is retried after `retry_base`,
 //! doubled at each failure up to one hour, with equal jitter (half fixed, half random);
 //! the certificate being served is only replaced by a new one that was issued, checked
@@ -38,7 +39,7 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
 use crate::challenge::{self, Challenges, HttpOther};
-use crate::check::{self, two_thirds};
+use crate::check::{self, lifetime_due};
 use crate::client::{self, Endpoint, OrderRequest};
 use crate::error::{clean, AcmeError, Refused};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
@@ -495,28 +496,34 @@ impl Manager {
     async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut account: Option<instant_acme::Account> = None;
         let mut failures: u32 = 0;
-        let mut fresh_account = false;
+        // The account URL the CA said it does not know, until a pass succeeds.
+        let mut gone: Option<String> = None;
         loop {
             // Renewals asked for (the control socket) are taken up at the start of a pass,
             // and told what the pass came to, success or failure.
             let forced = self.managed.take_force();
             let result = self
-                .step(&mut account, fresh_account, forced.is_some())
+                .step(&mut account, gone.as_deref(), forced.is_some())
                 .await;
             // Told once the pass is logged and its next attempt set.
             let told = forced.map(|answers| (answers, self.outcome_of(&result)));
             let wait = match result {
                 Ok(d) => {
                     failures = 0;
-                    fresh_account = false;
+                    gone = None;
                     d
                 }
                 Err(e) => {
-                    // The CA no longer knows the account: a new one at the next attempt.
+                    // The CA no longer knows the account: a new one at the next attempt
+                    // (unless another process of the storage made one meanwhile).
                     if client::account_gone(&e) {
-                        account = None;
-                        fresh_account = true;
+                        if let Some(a) = &account {
+                            gone = Some(a.id().to_string());
+                        }
                     }
+                    // Read from the storage again at the next attempt: another process
+                    // may have changed it (`tlskit acme account rollover`).
+                    account = None;
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
@@ -595,7 +602,7 @@ impl Manager {
     async fn step(
         &self,
         account: &mut Option<instant_acme::Account>,
-        fresh_account: bool,
+        gone: Option<&str>,
         forced: bool,
     ) -> Result<Duration, AcmeError> {
         let injected = self
@@ -607,14 +614,8 @@ impl Manager {
         let acct = match account {
             Some(a) => a.clone(),
             None => {
-                let ep = Endpoint {
-                    directory: &self.settings.directory,
-                    roots: &self.settings.roots,
-                    roots_profile: self.settings.roots_profile,
-                    roots_allow: &self.settings.roots_allow,
-                    email: self.settings.email.as_deref(),
-                };
-                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
+                let ep = Endpoint::of(&self.settings);
+                let (a, _) = client::account(&ep, &self.storage, gone).await?;
                 *account = Some(a.clone());
                 a
             }
@@ -645,7 +646,7 @@ impl Manager {
                         replaces = client::cert_id(leaf);
                         (at, retry.min(self.settings.recheck), "ari")
                     }
-                    None => (two_thirds(&info), self.settings.recheck, "lifetime"),
+                    None => (lifetime_due(&info), self.settings.recheck, "lifetime"),
                 };
             self.metrics.acme_next_renewal(unix(due));
             let last = self.last_renewal.lock().ok().and_then(|l| *l);
@@ -939,6 +940,55 @@ mod tests {
         let renewed = clock.instant();
         clock.set_wall(clock.now() + Duration::from_secs(365 * 86_400));
         assert_eq!(at(Some(renewed)), Plan::Spaced(hour));
+    }
+
+    /// Without ARI, renewal is due at half of the lifetime under 10 days and at two
+    /// thirds from 10 days on, on the injected clock: a certificate issued now is waited
+    /// on until then (rechecked every `recheck`), and ordered at that moment, not before.
+    #[test]
+    fn lifetime_rule_half_under_ten_days_two_thirds_above_on_the_clock() {
+        use tlskit_tls::ManualClock;
+        let day = 86_400u64;
+        for (life, due_after) in [
+            (60, 30),                     // a one-minute certificate: 30 s
+            (6 * day, 3 * day),           // Let's Encrypt's shortlived: 3 days
+            (10 * day - 2, 5 * day - 1),  // just under 10 days: half
+            (10 * day, 10 * day * 2 / 3), // 10 days: two thirds
+            (90 * day, 60 * day),         // 90 days: 60 days
+        ] {
+            let clock = ManualClock::at_unix(1_800_000_000);
+            let info = crate::settings::LeafInfo {
+                not_before: clock.now(),
+                not_after: clock.now() + Duration::from_secs(life),
+                serial: "01".into(),
+                names: vec!["a.test".into()],
+            };
+            let due = lifetime_due(&info);
+            assert_eq!(
+                due.duration_since(info.not_before).ok(),
+                Some(Duration::from_secs(due_after)),
+                "lifetime {life} s"
+            );
+            let recheck = Duration::from_secs(6 * 3600);
+            let spacing = check::min_spacing(&info);
+            let first = Duration::from_secs(due_after).min(recheck);
+            assert_eq!(
+                plan(due, recheck, spacing, None, &clock),
+                Plan::Wait(first.max(Duration::from_millis(200))),
+                "lifetime {life} s"
+            );
+            clock.advance(Duration::from_secs(due_after - 1));
+            assert!(
+                matches!(plan(due, recheck, spacing, None, &clock), Plan::Wait(_)),
+                "lifetime {life} s: a second early"
+            );
+            clock.advance(Duration::from_secs(1));
+            assert_eq!(
+                plan(due, recheck, spacing, None, &clock),
+                Plan::Order,
+                "lifetime {life} s: due"
+            );
+        }
     }
 
     /// A manager for `a.test` with failures retried after `retry_base`, reporting to

@@ -81,11 +81,12 @@ pub struct IssueReport {
 pub struct RenewReport {
     /// Whether a new certificate was issued.
     pub renewed: bool,
-    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past two thirds),
+    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past half of a lifetime
+    /// under 10 days, two thirds of a longer one),
     /// `missing` (no certificate yet), `not_due`.
     pub reason: &'static str,
     /// When renewal is due (Unix seconds): by the CA's window or the lifetime rule for a
-    /// certificate that was not renewed; two thirds of the lifetime of a new one.
+    /// certificate that was not renewed; the lifetime rule for a new one.
     pub due: u64,
     /// The issuance, when one happened.
     pub issued: Option<IssueReport>,
@@ -189,14 +190,8 @@ async fn issue_async(
         Some((a, st)) => (a, st, false),
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-            let ep = client::Endpoint {
-                directory: &s.directory,
-                roots: &s.roots,
-                roots_profile: s.roots_profile,
-                roots_allow: &s.roots_allow,
-                email: s.email.as_deref(),
-            };
-            let (a, created) = client::account(&ep, &storage, false).await?;
+            let ep = client::Endpoint::of(s);
+            let (a, created) = client::account(&ep, &storage, None).await?;
             (a, storage, created)
         }
     };
@@ -285,7 +280,7 @@ pub fn issue(o: &IssueOptions) -> Result<IssueReport, AcmeError> {
 }
 
 /// Renew the certificate in `out` when it is due (inside the CA's ARI window, else past
-/// two thirds of its lifetime), or now with `force`. A missing `out` is issued.
+/// half of a lifetime under 10 days, two thirds of a longer one), or now with `force`. A missing `out` is issued.
 pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
     runtime()?.block_on(async {
         let s = &o.settings;
@@ -313,14 +308,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             None => None,
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
             None => ("missing", SystemTime::now()),
@@ -335,7 +324,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
                 }
                 match ari {
                     Some((at, _)) => ("ari", at),
-                    None => ("lifetime", check::two_thirds(&info)),
+                    None => ("lifetime", check::lifetime_due(&info)),
                 }
             }
         };
@@ -355,12 +344,22 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             } else {
                 reason
             },
-            due: issued
-                .not_before
-                .saturating_add(issued.not_after.saturating_sub(issued.not_before) / 3 * 2),
+            due: issued_due(&issued),
             issued: Some(issued),
         })
     })
+}
+
+/// When a certificate just issued is due by the lifetime rule (`check::lifetime_due`).
+fn issued_due(r: &IssueReport) -> u64 {
+    let t = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+    let info = crate::settings::LeafInfo {
+        not_before: t(r.not_before),
+        not_after: t(r.not_after),
+        serial: String::new(),
+        names: Vec::new(),
+    };
+    unix(check::lifetime_due(&info))
 }
 
 /// Revoke the first certificate of `cert` with the stored account.
@@ -392,14 +391,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 s.storage.display()
             )));
         }
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
             .revoke(&instant_acme::RevocationRequest {

@@ -150,8 +150,8 @@ pub struct ControlCert {
     /// The leaf's notAfter, seconds since the Unix epoch (none: ACME has no
     /// certificate yet).
     pub not_after: Option<i64>,
-    /// ACME only: when the certificate is due for renewal (ARI's window, else two thirds
-    /// of its lifetime), seconds since the Unix epoch; none until the renewal task has
+    /// ACME only: when the certificate is due for renewal (ARI's window, else half of a
+    /// lifetime under 10 days, two thirds of a longer one), seconds since the Unix epoch; none until the renewal task has
     /// looked, and for other sources.
     pub renewal_due: Option<u64>,
     /// ACME only: when the renewal task will next try to order (after a failure, the

@@ -40,6 +40,8 @@
 //! # acme_roots_profile = "rfc5280"           # how the CA's HTTPS certificate is checked
 //! # acme_roots_allow = ["aki-missing"]
 //! # acme_issuer_roots = ["/etc/tlskit/acme-ca-roots.pem"]   # new certificates must chain to them
+//! # acme_eab_kid = "KEY-ID"                                   # external account binding, when the
+//! # acme_eab_hmac_key_file = "/etc/tlskit/acme-eab.key"      # CA requires one (key: base64url)
 //! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
 //! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
 //! # shared_state_key = "/etc/tlskit/fleet.kek"
@@ -586,6 +588,10 @@ settings! {
     /// The ACME CA's issuing roots (sources, as `client_ca`): new certificates must
     /// verify against them.
     acme_issuer_roots: Vec<String>,
+    /// ACME external account binding: the key ID.
+    acme_eab_kid: String,
+    /// ACME external account binding: the file holding the HMAC key (base64url).
+    acme_eab_hmac_key_file: PathBuf,
 }
 
 impl ServeSettings {
@@ -872,6 +878,17 @@ impl ServeSettings {
             a.retry_base = v;
         }
         a.issuer_roots = sources(self.acme_issuer_roots.as_deref());
+        match (&self.acme_eab_kid, &self.acme_eab_hmac_key_file) {
+            (Some(kid), Some(file)) => {
+                a.eab = Some(tlskit_acme::Eab::from_file(kid, file).map_err(SettingsError::Acme)?)
+            }
+            (None, None) => {}
+            _ => {
+                return Err(SettingsError::Inconsistent(
+                    "--acme-eab-kid and --acme-eab-hmac-key-file go together",
+                ))
+            }
+        }
         Ok(a)
     }
 

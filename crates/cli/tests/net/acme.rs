@@ -18,12 +18,12 @@ use crate::BIN;
 use net_support::{free_port, tlskit, Serve};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
 /// Where scripts/setup puts Pebble, then PATH.
-fn find(program: &str) -> Option<PathBuf> {
+pub(crate) fn find(program: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(h) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(h).join("go/bin"));
@@ -38,18 +38,18 @@ fn find(program: &str) -> Option<PathBuf> {
 }
 
 /// Pebble + challtestsrv, killed on drop.
-struct Pebble {
-    dir: tempfile::TempDir,
-    children: Vec<Child>,
-    port: u16,
+pub(crate) struct Pebble {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) children: Vec<Child>,
+    pub(crate) port: u16,
     /// The plain HTTP port Pebble validates HTTP-01 on.
-    http_port: u16,
+    pub(crate) http_port: u16,
     /// The TLS port Pebble validates TLS-ALPN-01 on.
-    tls_port: u16,
-    roots: PathBuf,
-    exe: PathBuf,
-    dns_port: u16,
-    mgmt_port: u16,
+    pub(crate) tls_port: u16,
+    pub(crate) roots: PathBuf,
+    pub(crate) exe: PathBuf,
+    pub(crate) dns_port: u16,
+    pub(crate) mgmt_port: u16,
 }
 
 impl Drop for Pebble {
@@ -64,7 +64,7 @@ impl Drop for Pebble {
 impl Pebble {
     /// Pebble with one 90-day profile. None (with a message) when Pebble is not
     /// installed, outside CI.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         Self::start_with(serde_json::json!({
             "default": {"description": "90 days", "validityPeriod": 7776000}
         }))
@@ -72,18 +72,27 @@ impl Pebble {
 
     /// Pebble with these profiles (Pebble picks one at random for an order that names
     /// none, so tests that need a lifetime offer only that one).
-    fn start_with(profiles: serde_json::Value) -> Option<Self> {
+    pub(crate) fn start_with(profiles: serde_json::Value) -> Option<Self> {
+        Self::start_config(profiles, serde_json::json!({}))
+    }
+
+    /// Pebble with these profiles and these other keys of its configuration
+    /// (`externalAccountBindingRequired`, `externalAccountMACKeys`).
+    pub(crate) fn start_config(
+        profiles: serde_json::Value,
+        extra: serde_json::Value,
+    ) -> Option<Self> {
         // Ports are picked free, then bound by Pebble: another test may take one in
         // between (Pebble then exits with "address already in use"), so try again.
         for _ in 0..4 {
-            if let Some(p) = Self::try_start_with(&profiles) {
+            if let Some(p) = Self::try_start_with(&profiles, &extra) {
                 return Some(p);
             }
         }
         panic!("pebble did not start in 4 tries (ports taken?)");
     }
 
-    fn try_start_with(profiles: &serde_json::Value) -> Option<Self> {
+    fn try_start_with(profiles: &serde_json::Value, extra: &serde_json::Value) -> Option<Self> {
         let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
             panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
         };
@@ -126,7 +135,7 @@ impl Pebble {
             dns_port: free_port(),
             mgmt_port: free_port(),
         };
-        let cfg = serde_json::json!({"pebble": {
+        let mut cfg = serde_json::json!({"pebble": {
             "listenAddress": format!("127.0.0.1:{}", p.port),
             "managementListenAddress": format!("127.0.0.1:{}", p.mgmt_port),
             "certificate": s(&p.dir.path().join("cert.pem")),
@@ -139,6 +148,9 @@ impl Pebble {
             "keyAlgorithm": "ecdsa",
             "profiles": profiles.clone()
         }});
+        if let (Some(c), Some(e)) = (cfg["pebble"].as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
         std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
         let dns = format!("127.0.0.1:{}", p.dns_port);
         let chall = Command::new(chall)
@@ -166,7 +178,7 @@ impl Pebble {
     }
 
     /// (Re)start Pebble itself on the same ports (a new CA each time, as Pebble does).
-    fn start_pebble(&mut self) {
+    pub(crate) fn start_pebble(&mut self) {
         assert!(self.spawn_pebble(), "pebble did not listen: {}", self.log());
     }
 
@@ -204,23 +216,23 @@ impl Pebble {
         false
     }
 
-    fn stop_pebble(&mut self) {
+    pub(crate) fn stop_pebble(&mut self) {
         if let Some(mut c) = self.children.pop() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default()
     }
 
-    fn directory(&self) -> String {
+    pub(crate) fn directory(&self) -> String {
         format!("https://127.0.0.1:{}/dir", self.port)
     }
 
     /// Pebble's issuing root (regenerated at each start), for verifying what it issued.
-    fn issuing_root(&self, out: &Path) {
+    pub(crate) fn issuing_root(&self, out: &Path) {
         let o = Command::new("curl")
             .args(["-sS", "--fail", "--cacert"])
             .arg(&self.roots)
@@ -234,7 +246,7 @@ impl Pebble {
 }
 
 /// `tlskit acme ...` with the CA flags filled in.
-fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
     let mut all = vec![args[0]];
     let dir = p.directory();
     let st = s(storage);
@@ -260,14 +272,14 @@ fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 /// Parse a `--json` document and check it against the JSON Schema its `schema` field names.
-fn json(out: &str) -> serde_json::Value {
+pub(crate) fn json(out: &str) -> serde_json::Value {
     let v: serde_json::Value =
         serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     net_support::assert_matches_schema(&v);
     v
 }
 
-fn mode(p: &Path) -> u32 {
+pub(crate) fn mode(p: &Path) -> u32 {
     std::fs::metadata(p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
         .permissions()
@@ -276,7 +288,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 /// The only account file in the storage.
-fn account_file(storage: &Path) -> PathBuf {
+pub(crate) fn account_file(storage: &Path) -> PathBuf {
     let files: Vec<PathBuf> = std::fs::read_dir(storage.join("accounts"))
         .expect("accounts dir")
         .map(|e| e.expect("entry").path())
@@ -286,7 +298,7 @@ fn account_file(storage: &Path) -> PathBuf {
 }
 
 /// Serial (hex, as openssl prints it) of the certificate served for `name`.
-fn served_serial(port: u16, name: &str) -> Option<String> {
+pub(crate) fn served_serial(port: u16, name: &str) -> Option<String> {
     let o = Command::new("openssl")
         .args([
             "s_client",
@@ -307,7 +319,7 @@ fn served_serial(port: u16, name: &str) -> Option<String> {
     Some(file_serial(tmp.path())).filter(|s| !s.is_empty())
 }
 
-fn file_serial(pem: &Path) -> String {
+pub(crate) fn file_serial(pem: &Path) -> String {
     let o = Command::new("openssl")
         .args(["x509", "-noout", "-serial", "-in"])
         .arg(pem)
@@ -319,12 +331,12 @@ fn file_serial(pem: &Path) -> String {
         .to_string()
 }
 
-fn http_get(addr: &str) -> String {
+pub(crate) fn http_get(addr: &str) -> String {
     http_path(addr, "/metrics")
 }
 
 /// The metrics listener's whole answer to `GET path`.
-fn http_path(addr: &str, path: &str) -> String {
+pub(crate) fn http_path(addr: &str, path: &str) -> String {
     let mut c = TcpStream::connect(addr).expect("connect metrics");
     c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
         .expect("write");
@@ -334,7 +346,7 @@ fn http_path(addr: &str, path: &str) -> String {
 }
 
 /// Wait until `f` returns Some, polling.
-fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
         if let Some(v) = f() {
@@ -604,7 +616,7 @@ fn acme_unwritable_storage_is_an_error_at_start() {
     assert!(String::from_utf8_lossy(&o.stderr).contains(&s(&file)));
 }
 
-fn serve_acme(p: &Pebble, storage: &Path, extra: &[&str]) -> Serve {
+pub(crate) fn serve_acme(p: &Pebble, storage: &Path, extra: &[&str]) -> Serve {
     let listen = format!("127.0.0.1:{}", p.tls_port);
     let dir = p.directory();
     let st = s(storage);

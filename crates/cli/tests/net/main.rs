@@ -18,6 +18,10 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 #[cfg(feature = "slow-tests")] // slow tier: Pebble, curl, OpenSSL, Redis
 mod acme;
+#[cfg(feature = "slow-tests")] // slow tier: Pebble, Redis
+mod acme_accounts;
+#[cfg(feature = "slow-tests")] // slow tier: Pebble
+mod acme_short;
 mod acme_hostile;
 mod hostile_ca;
 #[cfg(feature = "slow-tests")] // slow tier: python3, OpenSSL
