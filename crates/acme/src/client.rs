@@ -28,7 +28,9 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against the endpoint's roots (empty: the system store) with tlskit's
 /// verifier, under the endpoint's profile and allowed rules.
-fn http_client(ep: &Endpoint<'_>) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
+pub(crate) fn http_client(
+    ep: &Endpoint<'_>,
+) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
     let roots = if ep.roots.is_empty() {
         vec![Source::System]
     } else {
@@ -157,6 +159,22 @@ pub(crate) struct Endpoint<'a> {
     /// Rules not checked on it.
     pub(crate) roots_allow: &'a [tlskit_verify::Rule],
     pub(crate) email: Option<&'a str>,
+    /// The external account binding a new account carries, if the CA requires one.
+    pub(crate) eab: Option<&'a crate::settings::Eab>,
+}
+
+impl<'a> Endpoint<'a> {
+    /// The CA, its HTTPS roots and the account's contact and binding, from `s`.
+    pub(crate) fn of(s: &'a crate::settings::AcmeSettings) -> Self {
+        Self {
+            directory: &s.directory,
+            roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
+            email: s.email.as_deref(),
+            eab: s.eab.as_ref(),
+        }
+    }
 }
 
 /// Whether the CA says the account does not exist (it was reset, or deactivated).
@@ -164,35 +182,88 @@ pub(crate) fn account_gone(e: &AcmeError) -> bool {
     matches!(e, AcmeError::Protocol { reason, .. } if reason.contains("accountDoesNotExist"))
 }
 
-/// The stored account for this directory, or a new one (stored before use). With
-/// `fresh`, a new account replaces the stored one (kept as a backup by the storage).
+/// How long a process waits for another (a node of the fleet) creating the account.
+const ACCOUNT_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// The stored credentials for the endpoint's directory (blocking pool).
+async fn load_stored(
+    ep: &Endpoint<'_>,
+    storage: &Arc<dyn AcmeStorage>,
+) -> Result<Option<Vec<u8>>, AcmeError> {
+    let s = storage.clone();
+    let d = ep.directory.to_string();
+    tokio::task::spawn_blocking(move || s.load_account(&d))
+        .await
+        .map_err(|e| AcmeError::Config(e.to_string()))?
+}
+
+/// Stored credentials as instant-acme reads them, with the account URL they name.
+pub(crate) fn parse_credentials(bytes: &[u8]) -> Result<(AccountCredentials, String), AcmeError> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let bad = |e: serde_json::Error| {
+        AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
+    };
+    let id: Id = serde_json::from_slice(bytes).map_err(bad)?;
+    let creds: AccountCredentials = serde_json::from_slice(bytes).map_err(bad)?;
+    Ok((creds, id.id))
+}
+
+/// The account of stored credentials (the CA's directory is fetched; the account itself
+/// is not asked for).
+pub(crate) async fn load_account(
+    ep: &Endpoint<'_>,
+    creds: AccountCredentials,
+) -> Result<Account, AcmeError> {
+    Account::builder_with_http(http_client(ep)?)
+        .from_credentials(creds)
+        .await
+        .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))
+}
+
+/// The stored account for this directory, or a new one (stored before use). `gone`: the
+/// account URL the CA said it does not know (a reset CA, a deactivated account), whose
+/// stored credentials a new account replaces (kept as a backup by the storage).
+///
+/// Creation is single-writer across every process sharing the storage (the nodes of a
+/// fleet that start together): under the storage's account lock, the credentials are
+/// read again, and another process's new account is taken instead of making a second.
 pub(crate) async fn account(
     ep: &Endpoint<'_>,
     storage: &Arc<dyn AcmeStorage>,
-    fresh: bool,
+    gone: Option<&str>,
 ) -> Result<(Account, bool), AcmeError> {
-    let http = http_client(ep)?;
-    let stored = if fresh {
-        None
-    } else {
+    if gone.is_none() {
+        if let Some(bytes) = load_stored(ep, storage).await? {
+            let (creds, _) = parse_credentials(&bytes)?;
+            return Ok((load_account(ep, creds).await?, false));
+        }
+    }
+    let _lock = {
         let s = storage.clone();
         let d = ep.directory.to_string();
-        tokio::task::spawn_blocking(move || s.load_account(&d))
+        tokio::task::spawn_blocking(move || s.account_lock(&d, ACCOUNT_LOCK_WAIT))
             .await
             .map_err(|e| AcmeError::Config(e.to_string()))??
     };
-    if let Some(bytes) = stored {
-        let creds: AccountCredentials = serde_json::from_slice(&bytes).map_err(|e| {
-            AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
-        })?;
-        let acct = Account::builder_with_http(http)
-            .from_credentials(creds)
-            .await
-            .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))?;
-        return Ok((acct, false));
+    if let Some(bytes) = load_stored(ep, storage).await? {
+        let (creds, id) = parse_credentials(&bytes)?;
+        if gone != Some(id.as_str()) {
+            // Another process created (or replaced) it while this one waited.
+            log::event(
+                Level::Info,
+                "acme_account_loaded",
+                &[("directory", &clean(ep.directory)), ("id", &clean(&id))],
+            );
+            return Ok((load_account(ep, creds).await?, false));
+        }
     }
+    let http = http_client(ep)?;
     let contact: Vec<String> = ep.email.iter().map(|e| format!("mailto:{e}")).collect();
     let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
+    let eab = ep.eab.map(crate::settings::Eab::key);
     let (acct, creds) = Account::builder_with_http(http)
         .create(
             &NewAccount {
@@ -201,10 +272,10 @@ pub(crate) async fn account(
                 only_return_existing: false,
             },
             ep.directory.to_string(),
-            None,
+            eab.as_ref(),
         )
         .await
-        .map_err(|e| AcmeError::acme("creating the account", ep.directory, e))?;
+        .map_err(|e| account_error(ep, e))?;
     let json = serde_json::to_vec(&creds).map_err(|e| AcmeError::Config(e.to_string()))?;
     let s = storage.clone();
     let d = ep.directory.to_string();
@@ -220,6 +291,33 @@ pub(crate) async fn account(
         ],
     );
     Ok((acct, true))
+}
+
+/// A refused account creation in words: a CA that requires an external account binding
+/// says so in its problem type, which is told first (with whether a binding was sent).
+fn account_error(ep: &Endpoint<'_>, e: instant_acme::Error) -> AcmeError {
+    let needs_eab = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":externalAccountRequired")));
+    let unauthorized = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":unauthorized")));
+    let mut err = AcmeError::acme("creating the account", ep.directory, e);
+    if let AcmeError::Protocol { reason, .. } = &mut err {
+        if needs_eab {
+            *reason = format!(
+                "the CA requires an external account binding (a key ID and an HMAC key \
+                 from the CA) and none was given: {reason}"
+            );
+        } else if unauthorized {
+            if let Some(eab) = ep.eab {
+                *reason = format!(
+                    "the CA refused the external account binding with key ID {} (a wrong \
+                     key ID or HMAC key?): {reason}",
+                    clean(eab.kid())
+                );
+            }
+        }
+    }
+    err
 }
 
 /// What one order asks for.
@@ -244,7 +342,10 @@ pub(crate) async fn obtain(
     let ids: Vec<Identifier> = req
         .domains
         .iter()
-        .map(|d| Identifier::Dns(d.clone()))
+        .map(|d| match crate::settings::ip_identifier(d) {
+            Some(ip) => Identifier::Ip(ip),
+            None => Identifier::Dns(d.clone()),
+        })
         .collect();
     let mut new = NewOrder::new(&ids);
     if let Some(p) = req.profile {
@@ -280,7 +381,11 @@ pub(crate) async fn obtain(
     log::event(
         Level::Info,
         "acme_order_created",
-        &[("domains", &clean(&what)), ("url", &clean(order.url()))],
+        &[
+            ("domains", &clean(&what)),
+            ("url", &clean(order.url())),
+            ("profile", &clean(req.profile.unwrap_or("-"))),
+        ],
     );
     let kind = match req.kind {
         ChallengeKind::Http01 => ChallengeType::Http01,

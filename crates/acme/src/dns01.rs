@@ -375,6 +375,17 @@ mod tests {
         assert!(s.check().is_err());
         s.dns.tsig_key = None;
         assert!(s.check().is_ok());
+        s.domains.push("192.0.2.1".into());
+        let e = s
+            .check()
+            .map_err(|e| e.to_string())
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.contains("192.0.2.1: an IP address cannot be validated with dns-01"),
+            "{e}"
+        );
+        s.domains.pop();
         s.challenge = ChallengeKind::Http01;
         s.domains = vec!["a.test".into()];
         assert!(s.check().is_err(), "dns flags without dns-01");

@@ -11,12 +11,17 @@ mod challenge;
 pub mod client;
 pub mod manager;
 mod ops;
+mod account;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use account::{
+    account_deactivate, account_rollover, account_show, AccountOptions, AccountReport,
+    AccountStatus,
+};
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
-pub use manager::{AcmeEvents, Managed, ServerAcme};
+pub use manager::{AcmeEvents, Managed, RenewalOutcome, RenewalRequest, ServerAcme};
 pub use ops::{issue, renew, revoke, IssueOptions, IssueReport, RenewReport, RevokeOptions};
-pub use settings::{dns_server, domain, AcmeSettings, ChallengeKind, DnsSettings};
+pub use settings::{dns_server, domain, AcmeSettings, ChallengeKind, DnsSettings, Eab};
 pub use storage::{AcmeStorage, DnsRecord, FsStorage, IssuanceLock, StoredCert};

@@ -83,11 +83,12 @@ pub struct IssueReport {
 pub struct RenewReport {
     /// Whether a new certificate was issued.
     pub renewed: bool,
-    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past two thirds),
+    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past half of a lifetime
+    /// under 10 days, two thirds of a longer one),
     /// `missing` (no certificate yet), `not_due`.
     pub reason: &'static str,
     /// When renewal is due (Unix seconds): by the CA's window or the lifetime rule for a
-    /// certificate that was not renewed; two thirds of the lifetime of a new one.
+    /// certificate that was not renewed; the lifetime rule for a new one.
     pub due: u64,
     /// The issuance, when one happened.
     pub issued: Option<IssueReport>,
@@ -101,14 +102,18 @@ pub struct RevokeOptions {
     pub settings: AcmeSettings,
     /// The certificate (PEM; the first one is revoked).
     pub cert: PathBuf,
-    /// RFC 5280 reason code.
-    pub reason: Option<u8>,
+    /// Why (tlskit-x509's RFC 5280 reason, shared with `ca revoke`).
+    pub reason: Option<tlskit_x509::RevocationReason>,
 }
 
 impl RevokeOptions {
     /// Revoke the first certificate in `cert` with the account of `settings`, giving
-    /// `reason` (an RFC 5280 reason code) when set.
-    pub fn new(settings: AcmeSettings, cert: PathBuf, reason: Option<u8>) -> Self {
+    /// `reason` when set.
+    pub fn new(
+        settings: AcmeSettings,
+        cert: PathBuf,
+        reason: Option<tlskit_x509::RevocationReason>,
+    ) -> Self {
         Self {
             settings,
             cert,
@@ -193,14 +198,8 @@ async fn issue_async(
         Some((a, st)) => (a, st, false),
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-            let ep = client::Endpoint {
-                directory: &s.directory,
-                roots: &s.roots,
-                roots_profile: s.roots_profile,
-                roots_allow: &s.roots_allow,
-                email: s.email.as_deref(),
-            };
-            let (a, created) = client::account(&ep, &storage, false).await?;
+            let ep = client::Endpoint::of(s);
+            let (a, created) = client::account(&ep, &storage, None).await?;
             (a, storage, created)
         }
     };
@@ -310,7 +309,7 @@ pub fn issue(o: &IssueOptions) -> Result<IssueReport, AcmeError> {
 }
 
 /// Renew the certificate in `out` when it is due (inside the CA's ARI window, else past
-/// two thirds of its lifetime), or now with `force`. A missing `out` is issued.
+/// half of a lifetime under 10 days, two thirds of a longer one), or now with `force`. A missing `out` is issued.
 pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
     runtime()?.block_on(async {
         let s = &o.settings;
@@ -338,14 +337,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             None => None,
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
             None => ("missing", SystemTime::now()),
@@ -360,7 +353,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
                 }
                 match ari {
                     Some((at, _)) => ("ari", at),
-                    None => ("lifetime", check::two_thirds(&info)),
+                    None => ("lifetime", check::lifetime_due(&info)),
                 }
             }
         };
@@ -380,12 +373,22 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             } else {
                 reason
             },
-            due: issued
-                .not_before
-                .saturating_add(issued.not_after.saturating_sub(issued.not_before) / 3 * 2),
+            due: issued_due(&issued),
             issued: Some(issued),
         })
     })
+}
+
+/// When a certificate just issued is due by the lifetime rule (`check::lifetime_due`).
+fn issued_due(r: &IssueReport) -> u64 {
+    let t = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+    let info = crate::settings::LeafInfo {
+        not_before: t(r.not_before),
+        not_after: t(r.not_after),
+        serial: String::new(),
+        names: Vec::new(),
+    };
+    unix(check::lifetime_due(&info))
 }
 
 /// Revoke the first certificate of `cert` with the stored account.
@@ -417,14 +420,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 s.storage.display()
             )));
         }
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
             .revoke(&instant_acme::RevocationRequest {
@@ -448,18 +445,22 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
     })
 }
 
-fn revocation_reason(code: u8) -> Result<instant_acme::RevocationReason, AcmeError> {
+fn revocation_reason(
+    reason: tlskit_x509::RevocationReason,
+) -> Result<instant_acme::RevocationReason, AcmeError> {
     use instant_acme::RevocationReason as R;
-    Ok(match code {
+    Ok(match reason.code() {
         0 => R::Unspecified,
         1 => R::KeyCompromise,
+        2 => R::CaCompromise,
         3 => R::AffiliationChanged,
         4 => R::Superseded,
         5 => R::CessationOfOperation,
+        9 => R::PrivilegeWithdrawn,
+        10 => R::AaCompromise,
         other => {
             return Err(AcmeError::Config(format!(
-                "revocation reason {other}: use 0 (unspecified), 1 (keyCompromise), 3 \
-                 (affiliationChanged), 4 (superseded) or 5 (cessationOfOperation)"
+                "revocation reason {other} ({reason}) has no ACME form"
             )))
         }
     })

@@ -110,6 +110,70 @@ pub trait AcmeStorage: Send + Sync {
     fn dns_records(&self, name: &str) -> Result<Vec<DnsRecord>, AcmeError>;
     /// Replace that list (empty: nothing left to remove).
     fn set_dns_records(&self, name: &str, records: &[DnsRecord]) -> Result<(), AcmeError>;
+
+    /// Take the lock under which one process (one node of a fleet) at a time creates or
+    /// changes the account for `directory`, waiting at most `wait`: the issuance lock of a
+    /// name no certificate can have (`_account.<hash of the URL>`).
+    fn account_lock(
+        &self,
+        directory: &str,
+        wait: Duration,
+    ) -> Result<Box<dyn IssuanceLock>, AcmeError> {
+        self.lock(&format!("_account.{}", hex16(directory)), wait)
+    }
+
+    /// Where the account credentials for `directory` are kept, in words (a path, a Redis
+    /// key), for reports.
+    fn account_location(&self, directory: &str) -> String {
+        format!("account {}", hex16(directory))
+    }
+
+    /// Copy the stored credentials for `directory` aside as the backup `label` (written
+    /// as the credentials are: 0600, atomically); where it is, or `None` when there are no
+    /// credentials.
+    fn backup_account(&self, directory: &str, label: &str) -> Result<Option<String>, AcmeError> {
+        let _ = (directory, label);
+        Err(AcmeError::Config(
+            "this ACME storage keeps no account backups".into(),
+        ))
+    }
+
+    /// Remove the backup `label` of the credentials for `directory` (made by
+    /// [`AcmeStorage::backup_account`]); none is not an error.
+    fn remove_account_backup(&self, directory: &str, label: &str) -> Result<(), AcmeError> {
+        let _ = (directory, label);
+        Err(AcmeError::Config(
+            "this ACME storage keeps no account backups".into(),
+        ))
+    }
+
+    /// Replace the stored credentials for `directory` without a backup (the caller made
+    /// one: a key rollover).
+    fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        let _ = (directory, credentials);
+        Err(AcmeError::Config(
+            "this ACME storage cannot replace an account".into(),
+        ))
+    }
+
+    /// Remove the stored credentials for `directory` (a deactivated account; the caller
+    /// made a backup), so that the next order creates a new account.
+    fn remove_account(&self, directory: &str) -> Result<(), AcmeError> {
+        let _ = directory;
+        Err(AcmeError::Config(
+            "this ACME storage cannot remove an account".into(),
+        ))
+    }
+}
+
+/// A backup label as a file name or key part: letters, digits, `-` and `.` only.
+pub fn backup_label_ok(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        && !label.starts_with('.')
 }
 
 /// The storage file name of a certificate for these domains.
@@ -270,6 +334,60 @@ impl AcmeStorage for FsStorage {
             })?;
         }
         write_private_atomic(&p, credentials).map_err(|e| AcmeError::Storage { path: p, reason: e })
+    }
+
+    fn account_location(&self, directory: &str) -> String {
+        self.account_path(directory).display().to_string()
+    }
+
+    fn backup_account(&self, directory: &str, label: &str) -> Result<Option<String>, AcmeError> {
+        if !backup_label_ok(label) {
+            return Err(AcmeError::Config(format!(
+                "{}: not a backup label",
+                crate::error::clean(label)
+            )));
+        }
+        let Some(creds) = self.load_account(directory)? else {
+            return Ok(None);
+        };
+        let p = self.account_path(directory);
+        let backup = p.with_extension(format!("json.{label}.bak"));
+        write_private_atomic(&backup, &creds).map_err(|e| AcmeError::Storage {
+            path: backup.clone(),
+            reason: e,
+        })?;
+        Ok(Some(backup.display().to_string()))
+    }
+
+    fn remove_account_backup(&self, directory: &str, label: &str) -> Result<(), AcmeError> {
+        if !backup_label_ok(label) {
+            return Ok(());
+        }
+        let backup = self
+            .account_path(directory)
+            .with_extension(format!("json.{label}.bak"));
+        match std::fs::remove_file(&backup) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(AcmeError::Storage {
+                path: backup,
+                reason: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        let p = self.account_path(directory);
+        write_private_atomic(&p, credentials).map_err(|e| AcmeError::Storage { path: p, reason: e })
+    }
+
+    fn remove_account(&self, directory: &str) -> Result<(), AcmeError> {
+        let p = self.account_path(directory);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(AcmeError::Storage { path: p, reason: e })
+            }
+            _ => Ok(()),
+        }
     }
 
     fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError> {

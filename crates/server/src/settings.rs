@@ -46,6 +46,8 @@
 //! # acme_dns_tsig_key = "/etc/tlskit/acme-update.key"   # as tsig-keygen writes it
 //! # acme_dns_resolver = "192.0.2.53"   # where propagation is checked (default: the zone's NS)
 //! # acme_dns_exec = "/usr/local/bin/dns-hook"   # run as: dns-hook add|remove NAME VALUE
+//! # acme_eab_kid = "KEY-ID"                                   # external account binding, when the
+//! # acme_eab_hmac_key_file = "/etc/tlskit/acme-eab.key"      # CA requires one (key: base64url)
 //! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
 //! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
 //! # shared_state_key = "/etc/tlskit/fleet.kek"
@@ -607,6 +609,10 @@ settings! {
     acme_dns_resolver: String,
     /// The program run as `PROGRAM add|remove NAME VALUE` for DNS-01's records.
     acme_dns_exec: PathBuf,
+    /// ACME external account binding: the key ID.
+    acme_eab_kid: String,
+    /// ACME external account binding: the file holding the HMAC key (base64url).
+    acme_eab_hmac_key_file: PathBuf,
 }
 
 impl ServeSettings {
@@ -917,6 +923,17 @@ impl ServeSettings {
             a.retry_base = v;
         }
         a.issuer_roots = sources(self.acme_issuer_roots.as_deref());
+        match (&self.acme_eab_kid, &self.acme_eab_hmac_key_file) {
+            (Some(kid), Some(file)) => {
+                a.eab = Some(tlskit_acme::Eab::from_file(kid, file).map_err(SettingsError::Acme)?)
+            }
+            (None, None) => {}
+            _ => {
+                return Err(SettingsError::Inconsistent(
+                    "--acme-eab-kid and --acme-eab-hmac-key-file go together",
+                ))
+            }
+        }
         Ok(a)
     }
 

@@ -168,7 +168,9 @@ struct ServeFlags {
     /// Serve Prometheus metrics (plain HTTP) on this address.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
-    /// Control socket (a Unix socket, mode 0600, removed on exit) for `tlskit ctl`.
+    /// Control socket (a Unix socket, mode 0600, removed on exit) for `tlskit ctl`
+    /// [default: none; $RUNTIME_DIRECTORY/control.sock when systemd sets RUNTIME_DIRECTORY,
+    /// as the shipped unit's RuntimeDirectory=tlskit does: /run/tlskit/control.sock].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// TOML file with any of these settings (keys as the flags, `_` for `-`).
@@ -416,7 +418,12 @@ fn build_serve_config(
     let mut s = s.merge(file);
     let default_responder = s.backend.is_none() && s.respond.is_none();
     let log = s.take_log();
-    let cfg = s.into_config()?;
+    let mut cfg = s.into_config()?;
+    // Under systemd (RuntimeDirectory=tlskit): the socket `tlskit ctl` looks for.
+    if cfg.control.is_none() {
+        cfg.control =
+            tlskit_server::runtime_control_path(std::env::var_os("RUNTIME_DIRECTORY").as_deref());
+    }
     let log = ServeLog {
         flag_level,
         file_level: log.level.map(|l| l.map(tlskit_tls::log::Level::name)),

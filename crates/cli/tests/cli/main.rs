@@ -27,6 +27,7 @@ mod pki_interop;
 mod readme_examples;
 mod serve_ranges;
 mod store_cli;
+mod trust_cli;
 mod verify_cli;
 mod verify_warnings_cli;
 
