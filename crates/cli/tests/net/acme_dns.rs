@@ -399,7 +399,40 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
     let secret = secret.split('"').nth(3).expect("secret in key file");
     assert!(!err.contains(secret) && !out.contains(secret));
 
-    // Wildcard and apex in one order: two records at one name, both checked and removed.
+    // The same form with the apex too, into new files: one order, two names.
+    let (c2, k2) = (s(&t.path().join("both.pem")), s(&t.path().join("both.key")));
+    let (code, out, err) = run(&[
+        "acme",
+        "issue",
+        "--directory",
+        &dir,
+        "--acme-roots",
+        &roots,
+        "--acme-storage",
+        &st,
+        "--domain",
+        "*.example.test",
+        "--domain",
+        "example.test",
+        "--acme-challenge",
+        "dns-01",
+        "--acme-dns-update",
+        &ns,
+        "--acme-dns-tsig-key",
+        &k,
+        "-o",
+        &c2,
+        "--key",
+        &k2,
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}\npebble: {}", p.log());
+    assert_eq!(
+        sans(Path::new(&c2)),
+        vec!["*.example.test".to_string(), "example.test".to_string()]
+    );
+    assert_eq!(named.challenge_txt(), "", "records left in the zone");
+
+    // Wildcard and apex in one renewal: two records at one name, both checked and removed.
     let (code, out, err) = run(&[
         "acme",
         "renew",
