@@ -521,6 +521,8 @@ def render(out):
         r = s.get("resumed", {}).get(name)
         if not f and not r:
             why = out.get("missing", {}).get(name, "not run")
+            if name == "tlskit-before" or "--only" in why:
+                continue  # not asked for
             L.append(f"| {LABEL[name]} | n/a ({why}) | | | | |")
             continue
         f, r = f or {}, r or {}
