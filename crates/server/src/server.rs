@@ -619,7 +619,8 @@ async fn connection_task(
 
 /// Bytes of a connection task's future (what each connection's task holds besides the
 /// boxed state of the phase it is in; bench/README.md, "Memory at scale").
-pub(crate) fn connection_task_size() -> usize {
+#[cfg(test)]
+fn connection_task_size() -> usize {
     fn size<A, B, C, D, F: std::future::Future>(_: fn(A, B, C, D) -> F) -> usize {
         std::mem::size_of::<F>()
     }

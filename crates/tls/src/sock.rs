@@ -24,13 +24,11 @@ pub fn tune(sock: SockRef<'_>) -> std::io::Result<()> {
 /// system calls per connection saved; `accepted_sockets_inherit_the_flight_options`
 /// checks the inheritance); elsewhere [`tune`].
 pub fn tune_accepted(sock: SockRef<'_>) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        let _ = sock;
+    if cfg!(target_os = "linux") {
         Ok(())
+    } else {
+        tune(sock)
     }
-    #[cfg(not(target_os = "linux"))]
-    tune(sock)
 }
 
 /// A non-blocking listening socket with SO_REUSEADDR (not SO_REUSEPORT: a second
