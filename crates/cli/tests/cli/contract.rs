@@ -1344,7 +1344,7 @@ fn man_pages_render_without_troff_warnings() {
     let text = String::from_utf8_lossy(&out.stdout).replace(['\u{2212}', '\u{2010}'], "-");
     assert!(text.contains("[--listen <ADDR>...]"), "{text}");
     assert!(
-        text.contains("[--acme-challenge <tls-alpn-01|http-01>]"),
+        text.contains("[--acme-challenge <tls-alpn-01|http-01|dns-01>]"),
         "{text}"
     );
     for row in [
