@@ -690,8 +690,8 @@ struct Request {
     rsa: bool,
 }
 
-fn read_request(path: &Path) -> Result<Request> {
-    let data = fsx::read(path)?;
+/// Read and check a request; `path` names it in errors (a file, or where it came from).
+fn read_request(path: &Path, data: Vec<u8>) -> Result<Request> {
     let der = match key::pem_blocks(&data) {
         Some(Ok(blocks)) => blocks
             .into_iter()
@@ -796,8 +796,36 @@ fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, RequestSanError> {
 /// Issue a certificate for the request at `csr` from the CA in `dir`. Returns the
 /// certificate followed by the chain up to (not including) the root, PEM.
 pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, IndexEntry)> {
+    let data = fsx::read(csr)?;
+    issue_request(dir, csr, data, opts)
+}
+
+/// Issue a certificate for a request held in memory (PEM or DER), through the same checks
+/// as [`issue`] (signature, SANs kept, the CA's name constraints); `origin` names the
+/// request in errors (`ca serve` passes the order's URL path).
+pub fn issue_bytes(
+    dir: &Path,
+    origin: &Path,
+    csr: &[u8],
+    opts: &IssueOptions,
+) -> Result<(String, IndexEntry)> {
+    issue_request(dir, origin, csr.to_vec(), opts)
+}
+
+/// Whether the CA in `dir` may issue for these names: [`PkiError::Refused`] with the
+/// constraint that excludes one (the CA's own or one of its chain's) otherwise.
+pub fn check_names(dir: &Path, sans: &[SanType]) -> Result<()> {
+    Ca::open(dir)?.check_names(sans, None)
+}
+
+fn issue_request(
+    dir: &Path,
+    csr: &Path,
+    data: Vec<u8>,
+    opts: &IssueOptions,
+) -> Result<(String, IndexEntry)> {
     let ca = Ca::open(dir)?;
-    let req = read_request(csr)?;
+    let req = read_request(csr, data)?;
     let mut sans = req.sans;
     if sans.is_empty() {
         if let Some(s) = san::default_from_cn(&req.subject) {

@@ -1,0 +1,144 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+
+mod error;
+mod config;
+mod problem;
+mod jws;
+mod state;
+mod validate;
+mod service;
+mod server;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tlskit_tls::clock::Clock;
+
+// The public interface is:
+pub use config::{AcmeConfig, AcmeProfile, RateLimits};
+pub use error::ServerError;
+
+/// What `tlskit ca serve` was asked for.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// The CA directory (`tlskit ca init`).
+    pub dir: PathBuf,
+    /// Where the ACME directory is served (HTTPS).
+    pub listen: SocketAddr,
+    /// The port http-01 validation connects to (80 by default).
+    pub validation_http_port: u16,
+    /// The port tls-alpn-01 validation connects to (443 by default).
+    pub validation_tls_port: u16,
+    /// Where Prometheus metrics are served (plain HTTP), if anywhere.
+    pub metrics: Option<SocketAddr>,
+    /// Where "now" comes from (tests move a manual clock).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl ServeOptions {
+    /// Serve the CA in `dir` on `listen`, validating on ports 80 and 443.
+    pub fn new(dir: PathBuf, listen: SocketAddr) -> Self {
+        ServeOptions {
+            dir,
+            listen,
+            validation_http_port: 80,
+            validation_tls_port: 443,
+            metrics: None,
+            clock: tlskit_tls::clock::system(),
+        }
+    }
+    /// The ports challenge validation connects to: http-01, then tls-alpn-01.
+    pub fn validation_ports(mut self, http: u16, tls: u16) -> Self {
+        self.validation_http_port = http;
+        self.validation_tls_port = tls;
+        self
+    }
+    /// Serve metrics on this address.
+    pub fn metrics(mut self, metrics: Option<SocketAddr>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+}
+
+/// The ACME server's own directory inside a CA directory.
+pub fn acme_dir(ca_dir: &Path) -> PathBuf {
+    ca_dir.join("acme")
+}
+
+/// The configuration file of the ACME server of a CA directory (`DIR/acme.toml`).
+pub fn config_path(ca_dir: &Path) -> PathBuf {
+    ca_dir.join("acme.toml")
+}
+
+/// Run the ACME server until SIGINT or SIGTERM. `ready` is called once, with the bound
+/// address, when the server accepts connections.
+pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
+    // Refuse a directory that is not a CA before anything is created in it.
+    tlskit_pki::ca::check_names(&opts.dir, &[])?;
+    let config = AcmeConfig::load(&config_path(&opts.dir))?;
+    let acme = acme_dir(&opts.dir);
+    let state = state::State::open(&acme)?;
+    let service = Arc::new(service::Service::new(
+        opts.dir.clone(),
+        acme.clone(),
+        config,
+        validate::Ports {
+            http: opts.validation_http_port,
+            tls: opts.validation_tls_port,
+        },
+        opts.clock.clone(),
+        state,
+        opts.listen.to_string(),
+    ));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ServerError::Runtime)?;
+    rt.block_on(server::run(
+        server::Run {
+            service,
+            listen: opts.listen,
+            metrics: opts.metrics,
+            ca_dir: opts.dir,
+            acme_dir: acme,
+        },
+        ready,
+    ))
+}
+
+/// Enrol an external account binding key under `kid` in the CA directory: a new random
+/// 256-bit HMAC key, stored 0600 in `DIR/acme/eab/KID.key`, returned base64url (the only
+/// time it is shown). An existing key id is refused.
+pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
+    tlskit_pki::ca::check_names(dir, &[])?;
+    if !state::valid_kid(kid) {
+        return Err(ServerError::Config {
+            path: dir.to_path_buf(),
+            reason: format!(
+                "the key id {:?} must be 1 to 64 letters, digits, - or _",
+                show(kid)
+            ),
+        });
+    }
+    let acme = acme_dir(dir);
+    state::create_private_dir(&acme)?;
+    let eab = acme.join("eab");
+    state::create_private_dir(&eab)?;
+    let mut key = [0u8; 32];
+    aws_lc_rs::rand::fill(&mut key)
+        .map_err(|_| ServerError::file(&eab, "the random generator failed"))?;
+    let text = jws::b64url(&key);
+    let path = eab.join(format!("{kid}.key"));
+    tlskit_io::write_atomic(&path, format!("{text}\n").as_bytes(), true, false)
+        .map_err(|e| ServerError::file(&path, e))?;
+    Ok(text)
+}
+
+/// Text from a peer, escaped and cut for messages and logs.
+pub(crate) fn show(s: &str) -> String {
+    let cut: String = s.chars().take(200).collect();
+    tlskit_x509::text::escape(&cut).into_owned()
+}
