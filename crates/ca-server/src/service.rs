@@ -123,6 +123,8 @@ pub(crate) struct Reply {
     body: Vec<u8>,
     content_type: &'static str,
     location: Option<String>,
+    /// A `Link: <URL>;rel="up"` (a challenge's authorization).
+    up: Option<String>,
 }
 
 impl Reply {
@@ -132,6 +134,7 @@ impl Reply {
             body: v.to_string().into_bytes(),
             content_type: "application/json",
             location: None,
+            up: None,
         }
     }
     fn at(mut self, location: String) -> Self {
@@ -246,6 +249,7 @@ impl Service {
                 body: Vec::new(),
                 content_type: "application/json",
                 location: None,
+                up: None,
             }),
             (Method::GET, p) if p.starts_with("/acme/renewal-info/") => {
                 self.renewal_info(&p["/acme/renewal-info/".len()..])
@@ -257,8 +261,8 @@ impl Service {
             ))
             .with_status(if method == Method::GET { 404 } else { 405 })),
         };
-        let (status, body, ctype, location) = match result {
-            Ok(r) => (r.status, r.body, r.content_type, r.location),
+        let (status, body, ctype, location, up) = match result {
+            Ok(r) => (r.status, r.body, r.content_type, r.location, r.up),
             Err(p) => {
                 self.counters.problems.fetch_add(1, Ordering::Relaxed);
                 log::event(
@@ -276,6 +280,7 @@ impl Service {
                     p.to_json().to_string().into_bytes(),
                     "application/problem+json",
                     None,
+                    None,
                 )
             }
         };
@@ -287,6 +292,9 @@ impl Service {
             .header(header::LINK, format!("<{base}/directory>;rel=\"index\""));
         if let Some(l) = location {
             b = b.header(header::LOCATION, l);
+        }
+        if let Some(u) = up {
+            b = b.header(header::LINK, format!("<{u}>;rel=\"up\""));
         }
         if path == "/directory" {
             b = b.header(header::CACHE_CONTROL, "public, max-age=0");
@@ -920,8 +928,9 @@ impl Service {
             });
         }
         let c = a.challenges[idx].clone();
-        Ok(Reply::json(200, &self.challenge_json(&a, &c, base))
-            .at(format!("{base}/acme/chall/{id}/{kind}")))
+        let mut r = Reply::json(200, &self.challenge_json(&a, &c, base));
+        r.up = Some(format!("{base}/acme/authz/{id}"));
+        Ok(r)
     }
 
     /// Record a validation's result on its challenge and authorization.
@@ -1037,6 +1046,15 @@ impl Service {
                 return Err(p);
             }
         };
+        // A root CA's leaf comes alone from the CA; clients (certbot) expect an issuer
+        // after it, so the root follows (a client that trusts it ignores the copy).
+        let mut chain = chain;
+        if chain.matches("-----BEGIN CERTIFICATE-----").count() == 1 {
+            let ca_pem = self.ca_dir.join("ca.pem");
+            let root = tlskit_io::read_to_string(&ca_pem, 1 << 20)
+                .map_err(|e| internal(format!("reading the CA certificate: {e}")))?;
+            chain.push_str(&root);
+        }
         let cert = cert_record(&chain, &entry.serial, &authed.account()?.id, &o.identifiers)?;
         o.status = Status::Valid;
         o.cert = Some(cert.id.clone());
@@ -1071,6 +1089,7 @@ impl Service {
             body: c.chain.clone().into_bytes(),
             content_type: "application/pem-certificate-chain",
             location: None,
+            up: None,
         })
     }
 

@@ -185,12 +185,7 @@ impl ServerCertVerifier for AnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        self.check(message, cert, dss)
     }
     fn verify_tls13_signature(
         &self,
@@ -198,15 +193,42 @@ impl ServerCertVerifier for AnyCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        self.check(message, cert, dss)
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+impl AnyCert {
+    /// The handshake signature, checked by the provider's algorithms on the certificate's
+    /// public key (rustls' own helper parses the certificate with webpki, which refuses
+    /// the critical acmeIdentifier extension every validation certificate carries).
+    fn check(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let bad = || rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature);
+        let (_, x) = X509Certificate::from_der(cert.as_ref()).map_err(|_| bad())?;
+        let key = &x.public_key().subject_public_key.data;
+        let algs = self
+            .0
+            .signature_verification_algorithms
+            .mapping
+            .iter()
+            .find(|(scheme, _)| *scheme == dss.scheme)
+            .map(|(_, a)| *a)
+            .ok_or_else(bad)?;
+        if algs
+            .iter()
+            .any(|a| a.verify_signature(key, message, dss.signature()).is_ok())
+        {
+            Ok(HandshakeSignatureValid::assertion())
+        } else {
+            Err(bad())
+        }
     }
 }
 
