@@ -19,6 +19,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 #[cfg(feature = "slow-tests")] // slow tier: Pebble, curl, OpenSSL, Redis
 mod acme;
 mod acme_hostile;
+#[cfg(feature = "slow-tests")] // slow tier: certbot, lego, OpenSSL
+mod ca_serve;
 mod hostile_ca;
 #[cfg(feature = "slow-tests")] // slow tier: python3, OpenSSL
 mod mozilla_shapes;
