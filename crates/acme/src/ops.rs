@@ -99,14 +99,18 @@ pub struct RevokeOptions {
     pub settings: AcmeSettings,
     /// The certificate (PEM; the first one is revoked).
     pub cert: PathBuf,
-    /// RFC 5280 reason code.
-    pub reason: Option<u8>,
+    /// Why (tlskit-x509's RFC 5280 reason, shared with `ca revoke`).
+    pub reason: Option<tlskit_x509::RevocationReason>,
 }
 
 impl RevokeOptions {
     /// Revoke the first certificate in `cert` with the account of `settings`, giving
-    /// `reason` (an RFC 5280 reason code) when set.
-    pub fn new(settings: AcmeSettings, cert: PathBuf, reason: Option<u8>) -> Self {
+    /// `reason` when set.
+    pub fn new(
+        settings: AcmeSettings,
+        cert: PathBuf,
+        reason: Option<tlskit_x509::RevocationReason>,
+    ) -> Self {
         Self {
             settings,
             cert,
@@ -419,18 +423,22 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
     })
 }
 
-fn revocation_reason(code: u8) -> Result<instant_acme::RevocationReason, AcmeError> {
+fn revocation_reason(
+    reason: tlskit_x509::RevocationReason,
+) -> Result<instant_acme::RevocationReason, AcmeError> {
     use instant_acme::RevocationReason as R;
-    Ok(match code {
+    Ok(match reason.code() {
         0 => R::Unspecified,
         1 => R::KeyCompromise,
+        2 => R::CaCompromise,
         3 => R::AffiliationChanged,
         4 => R::Superseded,
         5 => R::CessationOfOperation,
+        9 => R::PrivilegeWithdrawn,
+        10 => R::AaCompromise,
         other => {
             return Err(AcmeError::Config(format!(
-                "revocation reason {other}: use 0 (unspecified), 1 (keyCompromise), 3 \
-                 (affiliationChanged), 4 (superseded) or 5 (cessationOfOperation)"
+                "revocation reason {other} ({reason}) has no ACME form"
             )))
         }
     })

@@ -77,11 +77,14 @@ pub fn config_path(ca_dir: &Path) -> PathBuf {
 /// address, when the server accepts connections.
 pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     // Refuse a directory that is not a CA before anything is created in it.
-    tlskit_pki::ca::check_names(&opts.dir, &[])?;
+    let ca = tlskit_pki::ca::Ca::open(&opts.dir)?;
+    let ca_key_id = ca_key_id(&opts.dir)?;
     let config = AcmeConfig::load(&config_path(&opts.dir))?;
     let acme = acme_dir(&opts.dir);
     let state = state::State::open(&acme)?;
     let service = Arc::new(service::Service::new(
+        Arc::new(ca),
+        ca_key_id,
         opts.dir.clone(),
         acme.clone(),
         config,
@@ -102,7 +105,6 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
             service,
             listen: opts.listen,
             metrics: opts.metrics,
-            ca_dir: opts.dir,
             acme_dir: acme,
         },
         ready,
@@ -113,7 +115,12 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
 /// 256-bit HMAC key, stored 0600 in `DIR/acme/eab/KID.key`, returned base64url (the only
 /// time it is shown). An existing key id is refused.
 pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
-    tlskit_pki::ca::check_names(dir, &[])?;
+    if !dir.join("ca.pem").is_file() {
+        return Err(ServerError::file(
+            dir,
+            "not a CA directory (no ca.pem); create one with `tlskit ca init`",
+        ));
+    }
     if !state::valid_kid(kid) {
         return Err(ServerError::Config {
             path: dir.to_path_buf(),
@@ -135,6 +142,26 @@ pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
     tlskit_io::write_atomic(&path, format!("{text}\n").as_bytes(), true, false)
         .map_err(|e| ServerError::file(&path, e))?;
     Ok(text)
+}
+
+/// The CA certificate's subjectKeyIdentifier (empty when it has none).
+fn ca_key_id(dir: &Path) -> Result<Vec<u8>, ServerError> {
+    use rustls::pki_types::pem::PemObject;
+    use x509_parser::prelude::*;
+    let path = dir.join("ca.pem");
+    let pem = tlskit_io::read(&path, 1 << 20).map_err(|e| ServerError::file(&path, e))?;
+    let der = rustls::pki_types::CertificateDer::pem_slice_iter(&pem)
+        .next()
+        .and_then(Result::ok)
+        .ok_or_else(|| ServerError::file(&path, "no certificate"))?;
+    let (_, x) =
+        X509Certificate::from_der(der.as_ref()).map_err(|e| ServerError::file(&path, e))?;
+    for ext in x.extensions() {
+        if let ParsedExtension::SubjectKeyIdentifier(k) = ext.parsed_extension() {
+            return Ok(k.0.to_vec());
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// Text from a peer, escaped and cut for messages and logs.

@@ -74,7 +74,7 @@ fn due(l: &Loaded, now: i64) -> bool {
 /// The stored certificate if it is not due, else a new one from the CA (written to
 /// `acme_dir/https.pem` and `https.key`, the key 0600).
 fn own_certificate(
-    ca_dir: &Path,
+    ca: &tlskit_pki::ca::Ca,
     acme_dir: &Path,
     provider: &rustls::crypto::CryptoProvider,
     now: i64,
@@ -106,8 +106,7 @@ fn own_certificate(
             .serialize_request(&key)
             .and_then(|c| c.pem())
             .map_err(|e| ServerError::file(&cert_path, e))?;
-        match tlskit_pki::ca::issue_bytes(
-            ca_dir,
+        match ca.issue_csr(
             Path::new("the ACME server's own certificate request"),
             csr.as_bytes(),
             &tlskit_pki::ca::IssueOptions::new().days(Some(OWN_DAYS)),
@@ -141,7 +140,6 @@ pub(crate) struct Run {
     pub(crate) service: Arc<Service>,
     pub(crate) listen: SocketAddr,
     pub(crate) metrics: Option<SocketAddr>,
-    pub(crate) ca_dir: PathBuf,
     pub(crate) acme_dir: PathBuf,
 }
 
@@ -150,7 +148,7 @@ pub(crate) struct Run {
 pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let now = || i64::try_from(r.service.clock.unix_secs()).unwrap_or(i64::MAX);
-    let first = own_certificate(&r.ca_dir, &r.acme_dir, &provider, now())?;
+    let first = own_certificate(&r.service.ca, &r.acme_dir, &provider, now())?;
     let mut current_not = (first.not_before, first.not_after);
     let own = Arc::new(OwnCert(RwLock::new(first.key)));
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider.clone())
@@ -185,7 +183,7 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
     {
         let own = own.clone();
         let provider = provider.clone();
-        let (ca_dir, acme_dir, svc) = (r.ca_dir.clone(), r.acme_dir.clone(), r.service.clone());
+        let (acme_dir, svc) = (r.acme_dir.clone(), r.service.clone());
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(600)).await;
@@ -194,7 +192,7 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
                 if now < current_not.1 - life / 3 {
                     continue;
                 }
-                let (c, a, p) = (ca_dir.clone(), acme_dir.clone(), provider.clone());
+                let (c, a, p) = (svc.ca.clone(), acme_dir.clone(), provider.clone());
                 match tokio::task::spawn_blocking(move || own_certificate(&c, &a, &p, now)).await {
                     Ok(Ok(l)) => {
                         current_not = (l.not_before, l.not_after);

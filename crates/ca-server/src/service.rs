@@ -57,6 +57,9 @@ struct Nonces {
 /// What every request handler shares.
 #[derive(Debug)]
 pub(crate) struct Service {
+    pub(crate) ca: Arc<tlskit_pki::ca::Ca>,
+    /// The CA certificate's subjectKeyIdentifier (ARI certificate identifiers carry it).
+    ca_key_id: Vec<u8>,
     pub(crate) ca_dir: PathBuf,
     pub(crate) acme_dir: PathBuf,
     pub(crate) config: AcmeConfig,
@@ -144,7 +147,10 @@ impl Reply {
 }
 
 impl Service {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
+        ca: Arc<tlskit_pki::ca::Ca>,
+        ca_key_id: Vec<u8>,
         ca_dir: PathBuf,
         acme_dir: PathBuf,
         config: AcmeConfig,
@@ -154,6 +160,8 @@ impl Service {
         fallback_host: String,
     ) -> Self {
         Service {
+            ca,
+            ca_key_id,
             ca_dir,
             acme_dir,
             config,
@@ -701,7 +709,7 @@ impl Service {
                 sans.push(san);
             }
         }
-        match tlskit_pki::ca::check_names(&self.ca_dir, &sans) {
+        match self.ca.check_request_names(&sans) {
             Ok(()) => {}
             Err(tlskit_pki::PkiError::Refused(why)) => {
                 return Err(Problem::new(
@@ -1019,11 +1027,10 @@ impl Service {
         lock(&self.state)
             .save_order(&o)
             .map_err(|e| internal(format!("saving the order: {e}")))?;
-        let ca_dir = self.ca_dir.clone();
+        let ca = self.ca.clone();
         let origin = PathBuf::from(format!("order {id}"));
         let issued = tokio::task::spawn_blocking(move || {
-            tlskit_pki::ca::issue_bytes(
-                &ca_dir,
+            ca.issue_csr(
                 &origin,
                 &csr,
                 &tlskit_pki::ca::IssueOptions::new().days(Some(days)),

@@ -8,6 +8,10 @@
 //! appends to the index; serials are random 128-bit values checked against the index
 //! under that lock, so two concurrent issues never share one. A caller that finds the
 //! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
+//!
+//! Revocation (`revoke`, [`Ca::revoke`]) appends a revocation record to the same index
+//! under the same lock, and [`Ca::crl`] / [`Ca::write_crl`] sign a CRL of every
+//! revocation (the `revocation` module below).
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -32,6 +36,65 @@ const CHAIN: &str = "chain.pem";
 const SERIAL: &str = "serial";
 const INDEX: &str = "index.jsonl";
 const LOCK: &str = "lock";
+/// The CA's default CRL distribution point (`ca init --crl-url`): one URL on one line.
+pub const CRL_URL: &str = "crl-url";
+
+/// Longest CRL distribution point URL accepted.
+pub const MAX_CRL_URL: usize = 2048;
+
+/// Why a CRL distribution point URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CrlUrlError {
+    /// Not `http://` or `https://` (RFC 5280 4.2.1.13: relying parties fetch over HTTP;
+    /// an https URL is allowed, though clients may refuse to fetch one).
+    #[error("a CRL URL starts with http:// or https://")]
+    Scheme,
+    /// No host after the scheme.
+    #[error("the CRL URL has no host")]
+    NoHost,
+    /// A control character, a space or a non-ASCII character (an IA5String URI holds
+    /// none; percent-encode them).
+    #[error("the CRL URL contains {0} (percent-encode it)")]
+    Character(String),
+    /// Longer than [`MAX_CRL_URL`].
+    #[error("the CRL URL is longer than {MAX_CRL_URL} characters")]
+    TooLong,
+}
+
+/// Check a CRL distribution point URL: `http://` or `https://` (any case), a host, at
+/// most [`MAX_CRL_URL`] characters, printable ASCII without spaces.
+pub fn check_crl_url(url: &str) -> std::result::Result<(), CrlUrlError> {
+    if url.len() > MAX_CRL_URL {
+        return Err(CrlUrlError::TooLong);
+    }
+    if let Some(c) = url.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(CrlUrlError::Character(if c == ' ' {
+            "a space".into()
+        } else {
+            format!("the character U+{:04X}", u32::from(c))
+        }));
+    }
+    let lower = url.to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("http://")
+        .or_else(|| lower.strip_prefix("https://"))
+        .ok_or(CrlUrlError::Scheme)?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') {
+        return Err(CrlUrlError::NoHost);
+    }
+    Ok(())
+}
+
+mod revocation;
+
+pub use revocation::{
+    parse_serial, revocations, revoke, revoke_certificate, Crl, CrlSummary, RevokedEntry,
+    CRL_NUMBER, MAX_NEXT_UPDATE,
+};
+pub use tlskit_x509::RevocationReason;
 
 /// Longest wait for another process's lock on a CA directory. Signing under the lock
 /// takes milliseconds; a lock held this long belongs to a stuck process.
@@ -95,6 +158,9 @@ pub struct InitOptions {
     /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of generating a
     /// key file; the CA directory then stores the URI (without any PIN) in `ca.pkcs11`.
     pub token_key: Option<String>,
+    /// The CRL distribution point every certificate this CA issues carries (unless
+    /// `IssueOptions::crl_url` names another), kept in `DIR/crl-url`.
+    pub crl_url: Option<String>,
 }
 
 impl InitOptions {
@@ -141,6 +207,11 @@ impl InitOptions {
     /// Use this existing key on a PKCS#11 token (a `pkcs11:` URI) instead of a key file.
     pub fn token_key(mut self, token_key: Option<String>) -> Self {
         self.token_key = token_key;
+        self
+    }
+    /// The default CRL distribution point of the certificates this CA issues.
+    pub fn crl_url(mut self, crl_url: Option<String>) -> Self {
+        self.crl_url = crl_url;
         self
     }
 }
@@ -210,6 +281,72 @@ pub struct IndexEntry {
     pub sha256: String,
     /// When it was issued (RFC 3339).
     pub issued_at: String,
+    /// When it was revoked (RFC 3339), filled in by [`index`] from the index's revocation
+    /// records; never written on the issuance line itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+    /// Why it was revoked, with [`Self::revoked_at`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revocation_reason: Option<RevocationReason>,
+}
+
+/// One line of `index.jsonl`: an issuance or (since revocation) a revocation record.
+/// The revocation record is tried first: it has a `revoke` field no issuance has.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IndexLine {
+    Revoke(revocation::RevokeRecord),
+    Issue(IndexEntry),
+}
+
+/// Call `f` with each non-empty line of the index at `path` (1-based line number), read
+/// through a bounded, regular-file-only reader; a missing index has no lines.
+fn index_lines(path: &Path, mut f: impl FnMut(usize, IndexLine) -> Result<()>) -> Result<()> {
+    // Opened non-blocking and checked to be a regular file (a FIFO here would hang the
+    // CA); read line by line, at most MAX_INDEX_BYTES.
+    let file = match tlskit_io::open_regular(path) {
+        Ok((file, _)) => file,
+        Err(tlskit_io::ReadError {
+            kind: tlskit_io::ReadErrorKind::Io(e),
+            ..
+        }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for (n, line) in BufReader::new(file.take(MAX_INDEX_BYTES))
+        .lines()
+        .enumerate()
+    {
+        let line = line.map_err(|e| PkiError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed = match serde_json::from_str::<IndexLine>(&line) {
+            Ok(l) => l,
+            // serde's untagged error says only "did not match any variant": parse again
+            // as the common kind of line for a precise reason.
+            Err(_) => IndexLine::Issue(
+                serde_json::from_str::<IndexEntry>(&line)
+                    .map_err(PkiError::parse(path, format!("line {}", n + 1)))?,
+            ),
+        };
+        f(n + 1, parsed)?;
+    }
+    Ok(())
+}
+
+/// Append one JSON line to the index and fsync it (under the caller's lock).
+fn append_index_line(index_path: &Path, value: &impl Serialize) -> Result<()> {
+    let mut line =
+        serde_json::to_string(value).map_err(PkiError::failed("encoding the index entry"))?;
+    line.push('\n');
+    let mut idx = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(index_path)
+        .map_err(|e| PkiError::io(index_path, e))?;
+    idx.write_all(line.as_bytes())
+        .and_then(|()| idx.sync_all())
+        .map_err(|e| PkiError::io(index_path, e))
 }
 
 /// Create a CA in `dir` (which must not exist or be empty). Returns the CA certificate PEM.
@@ -232,6 +369,9 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         }
     };
     let subject = dn::parse(&subject)?;
+    if let Some(u) = &opts.crl_url {
+        check_crl_url(u).map_err(|e| PkiError::Refused(format!("refusing: {e}")))?;
+    }
     let mut permitted = Vec::new();
     for d in &opts.permit_dns {
         let trimmed = d.strip_prefix('.').unwrap_or(d);
@@ -302,6 +442,12 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
                 &rcgen::PublicKeyData::subject_public_key_info(&key),
             )
             .map_err(PkiError::rcgen("reading the new CA public key"))?;
+            // The parent's CRL distribution point, as in what `issue` signs.
+            if let Some(url) = &parent.crl_url {
+                p.crl_distribution_points = vec![rcgen::CrlDistributionPoint {
+                    uris: vec![url.clone()],
+                }];
+            }
             let issued = parent.sign_locked(p, &spki, Profile::Intermediate, opts.on_lock_wait)?;
             // Our chain: the parent certificate (unless it is the root) and its chain.
             let mut chain = String::new();
@@ -347,6 +493,15 @@ pub fn init(dir: &Path, opts: &InitOptions) -> Result<String> {
         bytes: b"",
         private: false,
     });
+    let crl_url_path = dir.join(CRL_URL);
+    let crl_url_line = opts.crl_url.as_ref().map(|u| format!("{u}\n"));
+    if let Some(line) = &crl_url_line {
+        outputs.push(fsx::Output {
+            path: &crl_url_path,
+            bytes: line.as_bytes(),
+            private: false,
+        });
+    }
     fsx::write_all_or_nothing(&outputs, false)?;
     Ok(ca_pem)
 }
@@ -370,8 +525,11 @@ fn create_dir_private(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// An opened CA directory.
-struct Ca {
+/// An opened CA directory: its certificate, chain and signing key (a key file, or a
+/// token key through `ca.pkcs11`), checked to belong together. Open it once and keep it
+/// (a server does): each operation re-reads the index under the CA's lock, so several
+/// handles and processes on one directory stay consistent.
+pub struct Ca {
     dir: PathBuf,
     key: key::SignKey,
     cert_der: Vec<u8>,
@@ -382,10 +540,22 @@ struct Ca {
     path_len: Option<u32>,
     is_root: bool,
     not_after: ::time::OffsetDateTime,
+    /// The default CRL distribution point (`DIR/crl-url`).
+    crl_url: Option<String>,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ca")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Ca {
-    fn open(dir: &Path) -> Result<Self> {
+    /// Open the CA in `dir`: reads `ca.pem`, `chain.pem` and the key (`ca.key`, or the
+    /// token key named in `ca.pkcs11`), and checks that the key is the certificate's.
+    pub fn open(dir: &Path) -> Result<Self> {
         let token = dir.join(TOKEN_KEY);
         let key_name = if token.exists() { TOKEN_KEY } else { KEY };
         if !dir.join(CERT).exists() || !dir.join(key_name).exists() {
@@ -452,7 +622,17 @@ impl Ca {
         let path_len = bc.and_then(|b| b.path_len_constraint);
         let is_root = x.subject().as_raw() == x.issuer().as_raw();
         let not_after = x.validity().not_after.to_datetime();
+        let url_path = dir.join(CRL_URL);
+        let crl_url = if url_path.exists() {
+            let text = tlskit_io::read_to_string(&url_path, MAX_CRL_URL as u64 + 2)?;
+            let url = text.trim().to_string();
+            check_crl_url(&url).map_err(|e| PkiError::content(&url_path, e))?;
+            Some(url)
+        } else {
+            None
+        };
         Ok(Ca {
+            crl_url,
             dir: dir.to_path_buf(),
             key,
             cert_der,
@@ -554,18 +734,10 @@ impl Ca {
             not_after: fmt(p.not_after),
             sha256,
             issued_at: fmt(::time::OffsetDateTime::now_utc()),
+            revoked_at: None,
+            revocation_reason: None,
         };
-        let mut line =
-            serde_json::to_string(&entry).map_err(PkiError::failed("encoding the index entry"))?;
-        line.push('\n');
-        let mut idx = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&index_path)
-            .map_err(|e| PkiError::io(&index_path, e))?;
-        idx.write_all(line.as_bytes())
-            .and_then(|()| idx.sync_all())
-            .map_err(|e| PkiError::io(&index_path, e))?;
+        append_index_line(&index_path, &entry)?;
         fsx::replace_state(&self.dir.join(SERIAL), format!("{serial_hex}\n").as_bytes())?;
         drop(lock); // releases the lock
         Ok(Issued {
@@ -596,25 +768,12 @@ pub const MAX_INDEX_BYTES: u64 = 1 << 30;
 
 fn read_serials(index: &Path) -> Result<HashSet<String>> {
     let mut out = HashSet::new();
-    // Opened non-blocking and checked to be a regular file (a FIFO here would hang the
-    // CA); read line by line, so its size is bounded by MAX_INDEX_BYTES only in `index`.
-    let f = match tlskit_io::open_regular(index) {
-        Ok((f, _)) => f,
-        Err(tlskit_io::ReadError {
-            kind: tlskit_io::ReadErrorKind::Io(e),
-            ..
-        }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e.into()),
-    };
-    for (n, line) in BufReader::new(f.take(MAX_INDEX_BYTES)).lines().enumerate() {
-        let line = line.map_err(|e| PkiError::io(index, e))?;
-        if line.trim().is_empty() {
-            continue;
+    index_lines(index, |_, line| {
+        if let IndexLine::Issue(e) = line {
+            out.insert(e.serial.to_ascii_lowercase());
         }
-        let e: IndexEntry = serde_json::from_str(&line)
-            .map_err(PkiError::parse(index, format!("line {}", n + 1)))?;
-        out.insert(e.serial.to_ascii_lowercase());
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -643,6 +802,9 @@ pub struct IssueOptions {
     /// Called once with the lock file's path when another process holds the CA's lock
     /// (the CLI says that it waits); the wait lasts at most [`LOCK_WAIT`].
     pub on_lock_wait: Option<fn(&Path)>,
+    /// The CRL distribution point to put in the certificate (`None`: the CA's default,
+    /// `DIR/crl-url`, if it has one).
+    pub crl_url: Option<String>,
 }
 
 impl IssueOptions {
@@ -670,6 +832,11 @@ impl IssueOptions {
         self.on_lock_wait = on_lock_wait;
         self
     }
+    /// The CRL distribution point (`None`: the CA's default).
+    pub fn crl_url(mut self, crl_url: Option<String>) -> Self {
+        self.crl_url = crl_url;
+        self
+    }
 }
 
 /// The result of `issue`.
@@ -690,8 +857,12 @@ struct Request {
     rsa: bool,
 }
 
-/// Read and check a request; `path` names it in errors (a file, or where it came from).
-fn read_request(path: &Path, data: Vec<u8>) -> Result<Request> {
+fn read_request(path: &Path) -> Result<Request> {
+    read_request_bytes(path, fsx::read(path)?)
+}
+
+/// A request from bytes (PEM or DER); `path` names it in errors.
+fn read_request_bytes(path: &Path, data: Vec<u8>) -> Result<Request> {
     let der = match key::pem_blocks(&data) {
         Some(Ok(blocks)) => blocks
             .into_iter()
@@ -796,66 +967,82 @@ fn san_from_general(g: &GeneralName<'_>) -> Result<SanType, RequestSanError> {
 /// Issue a certificate for the request at `csr` from the CA in `dir`. Returns the
 /// certificate followed by the chain up to (not including) the root, PEM.
 pub fn issue(dir: &Path, csr: &Path, opts: &IssueOptions) -> Result<(String, IndexEntry)> {
-    let data = fsx::read(csr)?;
-    issue_request(dir, csr, data, opts)
-}
-
-/// Issue a certificate for a request held in memory (PEM or DER), through the same checks
-/// as [`issue`] (signature, SANs kept, the CA's name constraints); `origin` names the
-/// request in errors (`ca serve` passes the order's URL path).
-pub fn issue_bytes(
-    dir: &Path,
-    origin: &Path,
-    csr: &[u8],
-    opts: &IssueOptions,
-) -> Result<(String, IndexEntry)> {
-    issue_request(dir, origin, csr.to_vec(), opts)
-}
-
-/// Whether the CA in `dir` may issue for these names: [`PkiError::Refused`] with the
-/// constraint that excludes one (the CA's own or one of its chain's) otherwise.
-pub fn check_names(dir: &Path, sans: &[SanType]) -> Result<()> {
-    Ca::open(dir)?.check_names(sans, None)
-}
-
-fn issue_request(
-    dir: &Path,
-    csr: &Path,
-    data: Vec<u8>,
-    opts: &IssueOptions,
-) -> Result<(String, IndexEntry)> {
     let ca = Ca::open(dir)?;
-    let req = read_request(csr, data)?;
-    let mut sans = req.sans;
-    if sans.is_empty() {
-        if let Some(s) = san::default_from_cn(&req.subject) {
-            sans.push(s);
-        } else if opts.profile == Profile::Server {
-            return Err(PkiError::bad(
+    let req = read_request(csr)?;
+    ca.issue_request(csr, req, opts)
+}
+
+impl Ca {
+    /// [`issue`] on an open CA, for a request given as bytes (PEM or DER, as an ACME
+    /// finalize carries it); `label` names the request in errors (a path or an order
+    /// URL). Returns the certificate followed by the chain up to (not including) the
+    /// root, PEM, and the index entry.
+    pub fn issue_csr(
+        &self,
+        label: &Path,
+        csr: &[u8],
+        opts: &IssueOptions,
+    ) -> Result<(String, IndexEntry)> {
+        let req = read_request_bytes(label, csr.to_vec())?;
+        self.issue_request(label, req, opts)
+    }
+
+    /// The directory this CA lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether this CA may name these in a certificate (`ca serve` asks at order time):
+    /// [`PkiError::Refused`] with the constraint that excludes one (the CA's own or one of
+    /// its chain's) otherwise.
+    pub fn check_request_names(&self, sans: &[SanType]) -> Result<()> {
+        self.check_names(sans, None)
+    }
+
+    fn issue_request(
+        &self,
+        csr: &Path,
+        req: Request,
+        opts: &IssueOptions,
+    ) -> Result<(String, IndexEntry)> {
+        let ca = self;
+        let mut sans = req.sans;
+        if sans.is_empty() {
+            if let Some(s) = san::default_from_cn(&req.subject) {
+                sans.push(s);
+            } else if opts.profile == Profile::Server {
+                return Err(PkiError::bad(
                 csr,
                 "the request has no subjectAltName and its CN is not a host name; a server certificate needs one (csr new --san dns:NAME)",
             ));
+            }
         }
-    }
-    ca.check_names(&sans, req.cn.as_deref())?;
+        ca.check_names(&sans, req.cn.as_deref())?;
 
-    let days = opts.days.unwrap_or(opts.profile.default_days());
-    let mut p = CertificateParams::default();
-    p.distinguished_name = req.subject;
-    p.subject_alt_names = sans;
-    (p.not_before, p.not_after) = cert::validity(days)?;
-    match opts.profile {
-        Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
-        Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
-        Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
+        let days = opts.days.unwrap_or(opts.profile.default_days());
+        let mut p = CertificateParams::default();
+        p.distinguished_name = req.subject;
+        p.subject_alt_names = sans;
+        (p.not_before, p.not_after) = cert::validity(days)?;
+        if let Some(url) = opts.crl_url.as_ref().or(ca.crl_url.as_ref()) {
+            check_crl_url(url).map_err(|e| PkiError::Refused(format!("refusing to issue: {e}")))?;
+            p.crl_distribution_points = vec![rcgen::CrlDistributionPoint {
+                uris: vec![url.clone()],
+            }];
+        }
+        match opts.profile {
+            Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
+            Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
+            Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
+        }
+        let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
+        let mut out = issued.pem;
+        if !ca.is_root {
+            out.push_str(&ca.cert_pem);
+        }
+        out.push_str(&ca.chain_pem);
+        Ok((out, issued.entry))
     }
-    let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
-    let mut out = issued.pem;
-    if !ca.is_root {
-        out.push_str(&ca.cert_pem);
-    }
-    out.push_str(&ca.chain_pem);
-    Ok((out, issued.entry))
 }
 
 /// Issue and write the result to `out` (atomically; an existing file is refused unless
@@ -873,17 +1060,38 @@ pub fn issue_to_file(
     Ok(entry)
 }
 
-/// The entries of a CA's index.
+/// The entries of a CA's index, in issuance order, each with its revocation (the first
+/// revocation record of its serial) folded in.
 pub fn index(dir: &Path) -> Result<Vec<IndexEntry>> {
     let p = dir.join(INDEX);
-    let text = tlskit_io::read_to_string(&p, MAX_INDEX_BYTES)?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(n, l)| {
-            serde_json::from_str(l).map_err(PkiError::parse(&p, format!("line {}", n + 1)))
-        })
-        .collect()
+    // A missing index is an error here (`ca list` on a directory that is not a CA).
+    tlskit_io::open_regular(&p)?;
+    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut revoked: Vec<revocation::RevokeRecord> = Vec::new();
+    index_lines(&p, |_, line| {
+        match line {
+            IndexLine::Issue(e) => entries.push(e),
+            IndexLine::Revoke(r) => revoked.push(r),
+        }
+        Ok(())
+    })?;
+    if !revoked.is_empty() {
+        let mut by_serial = std::collections::HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            by_serial
+                .entry(tlskit_x509::text::serial_from_hex(&e.serial))
+                .or_insert(i);
+        }
+        for r in revoked {
+            if let Some(&i) = by_serial.get(&tlskit_x509::text::serial_from_hex(&r.revoke)) {
+                if entries[i].revoked_at.is_none() {
+                    entries[i].revoked_at = Some(r.revoked_at);
+                    entries[i].revocation_reason = Some(r.reason);
+                }
+            }
+        }
+    }
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -966,6 +1174,102 @@ mod tests {
             assert_eq!(ts.len(), "2026-11-23T21:21:15Z".len(), "{ts}");
             assert!(ts.ends_with('Z') && !ts.contains('.'), "{ts}");
         }
+    }
+
+    fn cdp_uris(pem: &str) -> Vec<String> {
+        let der = key::pem_blocks(pem.as_bytes()).unwrap().unwrap()[0]
+            .1
+            .clone();
+        let (_, x) = X509Certificate::from_der(&der).unwrap();
+        let mut out = Vec::new();
+        for e in x.extensions() {
+            if let ParsedExtension::CRLDistributionPoints(d) = e.parsed_extension() {
+                for p in d.iter() {
+                    if let Some(DistributionPointName::FullName(names)) = &p.distribution_point {
+                        for n in names {
+                            if let GeneralName::URI(u) = n {
+                                out.push(u.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The CA's default CRL URL goes into what it issues; `IssueOptions::crl_url` wins.
+    #[test]
+    fn crl_url_default_and_override() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ca");
+        for bad in [
+            "ftp://x/crl",
+            "http://",
+            "http://:80/x",
+            "http://a b/crl",
+            "http://x/\u{1b}[31m",
+            "http://\u{e9}.example/",
+            "crl.example/x.crl",
+        ] {
+            let e = init(
+                &dir,
+                &InitOptions::new().days(365).crl_url(Some(bad.into())),
+            )
+            .unwrap_err();
+            assert!(matches!(e, PkiError::Refused(_)), "{bad}: {e}");
+            assert!(!dir.exists(), "{bad}: nothing written");
+        }
+        let url = "http://crl.example/ca.crl";
+        init(
+            &dir,
+            &InitOptions::new().days(365).crl_url(Some(url.into())),
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.join(CRL_URL)).unwrap(),
+            format!("{url}\n")
+        );
+        let r = csr(t.path(), "c.example", &[]);
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new()).unwrap();
+        assert_eq!(cdp_uris(&pem), vec![url]);
+        let other = "HTTPS://Other.example/x.crl?a=1";
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new().crl_url(Some(other.into()))).unwrap();
+        assert_eq!(cdp_uris(&pem), vec![other]);
+        let e = issue(
+            &dir,
+            &r,
+            &IssueOptions::new().crl_url(Some("file:///x".into())),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("http:// or https://"), "{e}");
+        // A CA without a default issues without a distribution point.
+        let plain = t.path().join("plain");
+        init(&plain, &InitOptions::new().days(365)).unwrap();
+        let (pem, _) = issue(&plain, &r, &IssueOptions::new()).unwrap();
+        assert!(cdp_uris(&pem).is_empty());
+    }
+
+    /// A request as DER bytes (an ACME finalize), through the open handle.
+    #[test]
+    fn issue_csr_takes_der_bytes() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ca");
+        init(&dir, &InitOptions::new().days(3650)).unwrap();
+        let r = csr(t.path(), "d.example", &["dns:d.example"]);
+        let pem = fs::read(&r).unwrap();
+        let der = key::pem_blocks(&pem).unwrap().unwrap()[0].1.clone();
+        let ca = Ca::open(&dir).unwrap();
+        assert_eq!(ca.dir(), dir);
+        let (out, entry) = ca
+            .issue_csr(Path::new("order 1"), &der, &IssueOptions::new())
+            .unwrap();
+        assert!(out.starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_eq!(entry.sans, vec!["dns:d.example"]);
+        let e = ca
+            .issue_csr(Path::new("order 2"), b"junk", &IssueOptions::new())
+            .unwrap_err();
+        assert!(e.to_string().starts_with("order 2: "), "{e}");
     }
 
     #[test]

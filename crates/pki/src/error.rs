@@ -95,6 +95,25 @@ pub enum PkiError {
     /// A CA operation was refused (name constraints, path length, validity, ...).
     #[error("{0}")]
     Refused(String),
+    /// A CA was asked about a serial its index does not hold (or, when revoking by
+    /// certificate, holds for another certificate).
+    #[error("{}: this CA has not issued a certificate with serial {serial}", dir.display())]
+    NotIssued {
+        /// The serial, canonical lower-case hex.
+        serial: String,
+        /// The CA directory.
+        dir: PathBuf,
+    },
+    /// The certificate is revoked already; nothing was recorded.
+    #[error("serial {serial} is already revoked ({reason}, {revoked_at})")]
+    AlreadyRevoked {
+        /// The serial, canonical lower-case hex.
+        serial: String,
+        /// The reason recorded first.
+        reason: tlskit_x509::RevocationReason,
+        /// When it was revoked (RFC 3339).
+        revoked_at: String,
+    },
     /// Key and certificate do not belong together.
     #[error("{0}")]
     Mismatch(String),

@@ -54,7 +54,7 @@ pub use chain::{
     WEBPKI_MAX_DEPTH,
 };
 pub use count::signature_checks_on_thread;
-pub use crl::Crl;
+pub use crl::{Crl, CrlEntry, CrlSigner, MAX_CRL_SIGNERS};
 pub use input::{load_certs, load_crl, InputError, MAX_INPUT_BYTES};
 pub use profile::{CertRole, Profile, Rule, UnknownName, Violation};
 pub use purpose::Purpose;

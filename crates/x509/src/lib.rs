@@ -9,5 +9,7 @@ pub mod der;
 pub mod dn;
 pub mod certrules;
 pub mod lintcode;
+pub mod revocation;
 
 pub use lintcode::{LintCode, Severity};
+pub use revocation::RevocationReason;

@@ -101,10 +101,10 @@ pub(crate) struct RevokeArgs {
     /// The certificate to revoke (PEM; the first certificate of the file).
     #[arg(long, value_name = "FILE")]
     cert: PathBuf,
-    /// RFC 5280 reason code: 0 unspecified, 1 keyCompromise, 3 affiliationChanged,
-    /// 4 superseded, 5 cessationOfOperation.
-    #[arg(long, value_name = "CODE", value_parser = super::offer(&["0", "1", "3", "4", "5"], clap::value_parser!(u8)), hide_possible_values = true)]
-    reason: Option<u8>,
+    /// RFC 5280 reason, code or name: 0 unspecified, 1 keyCompromise, 3
+    /// affiliationChanged, 4 superseded, 5 cessationOfOperation (as `ca revoke --reason`).
+    #[arg(long, value_name = "CODE", value_parser = super::reason_parser(), hide_possible_values = true)]
+    reason: Option<tlskit_x509::RevocationReason>,
 }
 
 /// `$HOME/.local/share/tlskit/acme` (or `$XDG_DATA_HOME/tlskit/acme`).

@@ -53,6 +53,17 @@ pub(crate) const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug"
 /// TLS versions of `--tls-version`.
 pub(crate) const TLS_VERSIONS: &[&str] = &["1.2", "1.3"];
 
+/// `--reason` of `acme revoke` and `ca revoke`: an RFC 5280 reason, code or name.
+pub(crate) fn reason_parser() -> Offer<Parse<tlskit_x509::RevocationReason>> {
+    offer(
+        &tlskit_x509::RevocationReason::CHOOSABLE_CODES,
+        |s: &str| {
+            s.parse::<tlskit_x509::RevocationReason>()
+                .map_err(|e| e.to_string())
+        },
+    )
+}
+
 /// `--profile`, `--client-ca-profile`, ...: a verification profile, completed by name.
 pub(crate) fn profile_parser() -> Offer<Parse<tlskit_verify::Profile>> {
     offer(PROFILES, verify::parse_profile)

@@ -118,7 +118,7 @@ pub(crate) enum CaCmd {
     Eab(super::ca_serve::EabCmd),
     /// Create a CA in a new directory: ca.key (0600), ca.pem, serial, index.jsonl.
     #[command(
-        after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
+        after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n  tlskit ca init ./pki --crl-url http://pki.example/ca.crl   # every certificate names its CRL\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
     )]
     Init {
         /// The CA directory (must not exist, or be empty).
@@ -145,11 +145,15 @@ pub(crate) enum CaCmd {
         /// the directory then stores the URI (never a PIN) in ca.pkcs11.
         #[arg(long, value_name = "URI", conflicts_with = "key_type")]
         key: Option<String>,
+        /// Default CRL distribution point (http:// or https://) of every certificate this
+        /// CA issues; kept in DIR/crl-url (edit or remove that file to change it).
+        #[arg(long, value_name = "URL")]
+        crl_url: Option<String>,
     },
     /// Issue a certificate for a request; writes the certificate followed by the chain
     /// up to (not including) the root.
     #[command(
-        after_help = "Examples:\n  tlskit ca issue ./myca --csr server.csr -o server.pem\n  tlskit ca issue ./myca --csr client.csr --profile client --days 30 -o client.pem\n  tlskit ca issue ./myca --csr sub.csr --profile intermediate -o sub.pem\n\nThe request's self-signature is verified and its subjectAltNames are kept; names outside\nthe CA's name constraints are refused. Serial numbers are random, checked against the\nindex under a lock, and never reused, also when several issues run at once."
+        after_help = "Examples:\n  tlskit ca issue ./myca --csr server.csr -o server.pem\n  tlskit ca issue ./myca --csr client.csr --profile client --days 30 -o client.pem\n  tlskit ca issue ./myca --csr sub.csr --profile intermediate -o sub.pem\n  tlskit ca issue ./myca --csr server.csr --crl-url http://pki.example/ca.crl -o server.pem\n\nThe request's self-signature is verified and its subjectAltNames are kept; names outside\nthe CA's name constraints are refused. Serial numbers are random, checked against the\nindex under a lock, and never reused, also when several issues run at once."
     )]
     Issue {
         /// The CA directory.
@@ -172,7 +176,55 @@ pub(crate) enum CaCmd {
         /// Replace an existing file.
         #[arg(long)]
         force: bool,
+        /// CRL distribution point (http:// or https://) to put in the certificate
+        /// (default: the CA's, from `ca init --crl-url`).
+        #[arg(long, value_name = "URL")]
+        crl_url: Option<String>,
         /// Print the index entry as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a certificate this CA issued: recorded in its index (under the CA's lock);
+    /// publish it with `tlskit ca crl`.
+    #[command(
+        after_help = "Examples:\n  tlskit ca revoke ./myca --serial 5c:3a:9f:01 --reason keyCompromise\n  tlskit ca revoke ./myca --cert server.pem --reason superseded --json\n  tlskit ca crl ./myca -o crl.pem\n\n--serial takes hex as `ca list` and `show` print it, with or without colons or a\nleading 00. --reason: 0 unspecified (default), 1 keyCompromise, 3 affiliationChanged,\n4 superseded, 5 cessationOfOperation (the codes and names of `acme revoke --reason`).\nExit 0: revoked now; 1: it was already revoked (nothing recorded; the first reason and\ndate are shown); 2: an error, such as a serial this CA never issued. Revoking needs no\naccess to the CA key (no PIN for a token CA)."
+    )]
+    #[command(group(clap::ArgGroup::new("which").required(true).args(["serial", "cert"])))]
+    Revoke {
+        /// The CA directory.
+        dir: PathBuf,
+        /// Serial number of the certificate (hex).
+        #[arg(long, value_name = "HEX")]
+        serial: Option<String>,
+        /// The certificate (PEM or DER; the first of the file): it must be the one the CA's
+        /// index holds for its serial.
+        #[arg(long, value_name = "FILE")]
+        cert: Option<PathBuf>,
+        /// Why (code or name; default unspecified).
+        #[arg(long, value_name = "REASON", value_parser = super::reason_parser(), hide_possible_values = true)]
+        reason: Option<tlskit_x509::RevocationReason>,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a CRL of every certificate this CA revoked (RFC 5280 v2: CRLNumber,
+    /// authorityKeyIdentifier, reason codes), signed by the CA key.
+    #[command(
+        after_help = "Examples:\n  tlskit ca crl ./myca -o crl.pem\n  tlskit ca crl ./myca -o /srv/www/pki/ca.crl --der --next-update 1\n  openssl crl -in crl.pem -noout -text\n\nEach run takes the next CRLNumber (kept in DIR/crlnumber) and replaces FILE atomically.\nServe it at the URL given to `ca init --crl-url` / `ca issue --crl-url`, and run this\nagain before --next-update days pass (clients refuse an expired CRL)."
+    )]
+    Crl {
+        /// The CA directory.
+        dir: PathBuf,
+        /// Where to write the CRL (replaced atomically).
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Days until nextUpdate (1 to 365).
+        #[arg(long, value_name = "DAYS", default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=365))]
+        next_update: u32,
+        /// Write DER instead of PEM.
+        #[arg(long)]
+        der: bool,
+        /// Print one JSON object.
         #[arg(long)]
         json: bool,
     },
@@ -404,8 +456,10 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             days,
             parent,
             key,
+            crl_url,
         } => {
             let opts = ca::InitOptions::new()
+                .crl_url(crl_url)
                 .subject(subject)
                 .key_type(key_type)
                 .path_len(path_len)
@@ -434,12 +488,17 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             path_len,
             out,
             force,
+            crl_url,
             json,
         } => {
             if days == Some(0) {
                 anyhow::bail!("--days must be at least 1");
             }
+            if let Some(u) = &crl_url {
+                ca::check_crl_url(u).map_err(|e| anyhow::anyhow!("--crl-url: {e}"))?;
+            }
             let opts = ca::IssueOptions::new()
+                .crl_url(crl_url)
                 .days(days)
                 .profile(profile)
                 .path_len(path_len)
@@ -459,6 +518,44 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             }
             Ok(Outcome::Success)
         }
+        CaCmd::Revoke {
+            dir,
+            serial,
+            cert,
+            reason,
+            json,
+        } => ca_revoke(&dir, serial.as_deref(), cert.as_deref(), reason, json),
+        CaCmd::Crl {
+            dir,
+            out,
+            next_update,
+            der,
+            json,
+        } => {
+            let ca = ca::Ca::open(&dir)?;
+            let s = ca.write_crl(
+                &out,
+                std::time::Duration::from_secs(u64::from(next_update) * 86_400),
+                der,
+            )?;
+            if json {
+                print_json(&CrlJson {
+                    ca: dir.display().to_string(),
+                    out: out.display().to_string(),
+                    format: if der { "der" } else { "pem" },
+                    summary: &s,
+                })?;
+            } else {
+                println!(
+                    "wrote CRL number {} listing {} revoked certificate(s), next update {} -> {}",
+                    s.number,
+                    s.revoked,
+                    s.next_update,
+                    out.display()
+                );
+            }
+            Ok(Outcome::Success)
+        }
         CaCmd::List { dir, json } => {
             let idx = ca::index(&dir)?;
             if json {
@@ -470,8 +567,12 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                 }))?;
             } else {
                 for e in &idx {
+                    let revoked = match (&e.revocation_reason, &e.revoked_at) {
+                        (Some(r), Some(at)) => format!("  REVOKED {at} ({r})"),
+                        _ => String::new(),
+                    };
                     println!(
-                        "{}  {}  {:<12}  {}  [{}]",
+                        "{}  {}  {:<12}  {}  [{}]{revoked}",
                         tlskit_x509::text::serial_from_hex(&e.serial),
                         e.not_after,
                         e.profile,
@@ -483,6 +584,102 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
             Ok(Outcome::Success)
         }
     }
+}
+
+/// `ca crl --json`.
+#[derive(serde::Serialize)]
+struct CrlJson<'a> {
+    ca: String,
+    out: String,
+    format: &'static str,
+    #[serde(flatten)]
+    summary: &'a ca::CrlSummary,
+}
+
+/// `ca revoke --json`.
+#[derive(serde::Serialize)]
+struct RevokeJson {
+    ca: String,
+    serial: String,
+    /// Recorded by this run (false: it was revoked before).
+    revoked: bool,
+    already_revoked: bool,
+    reason: tlskit_x509::RevocationReason,
+    reason_code: u8,
+    revoked_at: String,
+}
+
+fn ca_revoke(
+    dir: &Path,
+    serial: Option<&str>,
+    cert: Option<&Path>,
+    reason: Option<tlskit_x509::RevocationReason>,
+    json: bool,
+) -> CmdResult {
+    let reason = reason.unwrap_or_default();
+    let now = std::time::SystemTime::now();
+    let result = match (serial, cert) {
+        (Some(s), _) => {
+            let s = ca::parse_serial(s).map_err(|e| anyhow::anyhow!("--serial: {e}"))?;
+            ca::revoke(dir, &s, reason, now, Some(say_lock_wait))
+        }
+        (None, Some(c)) => {
+            let certs = tlskit_verify::load_certs(c)?;
+            let first = certs
+                .first()
+                .ok_or_else(|| anyhow::anyhow!("{}: no certificate", c.display()))?;
+            ca::revoke_certificate(dir, first, reason, now, Some(say_lock_wait))
+        }
+        (None, None) => anyhow::bail!("give --serial HEX or --cert FILE"),
+    };
+    let (doc, outcome) = match result {
+        Ok(r) => (
+            RevokeJson {
+                ca: dir.display().to_string(),
+                serial: r.serial,
+                revoked: true,
+                already_revoked: false,
+                reason: r.reason,
+                reason_code: r.reason.code(),
+                revoked_at: r.revoked_at,
+            },
+            Outcome::Success,
+        ),
+        Err(tlskit_pki::PkiError::AlreadyRevoked {
+            serial,
+            reason,
+            revoked_at,
+        }) => (
+            RevokeJson {
+                ca: dir.display().to_string(),
+                serial,
+                revoked: false,
+                already_revoked: true,
+                reason,
+                reason_code: reason.code(),
+                revoked_at,
+            },
+            Outcome::Negative,
+        ),
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        print_json(&doc)?;
+    } else if doc.revoked {
+        println!(
+            "revoked serial {} ({}) at {}; publish it with `tlskit ca crl {} -o FILE`",
+            doc.serial,
+            doc.reason,
+            doc.revoked_at,
+            Escaped(&dir.display().to_string())
+        );
+    } else {
+        println!(
+            "serial {} was already revoked ({}) at {}; nothing recorded",
+            doc.serial, doc.reason, doc.revoked_at
+        );
+    }
+    Ok(outcome)
 }
 
 pub(crate) fn p12(c: P12Cmd) -> CmdResult {

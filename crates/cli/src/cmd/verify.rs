@@ -12,7 +12,7 @@ use tlskit_verify::{
     CertificateDer, ChainVerifier, Profile, Purpose, Rule, ServerName, UnixTime, VerifierConfig,
 };
 
-use crate::output::{escape, print_json, CmdResult, Escaped, Outcome, Style};
+use crate::output::{escape, print_json, warn, CmdResult, Escaped, Outcome, Style};
 
 const VERIFY_EXAMPLES: &str = "\
 Examples:
@@ -76,7 +76,8 @@ pub(crate) struct VerifyArgs {
     /// Verification time: RFC 3339 (2025-06-01T12:00:00Z) or Unix seconds. Default: now.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     at: Option<String>,
-    /// Certificate revocation lists (PEM or DER; repeatable).
+    /// Certificate revocation lists (PEM or DER; repeatable). A CRL whose issuer is in the
+    /// chain or the roots but whose signature its key does not verify is an error.
     #[arg(long, value_name = "FILE")]
     crl: Vec<PathBuf>,
     /// Most certificates in a path, end entity and anchor included (2..=16).
@@ -245,6 +246,51 @@ struct VerifyJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     anchor_sha256: Option<String>,
     profile: Profile,
+    /// When a certificate is revoked: its entry on the CRL that lists it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revocation: Option<RevocationJson>,
+}
+
+/// `revocation` of `verify --json`: the CRL entry of the revoked certificate.
+#[derive(serde::Serialize)]
+struct RevocationJson {
+    /// Position in the chain as presented (0: the end entity).
+    certificate: usize,
+    serial: String,
+    reason: &'static str,
+    reason_code: u8,
+    revoked_at: String,
+    /// The `--crl` file that lists it.
+    crl: String,
+}
+
+/// The CRL entry of the first presented certificate a given CRL lists (`position` first,
+/// when the verifier said which).
+fn revocation(
+    position: Option<usize>,
+    presented: &[&[u8]],
+    crls: &[tlskit_verify::Crl],
+    paths: &[PathBuf],
+) -> Option<RevocationJson> {
+    let order = position
+        .into_iter()
+        .chain(0..presented.len())
+        .filter(|&i| i < presented.len());
+    for i in order {
+        for (crl, path) in crls.iter().zip(paths) {
+            if let Some(e) = crl.entry_for(presented[i]) {
+                return Some(RevocationJson {
+                    certificate: i,
+                    serial: e.serial.clone(),
+                    reason: e.reason_name(),
+                    reason_code: e.reason_code.unwrap_or(0),
+                    revoked_at: tlskit_x509::datetime::rfc3339(e.revoked_at),
+                    crl: path.display().to_string(),
+                });
+            }
+        }
+    }
+    None
 }
 
 pub(crate) fn run(args: VerifyArgs) -> CmdResult {
@@ -275,10 +321,35 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
         .map(|p| tlskit_verify::load_crl(p))
         .collect::<Result<Vec<_>, _>>()?;
     let store = load_store(&args.roots)?;
+    // A CRL whose issuer is at hand but whose signature its key does not verify is an
+    // input error (rustls-webpki would only find it on the path it checks; the RFC 5280
+    // validator would leave it out). A CRL of another CA is said and left out.
+    let presented: Vec<&[u8]> = std::iter::once(leaf.as_ref())
+        .chain(intermediates.iter().map(|c| c.as_ref()))
+        .collect();
+    for (crl, path) in crls.iter().zip(&args.crl) {
+        match crl.check_signer(&store, &presented) {
+            tlskit_verify::CrlSigner::BadSignature => bail!(
+                "{}: the CRL's signature does not verify with the key of its issuer {} (the \
+                 CRL was altered, or signed by another key with that name)",
+                path.display(),
+                escape(&crl.issuer_name())
+            ),
+            tlskit_verify::CrlSigner::NoIssuer => warn(
+                path,
+                &format!(
+                    "no certificate of the chain or the roots is this CRL's issuer ({}); it \
+                     applies to none of them",
+                    escape(&crl.issuer_name())
+                ),
+            ),
+            _ => {}
+        }
+    }
 
     let verifier = ChainVerifier::new(VerifierConfig {
         max_depth: args.max_depth,
-        crls,
+        crls: crls.clone(),
         cache: None,
         profile: args.profile,
         allow: args.allow.clone(),
@@ -332,6 +403,12 @@ pub(crate) fn run(args: VerifyArgs) -> CmdResult {
             .ok()
             .map(|v| tlskit_x509::text::hex(&v.chain.anchor_sha256)),
         profile: args.profile,
+        revocation: match &result {
+            Err(tlskit_verify::VerifyError::Revoked { which }) => {
+                revocation(which.as_ref().map(|w| w.0), &presented, &crls, &args.crl)
+            }
+            _ => None,
+        },
     };
     if args.json {
         print_json(&report)?;
@@ -388,6 +465,16 @@ fn print_human(r: &VerifyJson) {
         }
         if let Some(rule) = r.rule {
             println!("  rule:   {rule} (profile {})", r.profile);
+        }
+        if let Some(v) = &r.revocation {
+            println!(
+                "  revoked: serial {} ({}, code {}) at {}, listed in {}",
+                v.serial,
+                v.reason,
+                v.reason_code,
+                v.revoked_at,
+                escape(&v.crl)
+            );
         }
     }
 }

@@ -549,6 +549,32 @@ fn every_json_document_matches_its_schema() {
         ),
         case("ca.list", 0, &["ca", "list", &p("ca")]),
         case("error", 2, &["ca", "list", &p("missing")]),
+        // Issue 25: revoke (now, already, never issued) and the CRL (after ca.issue above).
+        case(
+            "ca.revoke",
+            0,
+            &["ca", "revoke", &p("ca"), "--cert", &p("leaf2.pem")],
+        ),
+        case(
+            "ca.revoke",
+            1,
+            &[
+                "ca",
+                "revoke",
+                &p("ca"),
+                "--cert",
+                &p("leaf2.pem"),
+                "--reason",
+                "1",
+            ],
+        ),
+        case("error", 2, &["ca", "revoke", &p("ca"), "--serial", "01"]),
+        case("ca.crl", 0, &["ca", "crl", &p("ca"), "-o", &p("ca.crl")]),
+        case(
+            "error",
+            2,
+            &["ca", "crl", &p("missing"), "-o", &p("none.crl")],
+        ),
         case(
             "bench.store",
             0,

@@ -1204,6 +1204,8 @@ fn help_has_examples() {
         vec!["cert", "self-sign"],
         vec!["ca", "init"],
         vec!["ca", "issue"],
+        vec!["ca", "revoke"],
+        vec!["ca", "crl"],
         vec!["show"],
         vec!["lint"],
         vec!["p12", "export"],
@@ -1556,4 +1558,235 @@ fn show_prints_serials_without_the_der_sign_byte() {
         Some("85c20102"),
         "{serial}"
     );
+}
+
+/// Runs a command that must exit 1; returns stdout.
+#[track_caller]
+fn negative(dir: &Path, args: &[&str]) -> String {
+    let o = tlskit(dir, args);
+    assert_eq!(o.status.code(), Some(1), "{args:?}\n{}", text(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Issue 25: `ca revoke` records a revocation once (serial in any usual form, or the
+/// certificate), `ca crl` publishes it with a growing CRL number, `ca list` shows it,
+/// `verify --crl` refuses the revoked certificate naming serial, reason and CRL file,
+/// accepts another, and refuses a CRL whose signature does not verify.
+#[test]
+fn ca_revoke_crl_and_verify_crl() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ca_and_leaf(d, &["revoked.example"]);
+    let url = "http://pki.example/ca.crl";
+    ok(
+        d,
+        &[
+            "ca",
+            "issue",
+            "ca",
+            "--csr",
+            "leaf.csr",
+            "--crl-url",
+            url,
+            "-o",
+            "good.pem",
+        ],
+    );
+    let idx = json(d, &["ca", "list", "ca", "--json"]);
+    let serial = idx[0]["serial"].as_str().unwrap().to_string();
+    let good_serial = idx[1]["serial"].as_str().unwrap().to_string();
+    assert!(idx[0].get("revoked_at").is_none());
+
+    // Nothing to publish yet: an empty CRL, number 1.
+    let c = json(d, &["ca", "crl", "ca", "-o", "crl.pem", "--json"]);
+    assert_eq!(c["schema"], "tlskit.ca.crl/1");
+    assert_eq!(
+        (c["number"].as_u64(), c["revoked"].as_u64()),
+        (Some(1), Some(0))
+    );
+
+    // Colons and the DER sign byte are accepted.
+    let pairs: Vec<String> = serial
+        .as_bytes()
+        .chunks(2)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap().to_uppercase())
+        .collect();
+    let colons = format!("00:{}", pairs.join(":"));
+    let r = json(
+        d,
+        &[
+            "ca",
+            "revoke",
+            "ca",
+            "--serial",
+            &colons,
+            "--reason",
+            "keyCompromise",
+            "--json",
+        ],
+    );
+    assert_eq!(r["schema"], "tlskit.ca.revoke/1");
+    assert_eq!(r["serial"], serial.as_str());
+    assert_eq!(r["revoked"], true);
+    assert_eq!(r["reason"], "keyCompromise");
+    assert_eq!(r["reason_code"], 1);
+
+    // Again, by certificate and another reason: exit 1, the first record stands.
+    let again: Value = serde_json::from_str(&negative(
+        d,
+        &[
+            "ca", "revoke", "ca", "--cert", "leaf.pem", "--reason", "4", "--json",
+        ],
+    ))
+    .unwrap();
+    assert_eq!(again["already_revoked"], true);
+    assert_eq!(again["revoked"], false);
+    assert_eq!(again["reason"], "keyCompromise");
+    let human = negative(d, &["ca", "revoke", "ca", "--serial", &serial]);
+    assert!(human.contains("already revoked (keyCompromise)"), "{human}");
+
+    // Errors: a serial never issued, a bad serial, an unknown reason, neither flag.
+    let e = fails(d, &["ca", "revoke", "ca", "--serial", "01:02:03"]);
+    assert!(
+        e.contains("has not issued a certificate with serial 010203"),
+        "{e}"
+    );
+    let e = fails(d, &["ca", "revoke", "ca", "--serial", "xyz"]);
+    assert!(e.contains("--serial"), "{e}");
+    let e = fails(
+        d,
+        &[
+            "ca",
+            "revoke",
+            "ca",
+            "--serial",
+            &good_serial,
+            "--reason",
+            "2",
+        ],
+    );
+    assert!(e.contains("1 (keyCompromise)"), "{e}");
+    fails(d, &["ca", "revoke", "ca"]);
+    let e = fails(
+        d,
+        &[
+            "ca",
+            "issue",
+            "ca",
+            "--csr",
+            "leaf.csr",
+            "--crl-url",
+            "ftp://x/y",
+            "-o",
+            "x.pem",
+        ],
+    );
+    assert!(e.contains("http:// or https://"), "{e}");
+    assert!(!d.join("x.pem").exists());
+
+    let idx = json(d, &["ca", "list", "ca", "--json"]);
+    assert_eq!(idx[0]["revocation_reason"], "keyCompromise");
+    assert!(idx[1].get("revocation_reason").is_none());
+    assert!(ok(d, &["ca", "list", "ca"]).contains("REVOKED"));
+
+    for bad in ["0", "366", "x"] {
+        fails(
+            d,
+            &["ca", "crl", "ca", "-o", "crl.pem", "--next-update", bad],
+        );
+    }
+    let c = json(
+        d,
+        &[
+            "ca",
+            "crl",
+            "ca",
+            "-o",
+            "crl.pem",
+            "--next-update",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        (c["number"].as_u64(), c["revoked"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(fs::read_to_string(d.join("crl.pem"))
+        .unwrap()
+        .starts_with("-----BEGIN X509 CRL-----"));
+    let c = json(d, &["ca", "crl", "ca", "-o", "crl.der", "--der", "--json"]);
+    assert_eq!(c["number"].as_u64(), Some(3));
+    let der = fs::read(d.join("crl.der")).unwrap();
+    assert_eq!(
+        (der[0], der.len() as u64),
+        (0x30, c["der_bytes"].as_u64().unwrap())
+    );
+    // `show` reads it back: one entry, our serial.
+    let shown: Value = serde_json::from_str(&ok(d, &["show", "crl.der", "--json"])).unwrap();
+    let text_shown = shown.to_string();
+    assert!(text_shown.contains(&serial), "{text_shown}");
+
+    let verify = |cert: &str, crl: &str| {
+        tlskit(
+            d,
+            &[
+                "verify",
+                "--roots",
+                "ca/ca.pem",
+                "--cert",
+                cert,
+                "--host",
+                "revoked.example",
+                "--crl",
+                crl,
+                "--json",
+            ],
+        )
+    };
+    let o = verify("leaf.pem", "crl.pem");
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rule"], "revoked");
+    assert_eq!(v["revocation"]["serial"], serial.as_str());
+    assert_eq!(v["revocation"]["reason"], "keyCompromise");
+    assert_eq!(v["revocation"]["certificate"], 0);
+    assert_eq!(v["revocation"]["crl"], "crl.pem");
+    let o = tlskit(
+        d,
+        &[
+            "verify",
+            "--roots",
+            "ca/ca.pem",
+            "--cert",
+            "leaf.pem",
+            "--host",
+            "revoked.example",
+            "--crl",
+            "crl.der",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("revoked: serial {serial} (keyCompromise")),
+        "{out}"
+    );
+    let o = verify("good.pem", "crl.pem");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    // One bit of the signature changed: an error naming the file, for either certificate.
+    let mut bad = der.clone();
+    let n = bad.len();
+    bad[n - 3] ^= 1;
+    fs::write(d.join("bad.der"), &bad).unwrap();
+    for cert in ["leaf.pem", "good.pem"] {
+        let o = verify(cert, "bad.der");
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("bad.der: the CRL's signature does not verify"),
+            "{err}"
+        );
+    }
 }

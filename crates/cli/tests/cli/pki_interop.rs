@@ -739,3 +739,304 @@ fn lint_flags_what_openssl_lets_you_make() {
         }
     }
 }
+
+/// A leaf request `NAME.csr` with one DNS SAN.
+fn leaf_request(dir: &Path, name: &str) {
+    let key = format!("{name}.key");
+    ok(dir, &["key", "new", "-o", &key]);
+    let subject = format!("CN={name}");
+    let san = format!("dns:{name}");
+    let csr = format!("{name}.csr");
+    ok(
+        dir,
+        &[
+            "csr",
+            "new",
+            "--key",
+            &key,
+            "--subject",
+            &subject,
+            "--san",
+            &san,
+            "-o",
+            &csr,
+        ],
+    );
+}
+
+/// Issue 25: the CRL `ca crl` writes (root and intermediate, ECDSA and RSA CA keys) is
+/// one OpenSSL verifies (`crl -verify`) and uses (`verify -crl_check[_all]`: the revoked
+/// certificate is refused as "certificate revoked", the other accepted); tlskit's own
+/// `verify --crl` agrees; the distribution point of `--crl-url` is in the certificates.
+#[test]
+fn openssl_checks_revocation_with_the_crl_of_ca_crl() {
+    for key_type in ["p256", "rsa2048"] {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let url = "http://pki.example/root.crl";
+        let sub_url = "https://pki.example/sub.crl";
+        ok(
+            d,
+            &[
+                "ca",
+                "init",
+                "root",
+                "--type",
+                key_type,
+                "--subject",
+                "CN=CRL Root,O=tlskit tests",
+                "--crl-url",
+                url,
+            ],
+        );
+        ok(
+            d,
+            &[
+                "ca",
+                "init",
+                "sub",
+                "--parent",
+                "root",
+                "--type",
+                key_type,
+                "--subject",
+                "CN=CRL Issuing CA,O=tlskit tests",
+                "--days",
+                "1000",
+                "--crl-url",
+                sub_url,
+            ],
+        );
+        for name in ["revoked.example", "good.example", "subrevoked.example"] {
+            leaf_request(d, name);
+        }
+        ok(
+            d,
+            &[
+                "ca",
+                "issue",
+                "root",
+                "--csr",
+                "revoked.example.csr",
+                "-o",
+                "revoked.pem",
+            ],
+        );
+        ok(
+            d,
+            &[
+                "ca",
+                "issue",
+                "root",
+                "--csr",
+                "good.example.csr",
+                "-o",
+                "good.pem",
+            ],
+        );
+        ok(
+            d,
+            &[
+                "ca",
+                "issue",
+                "sub",
+                "--csr",
+                "subrevoked.example.csr",
+                "-o",
+                "subrevoked.pem",
+            ],
+        );
+        // The intermediate carries the root's distribution point, the leaves theirs.
+        for (cert, want) in [
+            ("revoked.pem", url),
+            ("good.pem", url),
+            ("sub/ca.pem", url),
+            ("subrevoked.pem", sub_url),
+        ] {
+            let out = tool_ok(d, "openssl", &["x509", "-in", cert, "-noout", "-text"]);
+            assert!(
+                out.contains("X509v3 CRL Distribution Points"),
+                "{cert}: {out}"
+            );
+            assert!(out.contains(&format!("URI:{want}")), "{cert}: {out}");
+        }
+
+        ok(
+            d,
+            &[
+                "ca",
+                "revoke",
+                "root",
+                "--cert",
+                "revoked.pem",
+                "--reason",
+                "keyCompromise",
+            ],
+        );
+        ok(
+            d,
+            &[
+                "ca",
+                "revoke",
+                "sub",
+                "--cert",
+                "subrevoked.pem",
+                "--reason",
+                "superseded",
+            ],
+        );
+        ok(d, &["ca", "crl", "root", "-o", "root.crl"]);
+        ok(
+            d,
+            &["ca", "crl", "sub", "-o", "sub.crl", "--next-update", "1"],
+        );
+        ok(d, &["ca", "crl", "sub", "-o", "sub.der", "--der"]);
+
+        // openssl crl: signature, number, AKI, reason.
+        let out = tool_ok(
+            d,
+            "openssl",
+            &[
+                "crl",
+                "-in",
+                "root.crl",
+                "-noout",
+                "-verify",
+                "-CAfile",
+                "root/ca.pem",
+                "-text",
+            ],
+        );
+        assert!(out.contains("verify OK"), "{key_type}: {out}");
+        assert!(out.contains("X509v3 CRL Number"), "{out}");
+        assert!(out.contains("X509v3 Authority Key Identifier"), "{out}");
+        assert!(out.contains("Key Compromise"), "{out}");
+        assert!(out.contains("Version 2"), "{out}");
+        let out = tool_ok(
+            d,
+            "openssl",
+            &[
+                "crl",
+                "-in",
+                "sub.der",
+                "-inform",
+                "DER",
+                "-noout",
+                "-verify",
+                "-CAfile",
+                "sub/ca.pem",
+                "-crlnumber",
+            ],
+        );
+        assert!(out.contains("verify OK"), "{out}");
+        assert!(out.contains("crlNumber=0x02"), "{out}");
+        // A CRL verified against the wrong CA is refused by OpenSSL too.
+        let o = tool(
+            d,
+            "openssl",
+            &[
+                "crl",
+                "-in",
+                "sub.crl",
+                "-noout",
+                "-verify",
+                "-CAfile",
+                "root/ca.pem",
+            ],
+        );
+        assert!(
+            !o.status.success() && !text(&o).contains("verify OK"),
+            "{}",
+            text(&o)
+        );
+
+        // openssl verify -crl_check: revoked refused, good accepted.
+        let o = tool(
+            d,
+            "openssl",
+            &[
+                "verify",
+                "-crl_check",
+                "-CRLfile",
+                "root.crl",
+                "-CAfile",
+                "root/ca.pem",
+                "revoked.pem",
+            ],
+        );
+        let out = text(&o);
+        assert!(
+            !o.status.success() && out.contains("certificate revoked"),
+            "{key_type}: {out}"
+        );
+        tool_ok(
+            d,
+            "openssl",
+            &[
+                "verify",
+                "-crl_check",
+                "-CRLfile",
+                "root.crl",
+                "-CAfile",
+                "root/ca.pem",
+                "good.pem",
+            ],
+        );
+        // Through the intermediate, every level checked.
+        let o = tool(
+            d,
+            "openssl",
+            &[
+                "verify",
+                "-crl_check_all",
+                "-CRLfile",
+                "root.crl",
+                "-CRLfile",
+                "sub.crl",
+                "-CAfile",
+                "root/ca.pem",
+                "-untrusted",
+                "sub/ca.pem",
+                "subrevoked.pem",
+            ],
+        );
+        let out = text(&o);
+        assert!(
+            !o.status.success() && out.contains("certificate revoked"),
+            "{key_type}: {out}"
+        );
+
+        // tlskit verify --crl agrees.
+        let verify = |cert: &str, host: &str, crls: &[&str]| {
+            let mut args = vec![
+                "verify",
+                "--roots",
+                "root/ca.pem",
+                "--cert",
+                cert,
+                "--host",
+                host,
+                "--json",
+            ];
+            for c in crls {
+                args.extend(["--crl", c]);
+            }
+            tlskit(d, &args)
+        };
+        let o = verify("revoked.pem", "revoked.example", &["root.crl"]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["revocation"]["reason"], "keyCompromise");
+        let o = verify("good.pem", "good.example", &["root.crl"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        let o = verify(
+            "subrevoked.pem",
+            "subrevoked.example",
+            &["root.crl", "sub.crl"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["revocation"]["reason"], "superseded");
+        assert_eq!(v["revocation"]["crl"], "sub.crl");
+    }
+}

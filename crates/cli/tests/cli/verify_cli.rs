@@ -34,6 +34,20 @@ struct VerifyJson {
     /// Always present (issue 23), empty when none.
     warnings: Vec<WarningJson>,
     profile: String,
+    /// Issue 25: the CRL entry of a revoked certificate.
+    revocation: Option<RevocationJson>,
+}
+
+/// `revocation` (docs/json.md, "verify").
+#[derive(serde::Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+struct RevocationJson {
+    certificate: usize,
+    serial: String,
+    reason: String,
+    reason_code: u8,
+    revoked_at: String,
+    crl: String,
 }
 
 /// One entry of `warnings` (docs/json.md, "verify").
@@ -414,8 +428,18 @@ fn crl_revocation_and_purpose() {
         "--json",
     ]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(json(&out).reason.unwrap().contains("revoked"));
-    // Client purpose (no EKU in the leaf: allowed).
+    let v = json(&out);
+    assert!(v.reason.unwrap().contains("revoked"));
+    // Issue 25: the entry that revoked it (no reasonCode: unspecified).
+    let r = v.revocation.expect("the revocation entry");
+    assert_eq!(
+        (r.certificate, r.reason.as_str(), r.reason_code),
+        (0, "unspecified", 0)
+    );
+    assert_eq!(r.revoked_at, "2029-01-01T00:00:00Z");
+    assert_eq!(r.crl, s(&crl_path));
+    assert_eq!(r.serial, "4d"); // 77
+                                // Client purpose (no EKU in the leaf: allowed).
     let (code, out, _) = tlskit(&[
         "verify",
         "--roots",

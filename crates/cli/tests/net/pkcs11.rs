@@ -376,6 +376,60 @@ fn pkcs11_ca_on_the_token_issues_certificates_openssl_verifies() {
         .output()
         .expect("openssl x509");
     assert!(String::from_utf8_lossy(&text.stdout).contains("ecdsa-with-SHA384"));
+    // Issue 25: revoking needs no PIN (the key is not used); the CRL is signed on the token
+    // and OpenSSL verifies it and refuses the revoked certificate with it.
+    let mut c = t.cmd(BIN);
+    c.args([
+        "ca",
+        "revoke",
+        &s(&ca),
+        "--cert",
+        &s(&leaf),
+        "--reason",
+        "1",
+    ]);
+    ok(&c.output().expect("ca revoke"));
+    let crl = t.path("ca.crl");
+    ok(&t.tlskit(&["ca", "crl", &s(&ca), "-o", &s(&crl)]));
+    let out = Command::new("openssl")
+        .args([
+            "crl",
+            "-noout",
+            "-verify",
+            "-CAfile",
+            &s(&ca.join("ca.pem")),
+            "-in",
+            &s(&crl),
+        ])
+        .output()
+        .expect("openssl crl");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && said.contains("verify OK"), "{said}");
+    let out = Command::new("openssl")
+        .args([
+            "verify",
+            "-crl_check",
+            "-CRLfile",
+            &s(&crl),
+            "-CAfile",
+            &s(&ca.join("ca.pem")),
+            &s(&leaf),
+        ])
+        .output()
+        .expect("openssl verify");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success() && said.contains("certificate revoked"),
+        "{said}"
+    );
     // Without the PIN the CA cannot sign: one clear error.
     let mut c = t.cmd(BIN);
     c.args([
