@@ -128,6 +128,8 @@ pub(crate) struct Reply {
     location: Option<String>,
     /// A `Link: <URL>;rel="up"` (a challenge's authorization).
     up: Option<String>,
+    /// A `Retry-After` in seconds.
+    retry_after: Option<u64>,
 }
 
 impl Reply {
@@ -138,6 +140,7 @@ impl Reply {
             content_type: "application/json",
             location: None,
             up: None,
+            retry_after: None,
         }
     }
     fn at(mut self, location: String) -> Self {
@@ -258,6 +261,7 @@ impl Service {
                 content_type: "application/json",
                 location: None,
                 up: None,
+                retry_after: None,
             }),
             (Method::GET, p) if p.starts_with("/acme/renewal-info/") => {
                 self.renewal_info(&p["/acme/renewal-info/".len()..])
@@ -269,8 +273,15 @@ impl Service {
             ))
             .with_status(if method == Method::GET { 404 } else { 405 })),
         };
-        let (status, body, ctype, location, up) = match result {
-            Ok(r) => (r.status, r.body, r.content_type, r.location, r.up),
+        let (status, body, ctype, location, up, retry) = match result {
+            Ok(r) => (
+                r.status,
+                r.body,
+                r.content_type,
+                r.location,
+                r.up,
+                r.retry_after,
+            ),
             Err(p) => {
                 self.counters.problems.fetch_add(1, Ordering::Relaxed);
                 log::event(
@@ -289,6 +300,7 @@ impl Service {
                     "application/problem+json",
                     None,
                     None,
+                    None,
                 )
             }
         };
@@ -300,6 +312,9 @@ impl Service {
             .header(header::LINK, format!("<{base}/directory>;rel=\"index\""));
         if let Some(l) = location {
             b = b.header(header::LOCATION, l);
+        }
+        if let Some(r) = retry {
+            b = b.header(header::RETRY_AFTER, r.to_string());
         }
         if let Some(u) = up {
             b = b.header(header::LINK, format!("<{u}>;rel=\"up\""));
@@ -1097,15 +1112,179 @@ impl Service {
             content_type: "application/pem-certificate-chain",
             location: None,
             up: None,
+            retry_after: None,
         })
     }
 
-    async fn revoke(&self, _authed: Authed) -> Result<Reply, Problem> {
-        Err(malformed("revocation is not available on this server yet").with_status(501))
+    /// revokeCert (RFC 8555 7.6): by the account that ordered the certificate (kid) or
+    /// by the certificate's own key (jwk); recorded in the CA's index (the CRL lists it).
+    async fn revoke(&self, authed: Authed) -> Result<Reply, Problem> {
+        let p = authed.json()?;
+        let der = p
+            .get("certificate")
+            .and_then(Value::as_str)
+            .and_then(jws::from_b64url)
+            .ok_or_else(|| malformed("revokeCert needs a certificate (base64url DER)"))?;
+        let reason = match p.get("reason") {
+            None => tlskit_pki::ca::RevocationReason::Unspecified,
+            Some(v) => v
+                .as_u64()
+                .and_then(|c| u8::try_from(c).ok())
+                .and_then(tlskit_pki::ca::RevocationReason::from_code)
+                .filter(|r| r.code() != 7)
+                .ok_or_else(|| {
+                    Problem::new(
+                        Kind::BadRevocationReason,
+                        "the reason is not a revocation reason code (0 to 10, not 7)",
+                    )
+                })?,
+        };
+        let (_, x) = X509Certificate::from_der(&der)
+            .map_err(|_| malformed("the certificate to revoke is not a DER certificate"))?;
+        let serial = tlskit_x509::text::serial(x.raw_serial());
+        match (&authed.account, &authed.jwk) {
+            (Some(a), _) => {
+                let st = lock(&self.state);
+                let owned = st
+                    .by_serial
+                    .get(&serial)
+                    .and_then(|id| st.certs.get(id))
+                    .is_some_and(|c| c.account == a.id);
+                if !owned {
+                    return Err(unauthorized(
+                        "this account did not order this certificate; revoke it with the certificate's key",
+                    ));
+                }
+            }
+            (None, Some(k)) => {
+                if jwk_of_spki(x.public_key()).as_ref() != Some(k) {
+                    return Err(unauthorized(
+                        "the JWS key is neither an account's nor the certificate's key",
+                    ));
+                }
+            }
+            (None, None) => return Err(unauthorized("the request is not signed")),
+        }
+        let ca = self.ca.clone();
+        let at = self.clock.now();
+        let der2 = der.clone();
+        let r = tokio::task::spawn_blocking(move || ca.revoke_certificate(&der2, reason, at))
+            .await
+            .map_err(|_| internal("the revoking task failed"))?;
+        match r {
+            Ok(e) => {
+                self.counters.revocations.fetch_add(1, Ordering::Relaxed);
+                log::event(
+                    Level::Info,
+                    "acme_certificate_revoked",
+                    &[("serial", &e.serial), ("reason", &e.reason)],
+                );
+                Ok(Reply {
+                    status: 200,
+                    body: Vec::new(),
+                    content_type: "application/json",
+                    location: None,
+                    up: None,
+                    retry_after: None,
+                })
+            }
+            Err(tlskit_pki::PkiError::AlreadyRevoked { .. }) => Err(Problem::new(
+                Kind::AlreadyRevoked,
+                format!("the certificate with serial {serial} is already revoked"),
+            )),
+            Err(tlskit_pki::PkiError::NotIssued { .. }) => {
+                Err(unauthorized("this CA did not issue this certificate"))
+            }
+            Err(e) => Err(internal(format!("recording the revocation: {e}"))),
+        }
     }
 
-    fn renewal_info(&self, _id: &str) -> Result<Reply, Problem> {
-        Err(not_found("renewal information"))
+    /// renewalInfo (RFC 9773): the suggested window, from two thirds of the lifetime to
+    /// three quarters; for a revoked certificate, a window that has already passed.
+    fn renewal_info(&self, id: &str) -> Result<Reply, Problem> {
+        let (aki, serial) = id
+            .split_once('.')
+            .and_then(|(a, s)| Some((jws::from_b64url(a)?, jws::from_b64url(s)?)))
+            .filter(|(_, s)| !s.is_empty() && s.len() <= 21)
+            .ok_or_else(|| {
+                malformed("the certificate identifier is not base64url(AKI).base64url(serial)")
+            })?;
+        if !self.ca_key_id.is_empty() && aki != self.ca_key_id {
+            return Err(not_found("certificate of this CA"));
+        }
+        let hex = tlskit_x509::text::serial(&serial);
+        let (nb, na) = {
+            let st = lock(&self.state);
+            let c = st
+                .by_serial
+                .get(&hex)
+                .and_then(|id| st.certs.get(id))
+                .ok_or_else(|| not_found("certificate issued through ACME"))?;
+            (c.not_before, c.not_after)
+        };
+        let revoked = self
+            .ca
+            .revocation(&serial)
+            .map_err(|e| internal(format!("reading the CA's revocations: {e}")))?;
+        let (start, end) = match revoked {
+            Some(r) => {
+                let at = u64::try_from(r.revoked_at_unix).unwrap_or(0);
+                (at.saturating_sub(2 * 3600), at.saturating_sub(3600))
+            }
+            None => {
+                let life = na.saturating_sub(nb);
+                (nb + life * 2 / 3, nb + life * 3 / 4)
+            }
+        };
+        let mut r = Reply::json(
+            200,
+            &json!({"suggestedWindow": {"start": rfc3339(start), "end": rfc3339(end)}}),
+        );
+        r.retry_after = Some(RENEWAL_INFO_RETRY);
+        Ok(r)
+    }
+}
+
+/// Retry-After of renewalInfo answers, seconds (RFC 9773 suggests hours).
+const RENEWAL_INFO_RETRY: u64 = 6 * 3600;
+
+/// The JWK of a certificate's public key (ES256/ES384/RS256/EdDSA keys), to compare
+/// with the key that signed a revokeCert.
+fn jwk_of_spki(spki: &SubjectPublicKeyInfo<'_>) -> Option<Jwk> {
+    let alg = spki.algorithm.algorithm.to_id_string();
+    let data: &[u8] = &spki.subject_public_key.data;
+    match alg.as_str() {
+        "1.2.840.10045.2.1" => {
+            let curve = spki
+                .algorithm
+                .parameters
+                .as_ref()
+                .and_then(|p| p.as_oid().ok())
+                .map(|o| o.to_id_string())?;
+            match (curve.as_str(), data.len(), data.first()) {
+                ("1.2.840.10045.3.1.7", 65, Some(4)) => Some(Jwk::P256 {
+                    x: data[1..33].to_vec(),
+                    y: data[33..].to_vec(),
+                }),
+                ("1.3.132.0.34", 97, Some(4)) => Some(Jwk::P384 {
+                    x: data[1..49].to_vec(),
+                    y: data[49..].to_vec(),
+                }),
+                _ => None,
+            }
+        }
+        "1.3.101.112" if data.len() == 32 => Some(Jwk::Ed25519 { x: data.to_vec() }),
+        "1.2.840.113549.1.1.1" => match spki.parsed().ok()? {
+            x509_parser::public_key::PublicKey::RSA(r) => {
+                let strip = |b: &[u8]| b.iter().skip_while(|x| **x == 0).copied().collect();
+                Some(Jwk::Rsa {
+                    n: strip(r.modulus),
+                    e: strip(r.exponent),
+                })
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -433,3 +433,211 @@ fn ca_serve_second_server_on_one_directory_refuses_and_restart_keeps_accounts() 
     assert!(!srv.log().contains("acme_account_created"), "{}", srv.log());
     srv.assert_verifies(&srv.path("b.pem"));
 }
+
+/// Serial (as openssl prints it) of the certificate served on 127.0.0.1:port for `name`.
+fn served_serial(port: u16, name: &str) -> Option<String> {
+    let o = Command::new("openssl")
+        .args(["s_client", "-connect", &format!("127.0.0.1:{port}")])
+        .args(["-servername", name])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("openssl");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let begin = out.find("-----BEGIN CERTIFICATE-----")?;
+    let end = out.find("-----END CERTIFICATE-----")? + "-----END CERTIFICATE-----".len();
+    let tmp = tempfile::NamedTempFile::new().expect("temp");
+    std::fs::write(tmp.path(), &out[begin..end]).expect("write");
+    Some(serial(tmp.path())).filter(|s| !s.is_empty())
+}
+
+fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn ca_serve_tlskit_serve_acme_replaces_a_revoked_certificate_within_one_ari_recheck() {
+    let srv = CaServe::start(&[], None);
+    let storage = s(&srv.path("serve-acme"));
+    let listen = format!("127.0.0.1:{}", srv.tls);
+    let dir = srv.directory();
+    let ca = srv.ca_pem();
+    // tls-alpn-01 on serve's own listener; ARI asked again every second (the server's
+    // Retry-After is hours: --acme-recheck caps it).
+    let node = crate::net_support::Serve::start(&[
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "localhost",
+        "--acme-storage",
+        &storage,
+        "--acme-roots",
+        &ca,
+        "--acme-recheck",
+        "1",
+    ]);
+    let first = until(Duration::from_secs(60), || {
+        served_serial(srv.tls, "localhost")
+    })
+    .unwrap_or_else(|| panic!("nothing served: {}\nca serve: {}", node.stderr(), srv.log()));
+    eprintln!(
+        "time from ca serve start to the first certificate, tlskit serve --acme: {} ms",
+        srv.started.elapsed().as_millis()
+    );
+    let stored = srv.path("serve-acme/certs/localhost.pem");
+    srv.assert_verifies(&stored);
+    let o = tlskit(&[
+        "acme",
+        "revoke",
+        "--directory",
+        &dir,
+        "--acme-storage",
+        &storage,
+        "--acme-roots",
+        &ca,
+        "--cert",
+        &s(&stored),
+    ]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    assert!(
+        srv.log().contains("event=acme_certificate_revoked"),
+        "{}",
+        srv.log()
+    );
+    // The CA's index records it (so its CRL lists it).
+    let o = tlskit(&["ca", "list", &s(&srv.ca())]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("REVOKED"),
+        "{}",
+        text(&o)
+    );
+    let t0 = Instant::now();
+    let second = until(Duration::from_secs(30), || {
+        served_serial(srv.tls, "localhost").filter(|s| *s != first)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "revoked certificate not replaced: {}\n{}",
+            node.stderr(),
+            srv.log()
+        )
+    });
+    eprintln!(
+        "revoked certificate replaced after {} ms (ARI recheck every 1 s)",
+        t0.elapsed().as_millis()
+    );
+    assert!(node.stderr().contains("ari"), "{}", node.stderr());
+    assert_ne!(second, first);
+    srv.assert_verifies(&stored);
+}
+
+#[test]
+fn ca_serve_revocation_by_certificate_key_and_ari_window() {
+    let srv = CaServe::start(&[], None);
+    let chain = srv.path("c.pem");
+    let o = srv.tlskit_issue("localhost", &chain);
+    assert!(o.status.success(), "{}", text(&o));
+    // ARI: renewal at two thirds of the 90-day lifetime: `acme renew` says not due.
+    let storage = s(&srv.path("tlskit-acme"));
+    let dir = srv.directory();
+    let ca = srv.ca_pem();
+    let http = format!("127.0.0.1:{}", srv.http);
+    let key = s(&srv.path("localhost.key"));
+    let renew = || {
+        tlskit(&[
+            "acme",
+            "renew",
+            "--directory",
+            &dir,
+            "--acme-storage",
+            &storage,
+            "--acme-roots",
+            &ca,
+            "--domain",
+            "localhost",
+            "--key",
+            &key,
+            "-o",
+            &s(&chain),
+            "--http-listen",
+            &http,
+            "--json",
+        ])
+    };
+    let o = renew();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["reason"], "not_due", "{v}");
+    let due = v["due"].as_u64().expect("due");
+    let o = Command::new("openssl")
+        .args([
+            "x509",
+            "-noout",
+            "-startdate",
+            "-enddate",
+            "-dateopt",
+            "iso_8601",
+            "-in",
+        ])
+        .arg(&chain)
+        .output()
+        .expect("openssl");
+    let dates = String::from_utf8_lossy(&o.stdout).to_string();
+    let unix = |line: &str| -> u64 {
+        let v = line.split('=').nth(1).expect("date").trim();
+        let t = time::OffsetDateTime::parse(
+            &v.replace(' ', "T"),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .expect("rfc3339");
+        u64::try_from(t.unix_timestamp()).expect("positive")
+    };
+    let mut lines = dates.lines();
+    let nb = unix(lines.next().expect("start"));
+    let na = unix(lines.next().expect("end"));
+    let life = na - nb;
+    assert!(
+        due >= nb + life * 2 / 3 && due <= nb + life * 3 / 4,
+        "due {due} outside the window of {nb}..{na}"
+    );
+    // Revoked by certbot with the certificate's own key (a jwk JWS, no account).
+    let o = srv.certbot_run(&[
+        "revoke",
+        "--server",
+        &dir,
+        "--cert-path",
+        &s(&chain),
+        "--key-path",
+        &key,
+        "--reason",
+        "keycompromise",
+        "--no-delete-after-revoke",
+    ]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    assert!(
+        srv.log().contains("event=acme_certificate_revoked"),
+        "{}",
+        srv.log()
+    );
+    let o = tlskit(&["ca", "list", &s(&srv.ca())]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("keyCompromise"),
+        "{}",
+        text(&o)
+    );
+    // Now due at once by ARI.
+    let o = renew();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["renewed"], true, "{v}");
+    assert_eq!(v["reason"], "ari", "{v}");
+}
