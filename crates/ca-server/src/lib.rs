@@ -34,6 +34,9 @@ pub struct ServeOptions {
     pub validation_tls_port: u16,
     /// Where Prometheus metrics are served (plain HTTP), if anywhere.
     pub metrics: Option<SocketAddr>,
+    /// Names the server's own certificate carries besides 127.0.0.1 and localhost (the
+    /// names other hosts reach it by).
+    pub server_names: Vec<String>,
     /// Where "now" comes from (tests move a manual clock).
     pub clock: Arc<dyn Clock>,
 }
@@ -47,6 +50,7 @@ impl ServeOptions {
             validation_http_port: 80,
             validation_tls_port: 443,
             metrics: None,
+            server_names: Vec::new(),
             clock: tlskit_tls::clock::system(),
         }
     }
@@ -54,6 +58,11 @@ impl ServeOptions {
     pub fn validation_ports(mut self, http: u16, tls: u16) -> Self {
         self.validation_http_port = http;
         self.validation_tls_port = tls;
+        self
+    }
+    /// More names for the server's own certificate (DNS names or IP addresses).
+    pub fn server_names(mut self, names: Vec<String>) -> Self {
+        self.server_names = names;
         self
     }
     /// Serve metrics on this address.
@@ -105,6 +114,7 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
             service,
             listen: opts.listen,
             metrics: opts.metrics,
+            server_names: opts.server_names,
             acme_dir: acme,
         },
         ready,

@@ -43,17 +43,37 @@ struct Loaded {
     key: Arc<CertifiedKey>,
     not_before: i64,
     not_after: i64,
+    /// Its DNS names and IP addresses, as text.
+    names: Vec<String>,
 }
 
 fn load(provider: &rustls::crypto::CryptoProvider, chain: &[u8], key: &[u8]) -> Option<Loaded> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain)
         .collect::<Result<_, _>>()
         .ok()?;
-    let (nb, na) = {
+    let (nb, na, names) = {
         let (_, x) = X509Certificate::from_der(certs.first()?.as_ref()).ok()?;
+        let mut names = Vec::new();
+        if let Ok(Some(san)) = x.subject_alternative_name() {
+            for g in &san.value.general_names {
+                match g {
+                    GeneralName::DNSName(d) => names.push(d.to_string()),
+                    GeneralName::IPAddress(b) => {
+                        let ip = match b.len() {
+                            4 => <[u8; 4]>::try_from(*b).ok().map(std::net::IpAddr::from),
+                            16 => <[u8; 16]>::try_from(*b).ok().map(std::net::IpAddr::from),
+                            _ => None,
+                        };
+                        names.extend(ip.map(|i| i.to_string()));
+                    }
+                    _ => {}
+                }
+            }
+        }
         (
             x.validity().not_before.timestamp(),
             x.validity().not_after.timestamp(),
+            names,
         )
     };
     let k = PrivateKeyDer::from_pem_slice(key).ok()?;
@@ -62,6 +82,7 @@ fn load(provider: &rustls::crypto::CryptoProvider, chain: &[u8], key: &[u8]) -> 
         key: Arc::new(CertifiedKey::new(certs, signing)),
         not_before: nb,
         not_after: na,
+        names,
     })
 }
 
@@ -71,14 +92,23 @@ fn due(l: &Loaded, now: i64) -> bool {
     now >= l.not_after - life / 3
 }
 
-/// The stored certificate if it is not due, else a new one from the CA (written to
-/// `acme_dir/https.pem` and `https.key`, the key 0600).
+/// The stored certificate if it is not due and names what is asked, else a new one from
+/// the CA (written to `acme_dir/https.pem` and `https.key`, the key 0600).
 fn own_certificate(
     ca: &tlskit_pki::ca::Ca,
     acme_dir: &Path,
+    extra: &[String],
     provider: &rustls::crypto::CryptoProvider,
     now: i64,
 ) -> Result<Loaded, ServerError> {
+    let mut full: Vec<String> = vec!["127.0.0.1".into(), "localhost".into()];
+    let mut short: Vec<String> = vec!["127.0.0.1".into()];
+    for n in extra {
+        if !full.contains(n) {
+            full.push(n.clone());
+            short.push(n.clone());
+        }
+    }
     let cert_path = acme_dir.join("https.pem");
     let key_path = acme_dir.join("https.key");
     if let (Ok(c), Ok(k)) = (
@@ -86,22 +116,35 @@ fn own_certificate(
         tlskit_io::read(&key_path, 1 << 20),
     ) {
         if let Some(l) = load(provider, &c, &k) {
-            if !due(&l, now) {
+            let mut have = l.names.clone();
+            have.sort();
+            let fits = |want: &[String]| {
+                let mut w = want.to_vec();
+                w.sort();
+                w == have
+            };
+            if !due(&l, now) && (fits(&full) || fits(&short)) {
                 return Ok(l);
             }
         }
     }
     let key = rcgen::KeyPair::generate().map_err(|e| ServerError::file(&key_path, e))?;
-    // 127.0.0.1 and localhost; a CA whose name constraints exclude localhost gets a
-    // certificate for 127.0.0.1 alone.
+    // 127.0.0.1, localhost and the extra names; a CA whose name constraints exclude
+    // localhost gets a certificate without it. The CN repeats a DNS name (an IP address
+    // as CN would be checked as a DNS name against the constraints), or there is none.
     let mut last = None;
-    for names in [&["127.0.0.1", "localhost"][..], &["127.0.0.1"][..]] {
-        let mut p =
-            rcgen::CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .map_err(|e| ServerError::file(&cert_path, e))?;
+    for names in [&full, &short] {
+        let mut p = rcgen::CertificateParams::new(names.clone())
+            .map_err(|e| ServerError::file(&cert_path, e))?;
         p.distinguished_name = rcgen::DistinguishedName::new();
-        p.distinguished_name
-            .push(rcgen::DnType::CommonName, names[names.len() - 1]);
+        if let Some(dns) = names
+            .iter()
+            .rev()
+            .find(|n| n.parse::<std::net::IpAddr>().is_err())
+        {
+            p.distinguished_name
+                .push(rcgen::DnType::CommonName, dns.as_str());
+        }
         let csr = p
             .serialize_request(&key)
             .and_then(|c| c.pem())
@@ -140,6 +183,7 @@ pub(crate) struct Run {
     pub(crate) service: Arc<Service>,
     pub(crate) listen: SocketAddr,
     pub(crate) metrics: Option<SocketAddr>,
+    pub(crate) server_names: Vec<String>,
     pub(crate) acme_dir: PathBuf,
 }
 
@@ -148,7 +192,13 @@ pub(crate) struct Run {
 pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let now = || i64::try_from(r.service.clock.unix_secs()).unwrap_or(i64::MAX);
-    let first = own_certificate(&r.service.ca, &r.acme_dir, &provider, now())?;
+    let first = own_certificate(
+        &r.service.ca,
+        &r.acme_dir,
+        &r.server_names,
+        &provider,
+        now(),
+    )?;
     let mut current_not = (first.not_before, first.not_after);
     let own = Arc::new(OwnCert(RwLock::new(first.key)));
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider.clone())
@@ -184,6 +234,7 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         let own = own.clone();
         let provider = provider.clone();
         let (acme_dir, svc) = (r.acme_dir.clone(), r.service.clone());
+        let extra = r.server_names.clone();
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(600)).await;
@@ -192,8 +243,15 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
                 if now < current_not.1 - life / 3 {
                     continue;
                 }
-                let (c, a, p) = (svc.ca.clone(), acme_dir.clone(), provider.clone());
-                match tokio::task::spawn_blocking(move || own_certificate(&c, &a, &p, now)).await {
+                let (c, a, p, x) = (
+                    svc.ca.clone(),
+                    acme_dir.clone(),
+                    provider.clone(),
+                    extra.clone(),
+                );
+                match tokio::task::spawn_blocking(move || own_certificate(&c, &a, &x, &p, now))
+                    .await
+                {
                     Ok(Ok(l)) => {
                         current_not = (l.not_before, l.not_after);
                         *own.0.write().unwrap_or_else(|p| p.into_inner()) = l.key;

@@ -29,6 +29,10 @@ pub(crate) struct ServeArgs {
     /// Serve Prometheus metrics (plain HTTP) on this address.
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics: Option<SocketAddr>,
+    /// Another name for the server's own certificate, besides 127.0.0.1 and localhost:
+    /// the name other hosts reach the ACME server by (repeatable).
+    #[arg(long = "server-name", value_name = "NAME")]
+    pub(crate) server_names: Vec<String>,
 }
 
 /// `tlskit ca eab` subcommands.
@@ -56,7 +60,8 @@ pub(crate) fn serve(a: ServeArgs) -> CmdResult {
     }
     let opts = tlskit_ca_server::ServeOptions::new(a.dir, a.listen)
         .validation_ports(a.validation_http_port, a.validation_tls_port)
-        .metrics(a.metrics);
+        .metrics(a.metrics)
+        .server_names(a.server_names);
     let metrics = opts.metrics;
     tlskit_ca_server::serve(opts, |bound| {
         eprintln!("ACME directory at https://{bound}/directory");
