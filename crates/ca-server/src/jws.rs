@@ -11,8 +11,7 @@ use serde_json::Value;
 
 use crate::problem::{malformed, Kind, Problem};
 
-/// The signature algorithms accepted for account keys.
-pub(crate) const ALGORITHMS: [&str; 4] = ["ES256", "ES384", "RS256", "EdDSA"];
+pub(crate) use crate::problem::ALGORITHMS;
 
 /// A flattened JWS as sent.
 #[derive(Debug, Deserialize)]
@@ -66,7 +65,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<Parsed, Problem> {
             Kind::BadSignatureAlgorithm,
             format!(
                 "the JWS algorithm {:?} is not accepted (ES256, ES384, RS256, EdDSA are)",
-                crate::show(&header.alg)
+                crate::problem::show(&header.alg)
             ),
         ));
     }
@@ -133,7 +132,7 @@ impl Jwk {
                     Kind::BadSignatureAlgorithm,
                     format!(
                         "the EC curve {:?} is not accepted (P-256, P-384 are)",
-                        crate::show(other)
+                        crate::problem::show(other)
                     ),
                 )),
             },
@@ -159,7 +158,7 @@ impl Jwk {
                     Kind::BadSignatureAlgorithm,
                     format!(
                         "the OKP curve {:?} is not accepted (Ed25519 is)",
-                        crate::show(other)
+                        crate::problem::show(other)
                     ),
                 )),
             },
@@ -167,7 +166,7 @@ impl Jwk {
                 Kind::BadSignatureAlgorithm,
                 format!(
                     "the key type {:?} is not accepted (EC, RSA, OKP are)",
-                    crate::show(other)
+                    crate::problem::show(other)
                 ),
             )),
         }
@@ -365,7 +364,7 @@ mod tests {
         let e = key.verify(&tampered).expect_err("tampered");
         assert_eq!(e.kind, Kind::Malformed);
 
-        let ed = Ed25519KeyPair::generate(&rng).expect("key");
+        let ed = Ed25519KeyPair::generate().expect("key");
         let jwk = serde_json::json!({"kty":"OKP","crv":"Ed25519","x":B64.encode(ed.public_key().as_ref())});
         let body = jws(serde_json::json!({"alg":"EdDSA","jwk":jwk}), b"", |m| {
             ed.sign(m).as_ref().to_vec()
@@ -414,8 +413,7 @@ mod tests {
 
     #[test]
     fn eab_mac_is_checked() {
-        let rng = SystemRandom::new();
-        let ed = Ed25519KeyPair::generate(&rng).expect("key");
+        let ed = Ed25519KeyPair::generate().expect("key");
         let jwk = Jwk::Ed25519 {
             x: ed.public_key().as_ref().to_vec(),
         };

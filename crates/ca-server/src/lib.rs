@@ -136,7 +136,7 @@ pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
             path: dir.to_path_buf(),
             reason: format!(
                 "the key id {:?} must be 1 to 64 letters, digits, - or _",
-                show(kid)
+                problem::show(kid)
             ),
         });
     }
@@ -172,10 +172,4 @@ fn ca_key_id(dir: &Path) -> Result<Vec<u8>, ServerError> {
         }
     }
     Ok(Vec::new())
-}
-
-/// Text from a peer, escaped and cut for messages and logs.
-pub(crate) fn show(s: &str) -> String {
-    let cut: String = s.chars().take(200).collect();
-    tlskit_x509::text::escape(&cut).into_owned()
 }

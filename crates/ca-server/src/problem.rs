@@ -3,6 +3,15 @@
 
 use serde_json::{json, Value};
 
+/// The signature algorithms accepted for account keys (badSignatureAlgorithm lists them).
+pub(crate) const ALGORITHMS: [&str; 4] = ["ES256", "ES384", "RS256", "EdDSA"];
+
+/// Text from a peer, escaped and cut for messages and logs.
+pub(crate) fn show(s: &str) -> String {
+    let cut: String = s.chars().take(200).collect();
+    tlskit_x509::text::escape(&cut).into_owned()
+}
+
 /// The error types this server uses (`urn:ietf:params:acme:error:` + the name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -105,7 +114,7 @@ impl Problem {
             "status": self.status(),
         });
         if self.algorithms {
-            v["algorithms"] = json!(crate::jws::ALGORITHMS);
+            v["algorithms"] = json!(ALGORITHMS);
         }
         v
     }

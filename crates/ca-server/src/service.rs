@@ -269,7 +269,7 @@ impl Service {
             (Method::POST, _) => self.post(req, &base, &path, peer).await,
             _ => Err(malformed(format!(
                 "{} is not a resource of this server for this method",
-                crate::show(&path)
+                crate::problem::show(&path)
             ))
             .with_status(if method == Method::GET { 404 } else { 405 })),
         };
@@ -289,7 +289,7 @@ impl Service {
                     "acme_problem",
                     &[
                         ("peer", &peer),
-                        ("path", &crate::show(&path)),
+                        ("path", &crate::problem::show(&path)),
                         ("type", &p.kind_name()),
                         ("detail", &p.detail),
                     ],
@@ -437,7 +437,7 @@ impl Service {
         if h.url.as_deref() != Some(url) {
             return Err(unauthorized(format!(
                 "the JWS url {:?} is not the URL this request was sent to",
-                crate::show(h.url.as_deref().unwrap_or(""))
+                crate::problem::show(h.url.as_deref().unwrap_or(""))
             )));
         }
         match (&h.jwk, &h.kid) {
@@ -594,7 +594,7 @@ impl Service {
             Some(other) => {
                 return Err(malformed(format!(
                     "an account's status can only be set to deactivated, not {:?}",
-                    crate::show(other)
+                    crate::problem::show(other)
                 )))
             }
             None => {}
@@ -699,7 +699,7 @@ impl Service {
                     Kind::InvalidProfile,
                     format!(
                         "the profile {} is not offered by this server (offered: {})",
-                        crate::show(&other.to_string()),
+                        crate::problem::show(&other.to_string()),
                         offered.join(", ")
                     ),
                 ));
@@ -991,13 +991,16 @@ impl Service {
             Ok(()) => log::event(
                 Level::Info,
                 "acme_validation_passed",
-                &[("identifier", &crate::show(&ident)), ("challenge", &kind)],
+                &[
+                    ("identifier", &crate::problem::show(&ident)),
+                    ("challenge", &kind),
+                ],
             ),
             Err(p) => log::event(
                 Level::Info,
                 "acme_validation_failed",
                 &[
-                    ("identifier", &crate::show(&ident)),
+                    ("identifier", &crate::problem::show(&ident)),
                     ("challenge", &kind),
                     ("detail", &p.detail),
                 ],
@@ -1092,7 +1095,7 @@ impl Service {
             "acme_certificate_issued",
             &[
                 ("serial", &entry.serial),
-                ("names", &crate::show(&entry.sans.join(","))),
+                ("names", &crate::problem::show(&entry.sans.join(","))),
                 ("profile", &o.profile),
             ],
         );
@@ -1317,7 +1320,10 @@ fn contacts(p: &Value) -> Result<Vec<String>, Problem> {
             } else {
                 Err(Problem::new(
                     Kind::Malformed,
-                    format!("the contact {:?} is not one mailto: URL", crate::show(s)),
+                    format!(
+                        "the contact {:?} is not one mailto: URL",
+                        crate::problem::show(s)
+                    ),
                 ))
             }
         })
@@ -1342,7 +1348,7 @@ fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
                     Kind::RejectedIdentifier,
                     format!(
                         "{:?} is not a DNS name this CA issues for: {e}",
-                        crate::show(value)
+                        crate::problem::show(value)
                     ),
                 )
             })?;
@@ -1351,7 +1357,7 @@ fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
                     Kind::RejectedIdentifier,
                     format!(
                         "{:?} is a wildcard: wildcards need dns-01, which this server does not offer",
-                        crate::show(value)
+                        crate::problem::show(value)
                     ),
                 ));
             }
@@ -1368,9 +1374,12 @@ fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
             ))
         }
         "ip" => {
-            let ip: IpAddr = value
-                .parse()
-                .map_err(|_| malformed(format!("{:?} is not an IP address", crate::show(value))))?;
+            let ip: IpAddr = value.parse().map_err(|_| {
+                malformed(format!(
+                    "{:?} is not an IP address",
+                    crate::problem::show(value)
+                ))
+            })?;
             Ok((
                 Identifier {
                     kind: "ip".into(),
@@ -1383,7 +1392,7 @@ fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
             Kind::UnsupportedIdentifier,
             format!(
                 "identifiers of type {:?} are not supported (dns and ip are)",
-                crate::show(other)
+                crate::problem::show(other)
             ),
         )),
     }
@@ -1439,7 +1448,7 @@ fn check_csr(der: &[u8], idents: &[Identifier]) -> Result<(), Problem> {
                 Kind::BadCsr,
                 format!(
                     "the csr's common name {:?} is not one of the order's identifiers",
-                    crate::show(&cn)
+                    crate::problem::show(&cn)
                 ),
             ));
         }
@@ -1466,8 +1475,8 @@ fn check_csr(der: &[u8], idents: &[Identifier]) -> Result<(), Problem> {
             Kind::BadCsr,
             format!(
                 "the csr names {} but the order is for {}",
-                crate::show(&show(&names)),
-                crate::show(&show(&want))
+                crate::problem::show(&show(&names)),
+                crate::problem::show(&show(&want))
             ),
         ));
     }
