@@ -1156,3 +1156,40 @@ pub fn acme_time(data: &[u8]) -> (Option<u64>, Option<u64>) {
     }
     (wait, due)
 }
+
+/// The BIND TSIG key file parser (`tlskit_dns::TsigKey::parse`, DNS-01), on the bytes as
+/// (lossy) UTF-8. Invariants: no panic; an error's message is not empty, has no raw
+/// control character and never carries a quoted secret of the input (its `secret "..."`
+/// value, when at least 4 characters); a parsed key's `Debug` shows the secret as `***`,
+/// never its text. Returns whether it parsed.
+pub fn dns_key_file(data: &[u8]) -> bool {
+    let input = String::from_utf8_lossy(data);
+    let secret = input.find("secret").and_then(|i| {
+        let rest = &input[i + "secret".len()..];
+        let open = rest.find('"')?;
+        let v = &rest[open + 1..];
+        Some(&v[..v.find('"')?])
+    });
+    match tlskit_dns::TsigKey::parse(&input) {
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty());
+            assert!(
+                !msg.chars().any(char::is_control),
+                "control character in {msg:?}"
+            );
+            if let Some(s) = secret.filter(|s| s.trim().len() >= 4) {
+                assert!(!msg.contains(s.trim()), "the secret in an error message");
+            }
+            false
+        }
+        Ok(k) => {
+            let d = format!("{k:?}");
+            assert!(d.contains("***"), "{d}");
+            if let Some(s) = secret.filter(|s| s.trim().len() >= 4) {
+                assert!(!d.contains(s.trim()), "the secret in Debug");
+            }
+            true
+        }
+    }
+}

@@ -236,20 +236,29 @@ impl Challenges {
         if let Some((answer, _)) = self.usable(&key) {
             return answer;
         }
+        // `name:port`, `[v6]:port`, `[v6]`, or a name alone.
         let name = host
             .rsplit_once(':')
-            .filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+            .filter(|(n, p)| {
+                p.bytes().all(|b| b.is_ascii_digit()) && (!n.contains(':') || n.ends_with(']'))
+            })
             .map_or(host, |(n, _)| n);
+        let name = name
+            .strip_prefix('[')
+            .and_then(|n| n.strip_suffix(']'))
+            .unwrap_or(name);
         if !self.manages(name) {
             return None;
         }
         self.fetch(&key, None).await
     }
 
-    /// Before a validation handshake for `domain`: make sure memory holds the current
-    /// answer (fetched when `domain` is managed here and memory's is older than
+    /// Before a validation handshake whose SNI is `sni` (a name, or the reverse-DNS name
+    /// of an IP address, RFC 8738 section 6): make sure memory holds the current answer
+    /// (fetched when the identifier is managed here and memory's is older than
     /// `fetched_for`). Waits at most [`FETCH_WAIT`], on no worker thread.
-    pub(crate) async fn refresh_alpn(&self, domain: &str) {
+    pub(crate) async fn refresh_alpn(&self, sni: &str) {
+        let domain = &crate::settings::sni_identifier(sni);
         let key = format!("tls-alpn-01/{}", domain.to_ascii_lowercase());
         if self.usable(&key).is_some() || !self.manages(domain) {
             return;
@@ -257,9 +266,11 @@ impl Challenges {
         self.fetch(&key, Some(domain)).await;
     }
 
-    /// The validation certificate for `domain`, from memory only (the resolver is called
-    /// inside the handshake).
-    fn alpn_cert(&self, domain: &str) -> Option<Arc<CertifiedKey>> {
+    /// The validation certificate for the identifier `sni` names (a name, or an IP
+    /// address by its reverse-DNS name), from memory only (the resolver is called inside
+    /// the handshake).
+    fn alpn_cert(&self, sni: &str) -> Option<Arc<CertifiedKey>> {
+        let domain = crate::settings::sni_identifier(sni);
         let key = format!("tls-alpn-01/{}", domain.to_ascii_lowercase());
         self.usable(&key)?.1
     }
@@ -278,7 +289,8 @@ impl Challenges {
 }
 
 /// RFC 8737 §3: a self-signed certificate for `domain` with the critical acmeIdentifier
-/// extension holding SHA-256(key authorization).
+/// extension holding SHA-256(key authorization); for an IP address, its one SAN is that
+/// address (RFC 8738 section 6).
 fn validation_cert(
     domain: &str,
     key_auth: &str,
@@ -744,6 +756,16 @@ mod tests {
             _: Duration,
         ) -> Result<Box<dyn crate::storage::IssuanceLock>, AcmeError> {
             Err(AcmeError::Config("no".into()))
+        }
+        fn dns_records(&self, _: &str) -> Result<Vec<crate::storage::DnsRecord>, AcmeError> {
+            Ok(Vec::new())
+        }
+        fn set_dns_records(
+            &self,
+            _: &str,
+            _: &[crate::storage::DnsRecord],
+        ) -> Result<(), AcmeError> {
+            Ok(())
         }
     }
 

@@ -99,12 +99,21 @@ pub(crate) fn renewal_due(
     s.checked_add(span.mul_f64(r)).unwrap_or(e).min(e)
 }
 
-/// The lifetime rule: two thirds of the way from notBefore to notAfter.
-pub(crate) fn two_thirds(info: &LeafInfo) -> SystemTime {
+/// Below this lifetime a certificate is renewed at half of it (Let's Encrypt's 6-day
+/// `shortlived` profile, certificates that live minutes); from it on, at two thirds.
+pub(crate) const SHORT_LIFETIME: Duration = Duration::from_secs(10 * 86_400);
+
+/// The lifetime rule, when the CA gives no renewal window: half of the way from notBefore
+/// to notAfter for a certificate that lives less than [`SHORT_LIFETIME`] (a day or two of
+/// CA trouble must not eat the rest of a 6-day certificate), two thirds for a longer one.
+pub(crate) fn lifetime_due(info: &LeafInfo) -> SystemTime {
     let life = lifetime(info);
-    info.not_before
-        .checked_add(life.mul_f64(2.0 / 3.0))
-        .unwrap_or(info.not_after)
+    let part = if life < SHORT_LIFETIME {
+        life / 2
+    } else {
+        life.mul_f64(2.0 / 3.0)
+    };
+    info.not_before.checked_add(part).unwrap_or(info.not_after)
 }
 
 /// The least time between two renewals of the same names: a twentieth of the lifetime
@@ -382,7 +391,8 @@ mod tests {
         assert_eq!(renewal_due(at(1600), at(1500), &i, f64::NAN), at(1600));
         // Inverted validity: due at notBefore.
         assert_eq!(renewal_due(far, far, &info(2000, 1000), 0.5), at(2000));
-        assert_eq!(two_thirds(&i), at(1666) + Duration::from_nanos(666_666_667));
+        // 1,000 s: short, half of the lifetime.
+        assert_eq!(lifetime_due(&i), at(1500));
         assert_eq!(min_spacing(&i), Duration::from_secs(50));
         assert_eq!(min_spacing(&info(0, 10)), Duration::from_secs(1));
     }

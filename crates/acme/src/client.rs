@@ -15,9 +15,11 @@ use tlskit_verify::{StoreServerVerifier, VerifierConfig};
 
 use crate::challenge::Challenges;
 use crate::check;
+use crate::dns01::Dns01;
 use crate::error::{clean, problem_text, transport_error, AcmeError};
 use crate::settings::{ChallengeKind, LeafInfo};
 use crate::storage::AcmeStorage;
+use crate::storage::DnsRecord;
 use tlskit_tls::log::{self, Level};
 
 /// How long one order may wait for validation and for the certificate.
@@ -26,7 +28,9 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(90);
 /// The HTTPS client instant-acme talks through: hyper + rustls (aws-lc-rs) verifying the
 /// ACME server against the endpoint's roots (empty: the system store) with tlskit's
 /// verifier, under the endpoint's profile and allowed rules.
-fn http_client(ep: &Endpoint<'_>) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
+pub(crate) fn http_client(
+    ep: &Endpoint<'_>,
+) -> Result<Box<dyn instant_acme::HttpClient>, AcmeError> {
     let roots = if ep.roots.is_empty() {
         vec![Source::System]
     } else {
@@ -155,6 +159,22 @@ pub(crate) struct Endpoint<'a> {
     /// Rules not checked on it.
     pub(crate) roots_allow: &'a [tlskit_verify::Rule],
     pub(crate) email: Option<&'a str>,
+    /// The external account binding a new account carries, if the CA requires one.
+    pub(crate) eab: Option<&'a crate::settings::Eab>,
+}
+
+impl<'a> Endpoint<'a> {
+    /// The CA, its HTTPS roots and the account's contact and binding, from `s`.
+    pub(crate) fn of(s: &'a crate::settings::AcmeSettings) -> Self {
+        Self {
+            directory: &s.directory,
+            roots: &s.roots,
+            roots_profile: s.roots_profile,
+            roots_allow: &s.roots_allow,
+            email: s.email.as_deref(),
+            eab: s.eab.as_ref(),
+        }
+    }
 }
 
 /// Whether the CA says the account does not exist (it was reset, or deactivated).
@@ -162,35 +182,88 @@ pub(crate) fn account_gone(e: &AcmeError) -> bool {
     matches!(e, AcmeError::Protocol { reason, .. } if reason.contains("accountDoesNotExist"))
 }
 
-/// The stored account for this directory, or a new one (stored before use). With
-/// `fresh`, a new account replaces the stored one (kept as a backup by the storage).
+/// How long a process waits for another (a node of the fleet) creating the account.
+const ACCOUNT_LOCK_WAIT: Duration = Duration::from_secs(120);
+
+/// The stored credentials for the endpoint's directory (blocking pool).
+async fn load_stored(
+    ep: &Endpoint<'_>,
+    storage: &Arc<dyn AcmeStorage>,
+) -> Result<Option<Vec<u8>>, AcmeError> {
+    let s = storage.clone();
+    let d = ep.directory.to_string();
+    tokio::task::spawn_blocking(move || s.load_account(&d))
+        .await
+        .map_err(|e| AcmeError::Config(e.to_string()))?
+}
+
+/// Stored credentials as instant-acme reads them, with the account URL they name.
+pub(crate) fn parse_credentials(bytes: &[u8]) -> Result<(AccountCredentials, String), AcmeError> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    let bad = |e: serde_json::Error| {
+        AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
+    };
+    let id: Id = serde_json::from_slice(bytes).map_err(bad)?;
+    let creds: AccountCredentials = serde_json::from_slice(bytes).map_err(bad)?;
+    Ok((creds, id.id))
+}
+
+/// The account of stored credentials (the CA's directory is fetched; the account itself
+/// is not asked for).
+pub(crate) async fn load_account(
+    ep: &Endpoint<'_>,
+    creds: AccountCredentials,
+) -> Result<Account, AcmeError> {
+    Account::builder_with_http(http_client(ep)?)
+        .from_credentials(creds)
+        .await
+        .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))
+}
+
+/// The stored account for this directory, or a new one (stored before use). `gone`: the
+/// account URL the CA said it does not know (a reset CA, a deactivated account), whose
+/// stored credentials a new account replaces (kept as a backup by the storage).
+///
+/// Creation is single-writer across every process sharing the storage (the nodes of a
+/// fleet that start together): under the storage's account lock, the credentials are
+/// read again, and another process's new account is taken instead of making a second.
 pub(crate) async fn account(
     ep: &Endpoint<'_>,
     storage: &Arc<dyn AcmeStorage>,
-    fresh: bool,
+    gone: Option<&str>,
 ) -> Result<(Account, bool), AcmeError> {
-    let http = http_client(ep)?;
-    let stored = if fresh {
-        None
-    } else {
+    if gone.is_none() {
+        if let Some(bytes) = load_stored(ep, storage).await? {
+            let (creds, _) = parse_credentials(&bytes)?;
+            return Ok((load_account(ep, creds).await?, false));
+        }
+    }
+    let _lock = {
         let s = storage.clone();
         let d = ep.directory.to_string();
-        tokio::task::spawn_blocking(move || s.load_account(&d))
+        tokio::task::spawn_blocking(move || s.account_lock(&d, ACCOUNT_LOCK_WAIT))
             .await
             .map_err(|e| AcmeError::Config(e.to_string()))??
     };
-    if let Some(bytes) = stored {
-        let creds: AccountCredentials = serde_json::from_slice(&bytes).map_err(|e| {
-            AcmeError::Config(format!("stored ACME account is not valid JSON: {e}"))
-        })?;
-        let acct = Account::builder_with_http(http)
-            .from_credentials(creds)
-            .await
-            .map_err(|e| AcmeError::acme("loading the account", ep.directory, e))?;
-        return Ok((acct, false));
+    if let Some(bytes) = load_stored(ep, storage).await? {
+        let (creds, id) = parse_credentials(&bytes)?;
+        if gone != Some(id.as_str()) {
+            // Another process created (or replaced) it while this one waited.
+            log::event(
+                Level::Info,
+                "acme_account_loaded",
+                &[("directory", &clean(ep.directory)), ("id", &clean(&id))],
+            );
+            return Ok((load_account(ep, creds).await?, false));
+        }
     }
+    let http = http_client(ep)?;
     let contact: Vec<String> = ep.email.iter().map(|e| format!("mailto:{e}")).collect();
     let contact: Vec<&str> = contact.iter().map(String::as_str).collect();
+    let eab = ep.eab.map(crate::settings::Eab::key);
     let (acct, creds) = Account::builder_with_http(http)
         .create(
             &NewAccount {
@@ -199,10 +272,10 @@ pub(crate) async fn account(
                 only_return_existing: false,
             },
             ep.directory.to_string(),
-            None,
+            eab.as_ref(),
         )
         .await
-        .map_err(|e| AcmeError::acme("creating the account", ep.directory, e))?;
+        .map_err(|e| account_error(ep, e))?;
     let json = serde_json::to_vec(&creds).map_err(|e| AcmeError::Config(e.to_string()))?;
     let s = storage.clone();
     let d = ep.directory.to_string();
@@ -220,6 +293,33 @@ pub(crate) async fn account(
     Ok((acct, true))
 }
 
+/// A refused account creation in words: a CA that requires an external account binding
+/// says so in its problem type, which is told first (with whether a binding was sent).
+fn account_error(ep: &Endpoint<'_>, e: instant_acme::Error) -> AcmeError {
+    let needs_eab = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":externalAccountRequired")));
+    let unauthorized = matches!(&e, instant_acme::Error::Api(p)
+        if p.r#type.as_deref().is_some_and(|t| t.ends_with(":unauthorized")));
+    let mut err = AcmeError::acme("creating the account", ep.directory, e);
+    if let AcmeError::Protocol { reason, .. } = &mut err {
+        if needs_eab {
+            *reason = format!(
+                "the CA requires an external account binding (a key ID and an HMAC key \
+                 from the CA) and none was given: {reason}"
+            );
+        } else if unauthorized {
+            if let Some(eab) = ep.eab {
+                *reason = format!(
+                    "the CA refused the external account binding with key ID {} (a wrong \
+                     key ID or HMAC key?): {reason}",
+                    clean(eab.kid())
+                );
+            }
+        }
+    }
+    err
+}
+
 /// What one order asks for.
 pub(crate) struct OrderRequest<'a> {
     pub(crate) domains: &'a [String],
@@ -227,6 +327,8 @@ pub(crate) struct OrderRequest<'a> {
     pub(crate) profile: Option<&'a str>,
     /// The certificate this one replaces (ARI `replaces`), when the CA supports ARI.
     pub(crate) replaces: Option<CertificateIdentifier<'static>>,
+    /// DNS-01's writer, when `kind` is DNS-01.
+    pub(crate) dns: Option<Arc<Dns01>>,
 }
 
 /// Order, answer the challenges, finalize with a CSR for `key`, download the chain (PEM).
@@ -240,7 +342,10 @@ pub(crate) async fn obtain(
     let ids: Vec<Identifier> = req
         .domains
         .iter()
-        .map(|d| Identifier::Dns(d.clone()))
+        .map(|d| match crate::settings::ip_identifier(d) {
+            Some(ip) => Identifier::Ip(ip),
+            None => Identifier::Dns(d.clone()),
+        })
         .collect();
     let mut new = NewOrder::new(&ids);
     if let Some(p) = req.profile {
@@ -276,14 +381,25 @@ pub(crate) async fn obtain(
     log::event(
         Level::Info,
         "acme_order_created",
-        &[("domains", &clean(&what)), ("url", &clean(order.url()))],
+        &[
+            ("domains", &clean(&what)),
+            ("url", &clean(order.url())),
+            ("profile", &clean(req.profile.unwrap_or("-"))),
+        ],
     );
     let kind = match req.kind {
         ChallengeKind::Http01 => ChallengeType::Http01,
         ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
+        ChallengeKind::Dns01 => ChallengeType::Dns01,
     };
+    if req.kind == ChallengeKind::Dns01 && req.dns.is_none() {
+        return Err(AcmeError::Config("dns-01 without a DNS provider".into()));
+    }
     // Published answers, withdrawn whatever happens.
     let mut published: Vec<(ChallengeKind, String)> = Vec::new();
+    // DNS-01: all records are written and seen on the servers before any challenge is
+    // declared ready (a wildcard and its base name share one record name).
+    let mut dns_records: Vec<DnsRecord> = Vec::new();
     let result = async {
         let mut auths = order.authorizations();
         while let Some(a) = auths.next().await {
@@ -315,10 +431,37 @@ pub(crate) async fn obtain(
                     challenges.set_tls_alpn(&domain, ka.as_str()).await?;
                     published.push((ChallengeKind::TlsAlpn01, domain.clone()));
                 }
+                ChallengeKind::Dns01 => {
+                    dns_records.push(DnsRecord::new(
+                        tlskit_dns::challenge_name(&domain),
+                        ka.dns_value(),
+                    ));
+                    continue;
+                }
             }
             ch.set_ready()
                 .await
                 .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
+        }
+        if let (Some(dns), false) = (&req.dns, dns_records.is_empty()) {
+            dns.present(&dns_records).await?;
+            let mut auths = order.authorizations();
+            while let Some(a) = auths.next().await {
+                let mut a = a.map_err(|e| AcmeError::acme("authorization", &what, e))?;
+                if a.status != AuthorizationStatus::Pending {
+                    continue;
+                }
+                let domain = a.identifier().to_string();
+                let mut ch =
+                    a.challenge(ChallengeType::Dns01)
+                        .ok_or_else(|| AcmeError::Challenge {
+                            domain: clean(&domain),
+                            problem: "the CA offers no dns-01 challenge".into(),
+                        })?;
+                ch.set_ready()
+                    .await
+                    .map_err(|e| AcmeError::acme("challenge ready", &domain, e))?;
+            }
         }
         let retry = poll_policy();
         let status = match order.poll_ready(&retry).await {
@@ -355,7 +498,11 @@ pub(crate) async fn obtain(
         match k {
             ChallengeKind::Http01 => challenges.clear_http(v).await,
             ChallengeKind::TlsAlpn01 => challenges.clear_tls_alpn(v).await,
+            ChallengeKind::Dns01 => {}
         }
+    }
+    if let (Some(dns), false) = (&req.dns, dns_records.is_empty()) {
+        dns.cleanup(&dns_records).await;
     }
     result?;
     let mut params = rcgen::CertificateParams::new(req.domains.to_vec())

@@ -83,6 +83,9 @@ pub enum AcmeError {
     /// Runtime start.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// DNS-01: a TXT record could not be written, removed or seen in time.
+    #[error("DNS-01: {0}")]
+    Dns(#[from] tlskit_dns::DnsError),
 }
 
 impl AcmeError {

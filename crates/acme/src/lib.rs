@@ -6,16 +6,22 @@ pub mod error;
 pub mod settings;
 pub mod storage;
 pub mod check;
+mod dns01;
 mod challenge;
 pub mod client;
 pub mod manager;
 mod ops;
+mod account;
 #[doc(hidden)]
 pub mod fuzzing;
 
+pub use account::{
+    account_deactivate, account_rollover, account_show, AccountOptions, AccountReport,
+    AccountStatus,
+};
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};
-pub use manager::{AcmeEvents, Managed, ServerAcme};
+pub use manager::{AcmeEvents, Managed, RenewalOutcome, RenewalRequest, ServerAcme};
 pub use ops::{issue, renew, revoke, IssueOptions, IssueReport, RenewReport, RevokeOptions};
-pub use settings::{domain, AcmeSettings, ChallengeKind};
-pub use storage::{AcmeStorage, FsStorage, IssuanceLock, StoredCert};
+pub use settings::{dns_server, domain, AcmeSettings, ChallengeKind, DnsSettings, Eab};
+pub use storage::{AcmeStorage, DnsRecord, FsStorage, IssuanceLock, StoredCert};

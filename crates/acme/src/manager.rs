@@ -4,7 +4,8 @@
 //!
 //! Schedule: a stored certificate that is valid and covers the names is served at once.
 //! Renewal is due at a uniformly random instant of the CA's ARI window (RFC 9773), asked
-//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at two thirds of
+//! again after the CA's `Retry-After` (at most `recheck`); without ARI, at half of the
+//! lifetime for a certificate that lives less than 10 days, else at two thirds of
 //! the lifetime. A failure (CA down, validation refused) is retried after `retry_base`,
 //! doubled at each failure up to one hour, with equal jitter (half fixed, half random);
 //! the certificate being served is only replaced by a new one that was issued, checked
@@ -38,8 +39,9 @@ use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
 use crate::challenge::{self, Challenges, HttpOther};
-use crate::check::{self, two_thirds};
+use crate::check::{self, lifetime_due};
 use crate::client::{self, Endpoint, OrderRequest};
+use crate::dns01::Dns01;
 use crate::error::{clean, AcmeError, Refused};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, PairError};
 use crate::storage::{cert_name, AcmeStorage, FsStorage, StoredCert};
@@ -87,9 +89,14 @@ const RETRY_MAX: Duration = Duration::from_secs(3600);
 pub struct Managed {
     cert: ArcSwapOption<CertifiedKey>,
     names: Vec<String>,
-    /// Set by [`Managed::renew_now`]: the renewal task's next pass orders whatever the
-    /// schedule says.
-    force: std::sync::atomic::AtomicBool,
+    /// Renewals asked for ([`Managed::request_renewal`]), counted: the renewal task's next
+    /// pass orders whatever the schedule says when this is above `force_taken`.
+    force_asked: std::sync::atomic::AtomicU64,
+    /// The count of renewals asked for that the renewal task has taken up (only the task
+    /// writes it).
+    force_taken: std::sync::atomic::AtomicU64,
+    /// The outcome of the last forced pass, with the count of requests it answers.
+    outcome: tokio::sync::watch::Sender<Option<(u64, RenewalOutcome)>>,
     /// Wakes the renewal task from its wait (a permit is kept when it is not waiting).
     wake: tokio::sync::Notify,
     /// When the renewal task will next try to order, seconds since the Unix epoch (0:
@@ -112,8 +119,32 @@ impl Managed {
     /// schedule and the spacing between renewals say (a served certificate is replaced
     /// once the new one is issued and checked; a failure is retried as usual).
     pub fn renew_now(&self) {
-        self.force.store(true, Ordering::Release);
+        drop(self.request_renewal());
+    }
+
+    /// [`Managed::renew_now`], with a handle that waits for what the renewal came to: the
+    /// outcome of the first pass of the renewal task that takes this request up.
+    pub fn request_renewal(&self) -> RenewalRequest {
+        // Subscribed first: an outcome published right after the request is not missed.
+        let outcomes = self.outcome.subscribe();
+        let asked = self
+            .force_asked
+            .fetch_add(1, Ordering::AcqRel)
+            .saturating_add(1);
         self.wake.notify_one();
+        RenewalRequest { asked, outcomes }
+    }
+
+    /// The renewal task takes up every request made so far: Some(count) when there is
+    /// one it had not taken up yet.
+    fn take_force(&self) -> Option<u64> {
+        let asked = self.force_asked.load(Ordering::Acquire);
+        let before = self.force_taken.swap(asked, Ordering::AcqRel);
+        (asked > before).then_some(asked)
+    }
+
+    fn tell_outcome(&self, answers: u64, outcome: RenewalOutcome) {
+        self.outcome.send_replace(Some((answers, outcome)));
     }
 
     /// When the renewal task will next try to order a certificate, seconds since the
@@ -129,6 +160,48 @@ impl Managed {
 
     fn install(&self, ck: Arc<CertifiedKey>) {
         self.cert.store(Some(ck));
+    }
+}
+
+/// What a renewal asked for with [`Managed::request_renewal`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RenewalOutcome {
+    /// A new certificate was issued, checked, stored, and is served now.
+    Served {
+        /// Its serial number, lowercase hex without a sign byte (as the log says it).
+        serial: String,
+        /// Its notAfter, seconds since the Unix epoch.
+        not_after: u64,
+    },
+    /// The attempt failed (the certificate served, if any, stays; the renewal task
+    /// retries after its backoff).
+    Failed {
+        /// Why, as one sentence (the CA's problem document, escaped, when it sent one).
+        reason: String,
+    },
+}
+
+/// A renewal asked for: [`RenewalRequest::outcome`] waits for what it came to.
+#[derive(Debug)]
+pub struct RenewalRequest {
+    asked: u64,
+    outcomes: tokio::sync::watch::Receiver<Option<(u64, RenewalOutcome)>>,
+}
+
+impl RenewalRequest {
+    /// Wait for the outcome of the first pass that took this request up. There is no
+    /// deadline here (an order may take minutes, and a renewal task that stopped answers
+    /// nothing): put one around it. None once the [`Managed`] itself is gone.
+    pub async fn outcome(mut self) -> Option<RenewalOutcome> {
+        loop {
+            if let Some((answers, o)) = self.outcomes.borrow_and_update().as_ref() {
+                if *answers >= self.asked {
+                    return Some(o.clone());
+                }
+            }
+            self.outcomes.changed().await.ok()?;
+        }
     }
 }
 
@@ -204,7 +277,9 @@ impl ServerAcme {
         let managed = Arc::new(Managed {
             cert: ArcSwapOption::empty(),
             names,
-            force: std::sync::atomic::AtomicBool::new(false),
+            force_asked: std::sync::atomic::AtomicU64::new(0),
+            force_taken: std::sync::atomic::AtomicU64::new(0),
+            outcome: tokio::sync::watch::Sender::new(None),
             wake: tokio::sync::Notify::new(),
             next_attempt: std::sync::atomic::AtomicU64::new(0),
         });
@@ -257,9 +332,11 @@ impl ServerAcme {
         );
         let alpn_config = match settings.challenge {
             crate::settings::ChallengeKind::TlsAlpn01 => Some(challenges.tls_config()?),
-            crate::settings::ChallengeKind::Http01 => None,
+            crate::settings::ChallengeKind::Http01 | crate::settings::ChallengeKind::Dns01 => None,
         };
+        let dns = Dns01::from_settings(&settings, storage.clone())?;
         let task = Manager {
+            dns,
             settings,
             storage,
             challenges: challenges.clone(),
@@ -303,6 +380,20 @@ impl ServerAcme {
             ));
         }
         if let Some(m) = self.task.lock().ok().and_then(|mut t| t.take()) {
+            if let Some(d) = m.dns.clone() {
+                // DNS-01 records a crash left behind, removed now by whoever holds the
+                // issuance lock (in a fleet, the node ordering removes them itself).
+                let st = m.storage.clone();
+                let n = m.name.clone();
+                tokio::spawn(async move {
+                    let lock =
+                        tokio::task::spawn_blocking(move || st.lock(&n, Duration::ZERO)).await;
+                    if let Ok(Ok(held)) = lock {
+                        let _ = d.remove_leftovers().await;
+                        drop(held);
+                    }
+                });
+            }
             tokio::spawn(supervise(Arc::new(m), stop));
         }
         Ok(())
@@ -382,6 +473,8 @@ async fn supervise(m: Arc<Manager>, mut stop: tokio::sync::watch::Receiver<bool>
 
 /// The renewal task.
 struct Manager {
+    /// DNS-01's writer, when the challenge is DNS-01.
+    dns: Option<Arc<Dns01>>,
     settings: AcmeSettings,
     storage: Arc<dyn AcmeStorage>,
     challenges: Arc<Challenges>,
@@ -422,20 +515,34 @@ impl Manager {
     async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut account: Option<instant_acme::Account> = None;
         let mut failures: u32 = 0;
-        let mut fresh_account = false;
+        // The account URL the CA said it does not know, until a pass succeeds.
+        let mut gone: Option<String> = None;
         loop {
-            let wait = match self.step(&mut account, fresh_account).await {
+            // Renewals asked for (the control socket) are taken up at the start of a pass,
+            // and told what the pass came to, success or failure.
+            let forced = self.managed.take_force();
+            let result = self
+                .step(&mut account, gone.as_deref(), forced.is_some())
+                .await;
+            // Told once the pass is logged and its next attempt set.
+            let told = forced.map(|answers| (answers, self.outcome_of(&result)));
+            let wait = match result {
                 Ok(d) => {
                     failures = 0;
-                    fresh_account = false;
+                    gone = None;
                     d
                 }
                 Err(e) => {
-                    // The CA no longer knows the account: a new one at the next attempt.
+                    // The CA no longer knows the account: a new one at the next attempt
+                    // (unless another process of the storage made one meanwhile).
                     if client::account_gone(&e) {
-                        account = None;
-                        fresh_account = true;
+                        if let Some(a) = &account {
+                            gone = Some(a.id().to_string());
+                        }
                     }
+                    // Read from the storage again at the next attempt: another process
+                    // may have changed it (`tlskit acme account rollover`).
+                    account = None;
                     failures = failures.saturating_add(1);
                     self.metrics.acme_error();
                     let d = self.retry_delay(failures);
@@ -468,6 +575,9 @@ impl Manager {
                     d
                 }
             };
+            if let Some((answers, outcome)) = told {
+                self.managed.tell_outcome(answers, outcome);
+            }
             if wait.is_zero() {
                 continue;
             }
@@ -480,11 +590,39 @@ impl Manager {
         }
     }
 
-    /// One pass: Ok(time to sleep) or the failure to retry.
+    /// What a forced pass came to: a forced pass that ends well has installed a new
+    /// certificate (ordered, or a newer one found in the storage).
+    fn outcome_of(&self, result: &Result<Duration, AcmeError>) -> RenewalOutcome {
+        match result {
+            Ok(_) => {
+                let info = self
+                    .managed
+                    .current()
+                    .and_then(|ck| ck.cert.first().and_then(|c| leaf_info(c)));
+                match info {
+                    Some(i) => RenewalOutcome::Served {
+                        serial: tlskit_x509::text::serial_from_hex(&i.serial),
+                        not_after: unix(i.not_after),
+                    },
+                    // Not reached: a pass that ends well has installed a parsable leaf.
+                    None => RenewalOutcome::Failed {
+                        reason: "no certificate is served after the renewal".to_string(),
+                    },
+                }
+            }
+            Err(e) => RenewalOutcome::Failed {
+                reason: e.to_string(),
+            },
+        }
+    }
+
+    /// One pass: Ok(time to sleep) or the failure to retry. `forced`: order whatever the
+    /// schedule says (asked for by [`Managed::request_renewal`]).
     async fn step(
         &self,
         account: &mut Option<instant_acme::Account>,
-        fresh_account: bool,
+        gone: Option<&str>,
+        forced: bool,
     ) -> Result<Duration, AcmeError> {
         let injected = self
             .test_panics
@@ -495,14 +633,8 @@ impl Manager {
         let acct = match account {
             Some(a) => a.clone(),
             None => {
-                let ep = Endpoint {
-                    directory: &self.settings.directory,
-                    roots: &self.settings.roots,
-                    roots_profile: self.settings.roots_profile,
-                    roots_allow: &self.settings.roots_allow,
-                    email: self.settings.email.as_deref(),
-                };
-                let (a, _) = client::account(&ep, &self.storage, fresh_account).await?;
+                let ep = Endpoint::of(&self.settings);
+                let (a, _) = client::account(&ep, &self.storage, gone).await?;
                 *account = Some(a.clone());
                 a
             }
@@ -517,7 +649,6 @@ impl Manager {
             }
         }
         // Asked for by `renew_now` (the control socket): order whatever the schedule says.
-        let forced = self.managed.force.swap(false, Ordering::AcqRel);
         if forced {
             reason = "forced";
         }
@@ -534,7 +665,7 @@ impl Manager {
                         replaces = client::cert_id(leaf);
                         (at, retry.min(self.settings.recheck), "ari")
                     }
-                    None => (two_thirds(&info), self.settings.recheck, "lifetime"),
+                    None => (lifetime_due(&info), self.settings.recheck, "lifetime"),
                 };
             self.metrics.acme_next_renewal(unix(due));
             let last = self.last_renewal.lock().ok().and_then(|l| *l);
@@ -590,7 +721,11 @@ impl Manager {
             kind: self.settings.challenge,
             profile: self.settings.profile.as_deref(),
             replaces,
+            dns: self.dns.clone(),
         };
+        if let Some(d) = &self.dns {
+            d.remove_leftovers().await?;
+        }
         // Another process sharing the storage may have renewed while this one waited for
         // the lock: take its certificate instead of ordering again.
         if let Some(ck) = self.newer_stored().await {
@@ -774,7 +909,9 @@ mod tests {
         let m = Managed {
             cert: ArcSwapOption::empty(),
             names: vec!["a.test".into(), "*.w.test".into()],
-            force: Default::default(),
+            force_asked: Default::default(),
+            force_taken: Default::default(),
+            outcome: tokio::sync::watch::Sender::new(None),
             wake: Default::default(),
             next_attempt: Default::default(),
         };
@@ -828,6 +965,55 @@ mod tests {
         assert_eq!(at(Some(renewed)), Plan::Spaced(hour));
     }
 
+    /// Without ARI, renewal is due at half of the lifetime under 10 days and at two
+    /// thirds from 10 days on, on the injected clock: a certificate issued now is waited
+    /// on until then (rechecked every `recheck`), and ordered at that moment, not before.
+    #[test]
+    fn lifetime_rule_half_under_ten_days_two_thirds_above_on_the_clock() {
+        use tlskit_tls::ManualClock;
+        let day = 86_400u64;
+        for (life, due_after) in [
+            (60, 30),                     // a one-minute certificate: 30 s
+            (6 * day, 3 * day),           // Let's Encrypt's shortlived: 3 days
+            (10 * day - 2, 5 * day - 1),  // just under 10 days: half
+            (10 * day, 10 * day * 2 / 3), // 10 days: two thirds
+            (90 * day, 60 * day),         // 90 days: 60 days
+        ] {
+            let clock = ManualClock::at_unix(1_800_000_000);
+            let info = crate::settings::LeafInfo {
+                not_before: clock.now(),
+                not_after: clock.now() + Duration::from_secs(life),
+                serial: "01".into(),
+                names: vec!["a.test".into()],
+            };
+            let due = lifetime_due(&info);
+            assert_eq!(
+                due.duration_since(info.not_before).ok(),
+                Some(Duration::from_secs(due_after)),
+                "lifetime {life} s"
+            );
+            let recheck = Duration::from_secs(6 * 3600);
+            let spacing = check::min_spacing(&info);
+            let first = Duration::from_secs(due_after).min(recheck);
+            assert_eq!(
+                plan(due, recheck, spacing, None, &clock),
+                Plan::Wait(first.max(Duration::from_millis(200))),
+                "lifetime {life} s"
+            );
+            clock.advance(Duration::from_secs(due_after - 1));
+            assert!(
+                matches!(plan(due, recheck, spacing, None, &clock), Plan::Wait(_)),
+                "lifetime {life} s: a second early"
+            );
+            clock.advance(Duration::from_secs(1));
+            assert_eq!(
+                plan(due, recheck, spacing, None, &clock),
+                Plan::Order,
+                "lifetime {life} s: due"
+            );
+        }
+    }
+
     /// A manager for `a.test` with failures retried after `retry_base`, reporting to
     /// `metrics`, whose CA roots are a file that does not exist: every pass fails at
     /// once, without touching the network.
@@ -847,13 +1033,16 @@ mod tests {
             Arc::new(FsStorage::open(&settings.storage).unwrap_or_else(|e| panic!("{e}")));
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         Manager {
+            dns: None,
             settings,
             challenges: Arc::new(Challenges::new(storage.clone(), provider.clone(), &[])),
             storage,
             managed: Arc::new(Managed {
                 cert: ArcSwapOption::empty(),
                 names: Vec::new(),
-                force: Default::default(),
+                force_asked: Default::default(),
+                force_taken: Default::default(),
+                outcome: tokio::sync::watch::Sender::new(None),
                 wake: Default::default(),
                 next_attempt: Default::default(),
             }),
@@ -940,6 +1129,42 @@ mod tests {
             next >= before + 300 && next <= after + 600,
             "next attempt {next} not 300..600 s after {before}..{after}"
         );
+        let _ = stop.send(true);
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// A renewal asked for (`ctl renew`) wakes the task out of its backoff and is told the
+    /// reason the forced pass failed, at once rather than at the retry time; each request
+    /// gets the outcome of a pass that started after it.
+    #[tokio::test(start_paused = true)]
+    async fn a_requested_renewal_is_told_why_it_failed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let times = Arc::new(ErrorTimes::default());
+        let m = Arc::new(failing(dir.path(), Duration::from_secs(600), times.clone()));
+        let managed = m.managed.clone();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(m.run(stopped));
+        let errors = || times.0.lock().unwrap_or_else(|p| p.into_inner()).len();
+        while errors() == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The task now waits 300..600 s before its retry; the request does not.
+        for round in 1..=2 {
+            let asked = tokio::time::Instant::now();
+            let request = managed.request_renewal();
+            let outcome = tokio::time::timeout(Duration::from_secs(200), request.outcome())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: no outcome within 200 s"));
+            match outcome {
+                Some(RenewalOutcome::Failed { reason }) => assert!(
+                    reason.contains("missing-roots.pem"),
+                    "round {round}: {reason}"
+                ),
+                other => panic!("round {round}: {other:?}"),
+            }
+            assert!(asked.elapsed() < Duration::from_secs(200));
+            assert_eq!(errors(), 1 + round, "one forced pass per request");
+        }
         let _ = stop.send(true);
         task.await.unwrap_or_else(|e| panic!("{e}"));
     }

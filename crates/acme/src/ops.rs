@@ -10,6 +10,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 use tlskit_tls::log::{self, Level};
 
+use crate::dns01::Dns01;
 use crate::error::{clean, AcmeError};
 use crate::settings::{certified, leaf_info, unix, AcmeSettings, ChallengeKind};
 use crate::storage::{self, AcmeStorage, FsStorage};
@@ -32,7 +33,8 @@ pub struct IssueOptions {
     pub key: PathBuf,
     /// Where the chain (PEM, leaf first) is written.
     pub out: PathBuf,
-    /// Listener for the challenge: plain HTTP for HTTP-01, TLS for TLS-ALPN-01.
+    /// Listener for the challenge: plain HTTP for HTTP-01, TLS for TLS-ALPN-01 (not used
+    /// by DNS-01).
     pub listen: SocketAddr,
 }
 
@@ -81,11 +83,12 @@ pub struct IssueReport {
 pub struct RenewReport {
     /// Whether a new certificate was issued.
     pub renewed: bool,
-    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past two thirds),
+    /// Why: `forced`, `ari` (inside the CA's window), `lifetime` (past half of a lifetime
+    /// under 10 days, two thirds of a longer one),
     /// `missing` (no certificate yet), `not_due`.
     pub reason: &'static str,
     /// When renewal is due (Unix seconds): by the CA's window or the lifetime rule for a
-    /// certificate that was not renewed; two thirds of the lifetime of a new one.
+    /// certificate that was not renewed; the lifetime rule for a new one.
     pub due: u64,
     /// The issuance, when one happened.
     pub issued: Option<IssueReport>,
@@ -173,6 +176,8 @@ async fn start_responder(
             let cfg = ch.tls_config()?;
             tokio::spawn(challenge::tls_alpn_loop(l, cfg))
         }
+        // Answered in DNS: `issue_async` starts no listener for it.
+        ChallengeKind::Dns01 => tokio::spawn(async {}),
     };
     Ok(Responder(task))
 }
@@ -185,18 +190,16 @@ async fn issue_async(
     let t0 = Instant::now();
     let s = &o.settings;
     s.check()?;
+    // A bad TSIG key file is an error before the CA is contacted.
+    if let (ChallengeKind::Dns01, Some(k)) = (s.challenge, &s.dns.tsig_key) {
+        tlskit_dns::TsigKey::from_file(k)?;
+    }
     let (account, storage, account_created) = match account {
         Some((a, st)) => (a, st, false),
         None => {
             let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-            let ep = client::Endpoint {
-                directory: &s.directory,
-                roots: &s.roots,
-                roots_profile: s.roots_profile,
-                roots_allow: &s.roots_allow,
-                email: s.email.as_deref(),
-            };
-            let (a, created) = client::account(&ep, &storage, false).await?;
+            let ep = client::Endpoint::of(s);
+            let (a, created) = client::account(&ep, &storage, None).await?;
             (a, storage, created)
         }
     };
@@ -207,12 +210,33 @@ async fn issue_async(
         provider.clone(),
         &s.domains,
     ));
-    let _responder = start_responder(o.listen, s.challenge, &ch).await?;
+    let dns = Dns01::from_settings(s, storage.clone())?;
+    let _responder = match s.challenge {
+        ChallengeKind::Dns01 => None,
+        _ => Some(start_responder(o.listen, s.challenge, &ch).await?),
+    };
+    // DNS-01 writes to a shared zone: one writer at a time on this storage, and the
+    // records an earlier run left (a crash, a failed removal) removed first.
+    let _lock = match &dns {
+        Some(d) => {
+            let st = storage.clone();
+            let n = storage::cert_name(&s.domains);
+            let lock = tokio::task::spawn_blocking(move || {
+                st.lock(&n, std::time::Duration::from_secs(300))
+            })
+            .await
+            .map_err(|e| AcmeError::Config(e.to_string()))??;
+            d.remove_leftovers().await?;
+            Some(lock)
+        }
+        None => None,
+    };
     let req = client::OrderRequest {
         domains: &s.domains,
         kind: s.challenge,
         profile: s.profile.as_deref(),
         replaces,
+        dns,
     };
     let chain = client::obtain(&account, &req, &key, &ch).await?;
     // Checked before anything is written: a refused certificate leaves `out` as it was.
@@ -285,7 +309,7 @@ pub fn issue(o: &IssueOptions) -> Result<IssueReport, AcmeError> {
 }
 
 /// Renew the certificate in `out` when it is due (inside the CA's ARI window, else past
-/// two thirds of its lifetime), or now with `force`. A missing `out` is issued.
+/// half of a lifetime under 10 days, two thirds of a longer one), or now with `force`. A missing `out` is issued.
 pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
     runtime()?.block_on(async {
         let s = &o.settings;
@@ -313,14 +337,8 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             None => None,
         };
         let storage: Arc<dyn AcmeStorage> = Arc::new(FsStorage::open(&s.storage)?);
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let mut replaces = None;
         let (reason, due) = match &leaf {
             None => ("missing", SystemTime::now()),
@@ -335,7 +353,7 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
                 }
                 match ari {
                     Some((at, _)) => ("ari", at),
-                    None => ("lifetime", check::two_thirds(&info)),
+                    None => ("lifetime", check::lifetime_due(&info)),
                 }
             }
         };
@@ -355,12 +373,22 @@ pub fn renew(o: &IssueOptions, force: bool) -> Result<RenewReport, AcmeError> {
             } else {
                 reason
             },
-            due: issued
-                .not_before
-                .saturating_add(issued.not_after.saturating_sub(issued.not_before) / 3 * 2),
+            due: issued_due(&issued),
             issued: Some(issued),
         })
     })
+}
+
+/// When a certificate just issued is due by the lifetime rule (`check::lifetime_due`).
+fn issued_due(r: &IssueReport) -> u64 {
+    let t = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+    let info = crate::settings::LeafInfo {
+        not_before: t(r.not_before),
+        not_after: t(r.not_after),
+        serial: String::new(),
+        names: Vec::new(),
+    };
+    unix(check::lifetime_due(&info))
 }
 
 /// Revoke the first certificate of `cert` with the stored account.
@@ -392,14 +420,8 @@ pub fn revoke(o: &RevokeOptions) -> Result<String, AcmeError> {
                 s.storage.display()
             )));
         }
-        let ep = client::Endpoint {
-            directory: &s.directory,
-            roots: &s.roots,
-            roots_profile: s.roots_profile,
-            roots_allow: &s.roots_allow,
-            email: s.email.as_deref(),
-        };
-        let (account, _) = client::account(&ep, &storage, false).await?;
+        let ep = client::Endpoint::of(s);
+        let (account, _) = client::account(&ep, &storage, None).await?;
         let reason = o.reason.map(revocation_reason).transpose()?;
         account
             .revoke(&instant_acme::RevocationRequest {

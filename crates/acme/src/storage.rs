@@ -10,6 +10,7 @@
 //! DIR/accounts/<first 16 hex of SHA-256(directory URL)>.json   account credentials (key included)
 //! DIR/certs/<name>.pem                                          chain, then the PRIVATE KEY
 //! DIR/locks/<name>.lock                                         advisory lock held while ordering
+//! DIR/dns/<name>.json                                           DNS-01 TXT records added, not yet removed
 //! ```
 //!
 //! The chain and its key sit in one file so a reader never sees a new chain with an old
@@ -50,6 +51,38 @@ impl std::fmt::Debug for StoredCert {
     }
 }
 
+/// A TXT record DNS-01 added (`_acme-challenge.NAME.` and its value), remembered until it
+/// is removed so that one left by a failure or a crash is removed later.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct DnsRecord {
+    /// The record's absolute name.
+    pub name: String,
+    /// Its value (public: the CA reads it).
+    pub value: String,
+}
+
+impl DnsRecord {
+    /// The record `name` = `value`.
+    pub fn new(name: String, value: String) -> Self {
+        Self { name, value }
+    }
+}
+
+/// Most records a storage keeps for one certificate (an order has at most a few hundred
+/// names; more is a corrupt or hostile file).
+pub const MAX_DNS_RECORDS: usize = 1000;
+
+/// The DNS records list as stored (JSON), checked: at most [`MAX_DNS_RECORDS`], names and
+/// values of sane length.
+pub fn decode_dns_records(bytes: &[u8]) -> Option<Vec<DnsRecord>> {
+    let v: Vec<DnsRecord> = serde_json::from_slice(bytes).ok()?;
+    let sane = v.len() <= MAX_DNS_RECORDS
+        && v.iter()
+            .all(|r| (1..=255).contains(&r.name.len()) && (1..=255).contains(&r.value.len()));
+    sane.then_some(v)
+}
+
 /// Held while one process orders a certificate; dropping it releases the lock.
 pub trait IssuanceLock: Send {}
 
@@ -73,6 +106,74 @@ pub trait AcmeStorage: Send + Sync {
     fn remove_challenge(&self, key: &str);
     /// Take the issuance lock for `name`, waiting at most `wait`.
     fn lock(&self, name: &str, wait: Duration) -> Result<Box<dyn IssuanceLock>, AcmeError>;
+    /// The DNS-01 records added for the certificate `name` and not yet removed.
+    fn dns_records(&self, name: &str) -> Result<Vec<DnsRecord>, AcmeError>;
+    /// Replace that list (empty: nothing left to remove).
+    fn set_dns_records(&self, name: &str, records: &[DnsRecord]) -> Result<(), AcmeError>;
+
+    /// Take the lock under which one process (one node of a fleet) at a time creates or
+    /// changes the account for `directory`, waiting at most `wait`: the issuance lock of a
+    /// name no certificate can have (`_account.<hash of the URL>`).
+    fn account_lock(
+        &self,
+        directory: &str,
+        wait: Duration,
+    ) -> Result<Box<dyn IssuanceLock>, AcmeError> {
+        self.lock(&format!("_account.{}", hex16(directory)), wait)
+    }
+
+    /// Where the account credentials for `directory` are kept, in words (a path, a Redis
+    /// key), for reports.
+    fn account_location(&self, directory: &str) -> String {
+        format!("account {}", hex16(directory))
+    }
+
+    /// Copy the stored credentials for `directory` aside as the backup `label` (written
+    /// as the credentials are: 0600, atomically); where it is, or `None` when there are no
+    /// credentials.
+    fn backup_account(&self, directory: &str, label: &str) -> Result<Option<String>, AcmeError> {
+        let _ = (directory, label);
+        Err(AcmeError::Config(
+            "this ACME storage keeps no account backups".into(),
+        ))
+    }
+
+    /// Remove the backup `label` of the credentials for `directory` (made by
+    /// [`AcmeStorage::backup_account`]); none is not an error.
+    fn remove_account_backup(&self, directory: &str, label: &str) -> Result<(), AcmeError> {
+        let _ = (directory, label);
+        Err(AcmeError::Config(
+            "this ACME storage keeps no account backups".into(),
+        ))
+    }
+
+    /// Replace the stored credentials for `directory` without a backup (the caller made
+    /// one: a key rollover).
+    fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        let _ = (directory, credentials);
+        Err(AcmeError::Config(
+            "this ACME storage cannot replace an account".into(),
+        ))
+    }
+
+    /// Remove the stored credentials for `directory` (a deactivated account; the caller
+    /// made a backup), so that the next order creates a new account.
+    fn remove_account(&self, directory: &str) -> Result<(), AcmeError> {
+        let _ = directory;
+        Err(AcmeError::Config(
+            "this ACME storage cannot remove an account".into(),
+        ))
+    }
+}
+
+/// A backup label as a file name or key part: letters, digits, `-` and `.` only.
+pub fn backup_label_ok(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 64
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        && !label.starts_with('.')
 }
 
 /// The storage file name of a certificate for these domains.
@@ -152,6 +253,11 @@ impl FsStorage {
             .join(format!("{}.json", hex16(directory)))
     }
 
+    /// Where the DNS-01 records added for `name` are remembered.
+    pub fn dns_path(&self, name: &str) -> PathBuf {
+        self.dir.join("dns").join(format!("{name}.json"))
+    }
+
     /// Where the certificate for `name` is kept.
     pub fn cert_path(&self, name: &str) -> PathBuf {
         self.dir.join("certs").join(format!("{name}.pem"))
@@ -228,6 +334,60 @@ impl AcmeStorage for FsStorage {
             })?;
         }
         write_private_atomic(&p, credentials).map_err(|e| AcmeError::Storage { path: p, reason: e })
+    }
+
+    fn account_location(&self, directory: &str) -> String {
+        self.account_path(directory).display().to_string()
+    }
+
+    fn backup_account(&self, directory: &str, label: &str) -> Result<Option<String>, AcmeError> {
+        if !backup_label_ok(label) {
+            return Err(AcmeError::Config(format!(
+                "{}: not a backup label",
+                crate::error::clean(label)
+            )));
+        }
+        let Some(creds) = self.load_account(directory)? else {
+            return Ok(None);
+        };
+        let p = self.account_path(directory);
+        let backup = p.with_extension(format!("json.{label}.bak"));
+        write_private_atomic(&backup, &creds).map_err(|e| AcmeError::Storage {
+            path: backup.clone(),
+            reason: e,
+        })?;
+        Ok(Some(backup.display().to_string()))
+    }
+
+    fn remove_account_backup(&self, directory: &str, label: &str) -> Result<(), AcmeError> {
+        if !backup_label_ok(label) {
+            return Ok(());
+        }
+        let backup = self
+            .account_path(directory)
+            .with_extension(format!("json.{label}.bak"));
+        match std::fs::remove_file(&backup) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(AcmeError::Storage {
+                path: backup,
+                reason: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        let p = self.account_path(directory);
+        write_private_atomic(&p, credentials).map_err(|e| AcmeError::Storage { path: p, reason: e })
+    }
+
+    fn remove_account(&self, directory: &str) -> Result<(), AcmeError> {
+        let p = self.account_path(directory);
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(AcmeError::Storage { path: p, reason: e })
+            }
+            _ => Ok(()),
+        }
     }
 
     fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError> {
@@ -320,6 +480,52 @@ impl AcmeStorage for FsStorage {
                 }
             }
         }
+    }
+
+    fn dns_records(&self, name: &str) -> Result<Vec<DnsRecord>, AcmeError> {
+        let p = self.dns_path(name);
+        match read_bounded(&p).map_err(|e| AcmeError::Storage {
+            path: p.clone(),
+            reason: e,
+        })? {
+            None => Ok(Vec::new()),
+            Some(b) => decode_dns_records(&b).ok_or_else(|| AcmeError::Storage {
+                path: p,
+                reason: std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "not a list of DNS records",
+                ),
+            }),
+        }
+    }
+
+    fn set_dns_records(&self, name: &str, records: &[DnsRecord]) -> Result<(), AcmeError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let p = self.dns_path(name);
+        if records.is_empty() {
+            return match std::fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(AcmeError::Storage { path: p, reason: e })
+                }
+                _ => Ok(()),
+            };
+        }
+        let dir = self.dir.join("dns");
+        if !dir.is_dir() {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .or_else(|e| if dir.is_dir() { Ok(()) } else { Err(e) })
+                .map_err(|e| AcmeError::Storage {
+                    path: dir.clone(),
+                    reason: e,
+                })?;
+        }
+        let json = serde_json::to_vec_pretty(records).map_err(|e| AcmeError::Storage {
+            path: p.clone(),
+            reason: std::io::Error::other(e.to_string()),
+        })?;
+        write_private_atomic(&p, &json).map_err(|e| AcmeError::Storage { path: p, reason: e })
     }
 }
 

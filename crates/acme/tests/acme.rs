@@ -162,16 +162,22 @@ fn domains_are_a_labels_in_lower_case() {
     assert_ne!(hex16("a"), hex16("b"));
     assert_eq!(ChallengeKind::parse("http-01"), Some(ChallengeKind::Http01));
     assert_eq!(ChallengeKind::TlsAlpn01.name(), "tls-alpn-01");
-    assert_eq!(ChallengeKind::parse("dns-01"), None);
+    assert_eq!(ChallengeKind::parse("dns-01"), Some(ChallengeKind::Dns01));
+    assert_eq!(ChallengeKind::parse("dns-persist-01"), None);
 }
 
 #[test]
 fn settings_check_names_and_the_directory_url() {
-    let ok = AcmeSettings::new(
+    let mut ok = AcmeSettings::new(
         "https://ca.test/directory".into(),
         vec!["example.test".into(), "*.example.test".into()],
         "/nonexistent".into(),
     );
+    // A wildcard is validated through DNS only.
+    let e = ok.check().unwrap_err().to_string();
+    assert!(e.contains("needs --acme-challenge dns-01"), "{e}");
+    ok.challenge = ChallengeKind::Dns01;
+    ok.dns.update = Some("127.0.0.1:53".parse().unwrap());
     ok.check().unwrap();
     let with = |directory: &str, domains: &[&str]| {
         let mut s = ok.clone();

@@ -80,6 +80,12 @@ enum Command {
     Pkcs11(cmd::pkcs11::Pkcs11Cmd),
     /// Ask a running `serve --control` what it serves; reload it.
     Ctl(cmd::ctl::CtlArgs),
+    /// Make this machine trust a CA (system store, NSS, Java), reversibly.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  tlskit trust install ./lab/ca.pem --dry-run\n  tlskit trust list --json\n  tlskit trust uninstall ./lab/ca.pem"
+    )]
+    Trust(cmd::trust::TrustCmd),
 }
 
 #[derive(Subcommand)]
@@ -164,6 +170,7 @@ fn main() -> ExitCode {
         Command::Acme(c) => cmd::acme::run(c),
         Command::Pkcs11(c) => cmd::pkcs11::run(c, cli.pkcs11_module),
         Command::Ctl(a) => cmd::ctl::run(a),
+        Command::Trust(c) => cmd::trust::run(c),
     };
     output::finish(result)
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tlskit_acme::storage::{AcmeStorage, IssuanceLock, StoredCert};
+use tlskit_acme::storage::{AcmeStorage, DnsRecord, IssuanceLock, StoredCert};
 use tlskit_acme::AcmeError;
 use tlskit_tls::log::{self, Level};
 use tlskit_tls::NetError;
@@ -49,6 +49,9 @@ impl std::fmt::Debug for RedisAcmeStorage {
 const CHALLENGE_TTL_MS: u64 = 600_000;
 /// How long an issuance lock lives when its holder dies.
 const ISSUANCE_LOCK_MS: u64 = 600_000;
+/// How long the backup of replaced account credentials is kept (a CA reset made a new
+/// account): long enough to look at, never a pile of keys.
+const ACCOUNT_BACKUP_MS: u64 = 30 * 86_400_000;
 /// Bytes sealing adds to a value (version, nonce, tag).
 const SEAL_OVERHEAD: usize = 1 + NONCE_LEN + 16;
 
@@ -90,6 +93,17 @@ impl AcmeInner {
     /// Seal and store `plain` under `key`, refused when the reply that reads it back
     /// would be over `cap` (no node could read it).
     fn set_sealed(&self, key: &str, plain: &[u8], cap: usize) -> Result<(), AcmeError> {
+        self.set_sealed_px(key, plain, cap, None)
+    }
+
+    /// [`Self::set_sealed`], the key expiring after `px` milliseconds when given.
+    fn set_sealed_px(
+        &self,
+        key: &str,
+        plain: &[u8],
+        cap: usize,
+        px: Option<u64>,
+    ) -> Result<(), AcmeError> {
         let size = plain
             .len()
             .saturating_add(SEAL_OVERHEAD)
@@ -103,8 +117,21 @@ impl AcmeInner {
             .kek
             .seal_bytes(plain, &Self::aad(key))
             .ok_or_else(|| self.err("cannot seal"))?;
-        match self.call(&[b"SET", key.as_bytes(), &sealed], caps::OTHER, key)? {
+        let px = px.map(|ms| ms.to_string());
+        let mut args: Vec<&[u8]> = vec![b"SET", key.as_bytes(), &sealed];
+        if let Some(ms) = &px {
+            args.extend_from_slice(&[b"PX", ms.as_bytes()]);
+        }
+        match self.call(&args, caps::OTHER, key)? {
             Value::Status(_) => Ok(()),
+            _ => Err(self.unexpected(key)),
+        }
+    }
+
+    /// Delete `key` (absent is not an error).
+    fn del(&self, key: &str) -> Result<(), AcmeError> {
+        match self.call(&[b"DEL", key.as_bytes()], caps::OTHER, key)? {
+            Value::Int(_) => Ok(()),
             _ => Err(self.unexpected(key)),
         }
     }
@@ -131,6 +158,14 @@ impl RedisAcmeStorage {
             }),
         })
     }
+}
+
+/// The Redis key of the account credentials for `directory`.
+fn account_key(directory: &str) -> String {
+    format!(
+        "tlskit:acme:account:{}",
+        tlskit_acme::storage::hex16(directory)
+    )
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -181,27 +216,58 @@ impl Drop for RedisLock {
 
 impl AcmeStorage for RedisAcmeStorage {
     fn load_account(&self, directory: &str) -> Result<Option<Vec<u8>>, AcmeError> {
-        let key = format!(
-            "tlskit:acme:account:{}",
-            tlskit_acme::storage::hex16(directory)
-        );
-        self.inner.get_sealed(&key, caps::ACME_ACCOUNT)
+        self.inner
+            .get_sealed(&account_key(directory), caps::ACME_ACCOUNT)
     }
 
     fn store_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
-        let key = format!(
-            "tlskit:acme:account:{}",
-            tlskit_acme::storage::hex16(directory)
-        );
+        let key = account_key(directory);
         if let Some(old) = self.inner.get_sealed(&key, caps::ACME_ACCOUNT)? {
-            // Never just overwritten: the old credentials stay beside the new ones.
+            // Never just overwritten: the old credentials stay beside the new ones, for
+            // 30 days (account creation is single-writer, under `account_lock`: this is a
+            // CA that forgot the account, not a race between nodes).
             let backup = format!(
                 "{key}:backup:{}",
                 tlskit_tls::Clock::unix_secs(&tlskit_tls::SystemClock)
             );
-            self.inner.set_sealed(&backup, &old, caps::ACME_ACCOUNT)?;
+            self.inner
+                .set_sealed_px(&backup, &old, caps::ACME_ACCOUNT, Some(ACCOUNT_BACKUP_MS))?;
         }
         self.inner.set_sealed(&key, credentials, caps::ACME_ACCOUNT)
+    }
+
+    fn account_location(&self, directory: &str) -> String {
+        format!("{} key {}", self.inner.url, account_key(directory))
+    }
+
+    fn backup_account(&self, directory: &str, label: &str) -> Result<Option<String>, AcmeError> {
+        if !tlskit_acme::storage::backup_label_ok(label) {
+            return Err(self.inner.err("not a backup label"));
+        }
+        let key = account_key(directory);
+        let Some(old) = self.inner.get_sealed(&key, caps::ACME_ACCOUNT)? else {
+            return Ok(None);
+        };
+        let backup = format!("{key}:backup:{label}");
+        self.inner.set_sealed(&backup, &old, caps::ACME_ACCOUNT)?;
+        Ok(Some(format!("{} key {backup}", self.inner.url)))
+    }
+
+    fn remove_account_backup(&self, directory: &str, label: &str) -> Result<(), AcmeError> {
+        if !tlskit_acme::storage::backup_label_ok(label) {
+            return Ok(());
+        }
+        self.inner
+            .del(&format!("{}:backup:{label}", account_key(directory)))
+    }
+
+    fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
+        self.inner
+            .set_sealed(&account_key(directory), credentials, caps::ACME_ACCOUNT)
+    }
+
+    fn remove_account(&self, directory: &str) -> Result<(), AcmeError> {
+        self.inner.del(&account_key(directory))
     }
 
     fn load_cert(&self, name: &str) -> Result<Option<StoredCert>, AcmeError> {
@@ -313,5 +379,25 @@ impl AcmeStorage for RedisAcmeStorage {
             }
             std::thread::sleep(Duration::from_millis(250));
         }
+    }
+
+    fn dns_records(&self, name: &str) -> Result<Vec<DnsRecord>, AcmeError> {
+        let key = format!("tlskit:acme:dns:{name}");
+        match self.inner.get_sealed(&key, caps::ACME_DNS)? {
+            None => Ok(Vec::new()),
+            Some(plain) => tlskit_acme::storage::decode_dns_records(&plain)
+                .ok_or_else(|| self.inner.err(format!("{key}: not a list of DNS records"))),
+        }
+    }
+
+    fn set_dns_records(&self, name: &str, records: &[DnsRecord]) -> Result<(), AcmeError> {
+        let key = format!("tlskit:acme:dns:{name}");
+        if records.is_empty() {
+            self.inner
+                .call(&[b"DEL", key.as_bytes()], caps::OTHER, &key)?;
+            return Ok(());
+        }
+        let plain = serde_json::to_vec(records).map_err(|e| self.inner.err(e))?;
+        self.inner.set_sealed(&key, &plain, caps::ACME_DNS)
     }
 }

@@ -40,7 +40,7 @@
 //! (`tls_config`).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -151,6 +151,9 @@ pub mod caps {
     pub const ACME_CERT: usize = 256 * 1024;
     /// `tlskit:acme:challenge:*`: a key authorization (about 90 bytes).
     pub const ACME_CHALLENGE: usize = 4096;
+    /// `tlskit:acme:dns:*`: the DNS-01 records added and not yet removed for one
+    /// certificate (about 130 bytes each).
+    pub const ACME_DNS: usize = 256 * 1024;
     /// Replies that carry no stored value: `+OK`, integers, errors, pub/sub messages.
     pub const OTHER: usize = crate::resp::SMALL_REPLY;
 }
@@ -405,6 +408,11 @@ pub struct SharedTickets {
     reread: Duration,
     node: String,
     up: AtomicBool,
+    /// When the last sync ended in step with the fleet, Unix seconds (0: never).
+    last_sync: AtomicU64,
+    /// Whether the keys in use are the fleet's (false until the first good sync, and
+    /// after this node rotated its own keys because the fleet's did not open).
+    from_fleet: AtomicBool,
     /// The last state logged, so that each change is logged once.
     said: Mutex<String>,
     /// What was last said about an unreadable shared value.
@@ -458,6 +466,8 @@ impl SharedTickets {
             reread: s.reread,
             node,
             up: AtomicBool::new(false),
+            last_sync: AtomicU64::new(0),
+            from_fleet: AtomicBool::new(false),
             said: Mutex::new(String::new()),
             unreadable: Mutex::default(),
             clock,
@@ -495,6 +505,27 @@ impl SharedTickets {
     /// Whether the keys in use are the fleet's (the last sync worked).
     pub fn up(&self) -> bool {
         self.up.load(Ordering::Relaxed)
+    }
+
+    /// When a sync last ended in step with the fleet, seconds since the Unix epoch; None
+    /// before the first.
+    pub fn last_sync(&self) -> Option<u64> {
+        Some(self.last_sync.load(Ordering::Relaxed)).filter(|&t| t > 0)
+    }
+
+    /// Whether the current key came from the fleet (read from, or written to, the shared
+    /// state); false for a key this node made on its own: before the first sync, or
+    /// while the fleet's keys do not open with its KEK. Kept while Redis is down.
+    pub fn key_from_fleet(&self) -> bool {
+        self.from_fleet.load(Ordering::Relaxed)
+    }
+
+    /// The current key's id (the same on every node in step; one more at each rotation)
+    /// and its age in seconds.
+    pub fn current_key(&self) -> (u32, u64) {
+        let keys = self.keys.load();
+        let (id, created) = keys.ids().first().copied().unwrap_or((0, 0));
+        (id, self.clock.unix_secs().saturating_sub(created))
     }
 
     /// Re-read when another node announces new keys on the change channel
@@ -552,6 +583,9 @@ impl SharedTickets {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .last = None;
+                self.last_sync
+                    .store(self.clock.unix_secs().max(1), Ordering::Relaxed);
+                self.from_fleet.store(true, Ordering::Relaxed);
                 self.report(
                     true,
                     "shared_state_up",
@@ -751,6 +785,7 @@ impl SharedTickets {
             return Ok(());
         }
         let set = self.rotated()?;
+        self.from_fleet.store(false, Ordering::Relaxed);
         log::event(
             Level::Info,
             "ticket_key_rotated",
@@ -1196,10 +1231,57 @@ mod tests {
             reread: REREAD,
             node: name.into(),
             up: AtomicBool::new(false),
+            last_sync: AtomicU64::new(0),
+            from_fleet: AtomicBool::new(false),
             said: Mutex::new(String::new()),
             unreadable: Mutex::default(),
             clock: tlskit_tls::clock::system(),
         }
+    }
+
+    /// What `ctl status` tells of a node: no sync and its own key at start; after a sync,
+    /// the time of it, a key from the fleet, the same id on every node, its age by the
+    /// clock; the fleet's value sealed under another KEK: the node's own keys again, the
+    /// last good sync kept.
+    #[tokio::test]
+    async fn a_node_tells_its_last_sync_and_where_its_key_came_from() {
+        let clock = Arc::new(tlskit_tls::ManualClock::at_unix(1_800_000_000));
+        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+        let period = Duration::from_secs(60);
+        let at = |name: &str| {
+            let mut n = node(&store, name, period);
+            n.clock = clock.clone();
+            let id = u32::from(name.as_bytes()[0]);
+            let k = TicketKey::fresh(id, clock.unix_secs()).unwrap_or_else(|| unreachable!());
+            n.keys.store(Arc::new(KeySet(vec![k])));
+            n
+        };
+        let (a, b) = (at("a"), at("b"));
+        assert_eq!((a.last_sync(), a.key_from_fleet()), (None, false));
+        a.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        clock.advance(Duration::from_secs(5));
+        b.tick().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.last_sync(), Some(1_800_000_000));
+        assert_eq!(b.last_sync(), Some(1_800_000_005));
+        assert!(a.key_from_fleet() && b.key_from_fleet());
+        assert_eq!(a.current_key(), (u32::from(b'a'), 5), "a's seed, 5 s old");
+        assert_eq!(b.current_key(), a.current_key(), "b adopted it");
+        // Another KEK's value (a misconfigured fleet): once due, b rotates on its own.
+        let mut other = at("c");
+        other.kek = Kek::new(&[9; 32]).unwrap_or_else(|| unreachable!("key"));
+        let sealed = other
+            .kek
+            .seal(&other.keys.load())
+            .unwrap_or_else(|| unreachable!("seal"));
+        store
+            .set(KEYS, &sealed)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        clock.advance(period);
+        assert!(b.tick().await.is_err(), "the fleet's value does not open");
+        assert!(!b.key_from_fleet(), "b's own key now");
+        assert_eq!(b.current_key(), (u32::from(b'a') + 1, 0));
+        assert_eq!(b.last_sync(), Some(1_800_000_005), "the last good sync");
     }
 
     /// Rotation follows the clock (issue 24: no waiting): with a 60 s period, nothing
@@ -1413,6 +1495,8 @@ mod tests {
                 reread: REREAD,
                 node: "t".into(),
                 up: AtomicBool::new(true),
+                last_sync: AtomicU64::new(0),
+                from_fleet: AtomicBool::new(true),
                 said: Mutex::new(String::new()),
                 unreadable: Mutex::default(),
                 clock: tlskit_tls::clock::system(),

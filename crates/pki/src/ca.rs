@@ -4,10 +4,12 @@
 //! (for an intermediate: the certificates above it, root excluded), `serial` (the last
 //! serial issued), `index.jsonl` (one JSON line per issued certificate, append-only) and
 //! `lock`. A CA whose key is on a PKCS#11 token has `ca.pkcs11` (the key's URI, never a
-//! PIN) instead of `ca.key`. `issue` holds an exclusive lock on `lock` while it picks a serial, signs and
-//! appends to the index; serials are random 128-bit values checked against the index
-//! under that lock, so two concurrent issues never share one. A caller that finds the
-//! lock held is told (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
+//! PIN) instead of `ca.key`; `crl-url` (optional) is the CRL distribution point put into
+//! what it issues, and `crlnumber` the number of the last CRL written. `issue` holds an
+//! exclusive lock on `lock` while it picks a serial, signs and appends to the index;
+//! serials are random 128-bit values checked against the index under that lock, so two
+//! concurrent issues never share one. A caller that finds the lock held is told
+//! (`IssueOptions::on_lock_wait`) and waits at most [`LOCK_WAIT`].
 //!
 //! Revocation (`revoke`, [`Ca::revoke`]) appends a revocation record to the same index
 //! under the same lock, and [`Ca::crl`] / [`Ca::write_crl`] sign a CRL of every
@@ -15,7 +17,7 @@
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use rcgen::{
@@ -312,41 +314,92 @@ fn index_lines(path: &Path, mut f: impl FnMut(usize, IndexLine) -> Result<()>) -
         }) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.into()),
     };
-    for (n, line) in BufReader::new(file.take(MAX_INDEX_BYTES))
-        .lines()
-        .enumerate()
-    {
-        let line = line.map_err(|e| PkiError::io(path, e))?;
+    let mut reader = BufReader::new(file.take(MAX_INDEX_BYTES));
+    let mut buf = Vec::new();
+    let mut n = 0;
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| PkiError::io(path, e))?;
+        if read == 0 {
+            break;
+        }
+        n += 1;
+        // A last line without its newline is an append that a crash cut short: the
+        // certificate it records was never handed out. It is skipped here, and cut off
+        // by the next append (append_index_line).
+        let complete = buf.last() == Some(&b'\n');
+        let line = match std::str::from_utf8(&buf) {
+            Ok(line) => line,
+            Err(_) if !complete => break,
+            Err(_) => return Err(PkiError::bad(path, format!("line {n} is not UTF-8 text"))),
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let parsed = match serde_json::from_str::<IndexLine>(&line) {
+        let parsed = match serde_json::from_str::<IndexLine>(line) {
             Ok(l) => l,
+            Err(_) if !complete => break,
             // serde's untagged error says only "did not match any variant": parse again
             // as the common kind of line for a precise reason.
             Err(_) => IndexLine::Issue(
-                serde_json::from_str::<IndexEntry>(&line)
-                    .map_err(PkiError::parse(path, format!("line {}", n + 1)))?,
+                serde_json::from_str::<IndexEntry>(line)
+                    .map_err(PkiError::parse(path, format!("line {n}")))?,
             ),
         };
-        f(n + 1, parsed)?;
+        f(n, parsed)?;
     }
     Ok(())
 }
 
-/// Append one JSON line to the index and fsync it (under the caller's lock).
+/// Append one JSON line to the index and fsync it (under the caller's lock). A torn last
+/// line (an append a crash cut short, which readers skip) is cut off first, so the new
+/// line never continues it.
 fn append_index_line(index_path: &Path, value: &impl Serialize) -> Result<()> {
     let mut line =
         serde_json::to_string(value).map_err(PkiError::failed("encoding the index entry"))?;
     line.push('\n');
+    let io = |e| PkiError::io(index_path, e);
     let mut idx = OpenOptions::new()
         .create(true)
-        .append(true)
+        .read(true)
+        .write(true)
+        .truncate(false)
         .open(index_path)
-        .map_err(|e| PkiError::io(index_path, e))?;
-    idx.write_all(line.as_bytes())
+        .map_err(io)?;
+    let len = idx.metadata().map_err(io)?.len();
+    let keep = complete_prefix_len(&mut idx, len).map_err(io)?;
+    if keep != len {
+        idx.set_len(keep).map_err(io)?;
+    }
+    idx.seek(SeekFrom::Start(keep))
+        .and_then(|_| idx.write_all(line.as_bytes()))
         .and_then(|()| idx.sync_all())
-        .map_err(|e| PkiError::io(index_path, e))
+        .map_err(io)
+}
+
+/// The length of `file` up to and including its last newline (`len` when it ends in one
+/// or is empty). Reads backwards from the end in 4 KiB steps: a torn line is short.
+fn complete_prefix_len(file: &mut File, len: u64) -> std::io::Result<u64> {
+    const STEP: u64 = 4096;
+    let mut end = len;
+    let mut buf = [0u8; STEP as usize];
+    while end > 0 {
+        let start = end.saturating_sub(STEP);
+        // `end - start` is at most STEP, which fits the buffer.
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if end == len && chunk.last() == Some(&b'\n') {
+            return Ok(len);
+        }
+        if let Some(i) = chunk.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 /// Create a CA in `dir` (which must not exist or be empty). Returns the CA certificate PEM.
@@ -1174,6 +1227,45 @@ mod tests {
             assert_eq!(ts.len(), "2026-11-23T21:21:15Z".len(), "{ts}");
             assert!(ts.ends_with('Z') && !ts.contains('.'), "{ts}");
         }
+    }
+
+    /// A crash in the middle of an append leaves a last line without its newline: it is
+    /// skipped when the index is read, and cut off by the next issue, whose line then
+    /// stands on its own. A broken line that is not the last is still an error.
+    #[test]
+    fn a_torn_last_index_line_is_skipped_then_cut_off() {
+        let t = tempfile::tempdir().unwrap();
+        let ca = t.path().join("ca");
+        init(
+            &ca,
+            &InitOptions {
+                days: 3650,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r = csr(t.path(), "a.example", &["dns:a.example"]);
+        issue(&ca, &r, &IssueOptions::default()).unwrap();
+        let whole = fs::read(ca.join(INDEX)).unwrap();
+        let mut torn = whole.clone();
+        torn.extend_from_slice(br#"{"serial":"0a1b","subject":"CN=cut"#);
+        fs::write(ca.join(INDEX), &torn).unwrap();
+        assert_eq!(index(&ca).unwrap().len(), 1);
+
+        let r = csr(t.path(), "b.example", &["dns:b.example"]);
+        issue(&ca, &r, &IssueOptions::default()).unwrap();
+        let after = fs::read(ca.join(INDEX)).unwrap();
+        assert!(after.starts_with(&whole));
+        assert!(!String::from_utf8_lossy(&after).contains("CN=cut"));
+        let idx = index(&ca).unwrap();
+        assert_eq!(idx.len(), 2);
+        assert_eq!(idx[1].sans, ["dns:b.example"]);
+
+        let mut broken = b"{not json\n".to_vec();
+        broken.extend_from_slice(&after);
+        fs::write(ca.join(INDEX), &broken).unwrap();
+        let err = index(&ca).unwrap_err().to_string();
+        assert!(err.contains("line 1"), "{err}");
     }
 
     fn cdp_uris(pem: &str) -> Vec<String> {

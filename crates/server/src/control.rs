@@ -1,7 +1,7 @@
 //! The control socket (`serve --control PATH`): a Unix socket, mode 0600, on which the
 //! owner asks a running server what it serves and tells it to reload.
 //!
-//! One request line per connection (`status`, `certs`, `reload`, `renew NAME`), read up
+//! One request line per connection (`status`, `certs`, `reload`, `renew NAME [SECS]`), read up
 //! to [`MAX_REQUEST`] bytes within [`REQUEST_DEADLINE`]; one JSON object in reply
 //! ([`ControlReply`]), then the connection closes.
 
@@ -29,14 +29,36 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// time for one already running to end first.
 pub const RELOAD_WAIT: Duration = Duration::from_secs(2 * RELOAD_DEADLINE.as_secs() + 5);
 
-/// How long a `renew` request waits for the new certificate to be served.
+/// How long a `renew NAME` request waits for the renewal's outcome when it names no
+/// deadline of its own (`renew NAME SECS`).
 pub const RENEW_WAIT: Duration = Duration::from_secs(120);
+
+/// The longest deadline a `renew NAME SECS` request may ask for.
+pub const MAX_RENEW_WAIT: Duration = Duration::from_secs(3600);
+
+/// The control socket's file name in the service's runtime directory.
+pub const CONTROL_SOCKET_NAME: &str = "control.sock";
+
+/// Where the control socket goes when none is named: `control.sock` in the first
+/// absolute directory of `runtime_directory`, the value of `RUNTIME_DIRECTORY` that
+/// systemd sets for a unit with `RuntimeDirectory=` (a `:`-separated list; the shipped
+/// units' is `/run/tlskit`). None when it is unset, empty, or names no absolute directory.
+pub fn runtime_control_path(runtime_directory: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    runtime_directory?
+        .as_bytes()
+        .split(|&b| b == b':')
+        .map(|d| Path::new(std::ffi::OsStr::from_bytes(d)))
+        .find(|d| d.is_absolute())
+        .map(|d| d.join(CONTROL_SOCKET_NAME))
+}
 
 /// Connections served at once; more wait in the kernel's queue.
 const MAX_CONNECTIONS: usize = 16;
 
 /// The reply to one request: `error` alone when it failed, else the one field the
-/// request asks for.
+/// request asks for. A renewal that failed has both `error` (what a client that does not
+/// know `renewal` shows) and `renewal`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct ControlReply {
@@ -55,6 +77,28 @@ pub struct ControlReply {
     /// `renew NAME`: the new ACME certificate, once served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewed: Option<ControlCert>,
+    /// `renew NAME`: what the renewal came to, success or failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal: Option<ControlRenewal>,
+}
+
+/// What a `renew NAME` came to.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct ControlRenewal {
+    /// Whether a new certificate was issued and is served now.
+    pub ok: bool,
+    /// The new certificate's serial number, lowercase hex without a sign byte (none when
+    /// the renewal failed).
+    pub serial: Option<String>,
+    /// The new certificate's notAfter, seconds since the Unix epoch (none when the renewal
+    /// failed).
+    pub not_after: Option<i64>,
+    /// Why the renewal failed, one sentence (none when it worked).
+    pub reason: Option<String>,
+    /// The ACME certificate served now: the new one, or after a failure the one that
+    /// stays.
+    pub certificate: ControlCert,
 }
 
 /// What `status` reports.
@@ -69,8 +113,22 @@ pub struct ControlStatus {
     pub ticket_keys: String,
     /// With `fleet`: whether the shared state is reachable now.
     pub fleet_up: Option<bool>,
-    /// With `local`: seconds since the current ticket key was made.
+    /// Seconds since the current ticket key was made (with `fleet` keys, by whichever
+    /// node rotated; before issue 28's fleet state, null with `fleet`).
     pub ticket_key_age_s: Option<u64>,
+    /// With `fleet`: the current key's id, the same on every node in step, one more at
+    /// each rotation (null with `local`).
+    #[serde(default)]
+    pub ticket_key_id: Option<u32>,
+    /// Where the current ticket key came from: `fleet` (the shared state's) or `local`
+    /// (made by this process: local keys, or a fleet node before its first sync or while
+    /// the shared keys do not open with its KEK).
+    #[serde(default)]
+    pub ticket_key_source: String,
+    /// With `fleet`: when this node was last in step with the shared state, seconds since
+    /// the Unix epoch (null before the first sync, and with `local`).
+    #[serde(default)]
+    pub fleet_last_sync: Option<u64>,
     /// Client connections open now.
     pub connections_open: u64,
     /// The last reload's result (none since start: absent).
@@ -92,8 +150,8 @@ pub struct ControlCert {
     /// The leaf's notAfter, seconds since the Unix epoch (none: ACME has no
     /// certificate yet).
     pub not_after: Option<i64>,
-    /// ACME only: when the certificate is due for renewal (ARI's window, else two thirds
-    /// of its lifetime), seconds since the Unix epoch; none until the renewal task has
+    /// ACME only: when the certificate is due for renewal (ARI's window, else half of a
+    /// lifetime under 10 days, two thirds of a longer one), seconds since the Unix epoch; none until the renewal task has
     /// looked, and for other sources.
     pub renewal_due: Option<u64>,
     /// ACME only: when the renewal task will next try to order (after a failure, the
@@ -244,11 +302,14 @@ enum Refused {
     #[error("{0} is not a name of this server's ACME certificate")]
     NotManaged(String),
     #[error(
-        "{0}: no new certificate served within {secs} s; the renewal goes on \
-         (event=acme_failed in the log says why it has not worked yet)",
-        secs = RENEW_WAIT.as_secs()
+        "{0}: the renewal did not end within {1} s; it goes on (`tlskit ctl status` shows \
+         the ACME certificate, event=acme_failed in the log a failure)"
     )]
-    RenewSilent(String),
+    RenewSilent(String, u64),
+    #[error("{0}: the renewal failed: {1}")]
+    RenewFailed(String, String),
+    #[error("renew NAME SECS: SECS must be a whole number of seconds from 1 to {max}", max = MAX_RENEW_WAIT.as_secs())]
+    RenewDeadline,
     #[error("the ACME certificate is no longer listed")]
     NotListed,
 }
@@ -328,13 +389,33 @@ async fn answer(line: &str, s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Contr
             },
             Err(e) => error(e),
         },
-        ("renew", [name]) => match renew(s, name).await {
-            Ok(c) => ControlReply {
-                renewed: Some(c),
-                ..ControlReply::default()
-            },
-            Err(e) => error(e),
-        },
+        ("renew", [name, rest @ ..]) if rest.len() <= 1 => {
+            let wait = match rest.first() {
+                None => RENEW_WAIT,
+                Some(secs) => match secs.parse::<u64>() {
+                    Ok(n) if (1..=MAX_RENEW_WAIT.as_secs()).contains(&n) => Duration::from_secs(n),
+                    _ => return error(Refused::RenewDeadline),
+                },
+            };
+            match renew(s, name, wait).await {
+                Ok(r) if r.ok => ControlReply {
+                    renewed: Some(r.certificate.clone()),
+                    renewal: Some(r),
+                    ..ControlReply::default()
+                },
+                Ok(r) => {
+                    let why = Refused::RenewFailed(
+                        tlskit_x509::text::escape(name).into_owned(),
+                        r.reason.clone().unwrap_or_default(),
+                    );
+                    ControlReply {
+                        renewal: Some(r),
+                        ..error(why)
+                    }
+                }
+                Err(e) => error(e),
+            }
+        }
         ("status" | "certs" | "reload" | "renew", _) => error(format!("wrong arguments for {cmd}")),
         _ => error(format!(
             "unknown command {}; expected status, certs, reload or renew NAME",
@@ -368,8 +449,10 @@ async fn do_reload(s: &Arc<Shared>, reload: &mpsc::Sender<()>) -> Result<ReloadR
         .unwrap_or(Err(Refused::ReloadSilent))
 }
 
-/// Force an ACME renewal of the certificate for `name` and wait until a new one is served.
-async fn renew(s: &Shared, name: &str) -> Result<ControlCert, Refused> {
+/// Force an ACME renewal of the certificate for `name` and wait, at most `wait`, for what
+/// it came to: the new certificate served, or why the attempt failed.
+async fn renew(s: &Shared, name: &str, wait: Duration) -> Result<ControlRenewal, Refused> {
+    use crate::optional::RenewalOutcome;
     let shown = tlskit_x509::text::escape(name);
     let Some(a) = &s.acme else {
         return Err(Refused::NoAcme(shown.into_owned()));
@@ -378,29 +461,40 @@ async fn renew(s: &Shared, name: &str) -> Result<ControlCert, Refused> {
     if !managed.manages(Some(&name.to_ascii_lowercase())) {
         return Err(Refused::NotManaged(shown.into_owned()));
     }
-    let before = managed.current();
-    managed.renew_now();
-    let changed = async {
-        loop {
-            let now = managed.current();
-            let same = match (&before, &now) {
-                (Some(b), Some(n)) => Arc::ptr_eq(b, n),
-                (None, None) => true,
-                _ => false,
-            };
-            if !same {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let request = managed.request_renewal();
+    let outcome = match tokio::time::timeout(wait, request.outcome()).await {
+        Err(_) => return Err(Refused::RenewSilent(shown.into_owned(), wait.as_secs())),
+        Ok(None) => return Err(Refused::Stopping),
+        Ok(Some(o)) => o,
     };
-    if tokio::time::timeout(RENEW_WAIT, changed).await.is_err() {
-        return Err(Refused::RenewSilent(shown.into_owned()));
-    }
-    certificates(s)
+    let certificate = certificates(s)
         .into_iter()
         .find(|c| c.source == "acme")
-        .ok_or(Refused::NotListed)
+        .ok_or(Refused::NotListed)?;
+    #[allow(unreachable_patterns)] // tlskit_acme's outcome is non_exhaustive; the stub's is not
+    Ok(match outcome {
+        RenewalOutcome::Served { serial, not_after } => ControlRenewal {
+            ok: true,
+            serial: Some(serial),
+            not_after: i64::try_from(not_after).ok(),
+            reason: None,
+            certificate,
+        },
+        RenewalOutcome::Failed { reason } => ControlRenewal {
+            ok: false,
+            serial: None,
+            not_after: None,
+            reason: Some(reason),
+            certificate,
+        },
+        _ => ControlRenewal {
+            ok: false,
+            serial: None,
+            not_after: None,
+            reason: Some("the renewal ended in a way this server cannot tell".to_string()),
+            certificate,
+        },
+    })
 }
 
 fn certificates(s: &Shared) -> Vec<ControlCert> {
@@ -452,12 +546,29 @@ fn status(s: &Shared) -> ControlStatus {
         Some(t) => ("fleet", Some(t.up())),
         None => ("local", None),
     };
+    let (ticket_key_age_s, ticket_key_id, ticket_key_source, fleet_last_sync) =
+        match &s.shared_tickets {
+            Some(t) => {
+                let (id, age) = t.current_key();
+                let source = if t.key_from_fleet() { "fleet" } else { "local" };
+                (Some(age), Some(id), source, t.last_sync())
+            }
+            None => (
+                s.ticket_rotator.as_ref().and_then(|r| r.key_age()),
+                None,
+                "local",
+                None,
+            ),
+        };
     ControlStatus {
         certificates: certificates(s),
         client_ca,
         ticket_keys: ticket_keys.to_string(),
         fleet_up,
-        ticket_key_age_s: s.ticket_rotator.as_ref().and_then(|r| r.key_age()),
+        ticket_key_age_s,
+        ticket_key_id,
+        ticket_key_source: ticket_key_source.to_string(),
+        fleet_last_sync,
         connections_open: u64::try_from(s.metrics.active()).unwrap_or(0),
         last_reload: s.reloaded.borrow().as_ref().map(|f| f.result.clone()),
     }

@@ -27,8 +27,8 @@ pub mod fuzzing;
 pub use certs::{CertIndex, PairIssue, ServedCert, SniResolver};
 pub use config::{offered_alpn, ranges, AlpnOffer, CaHints, Mode, Range, ServeConfig};
 pub use control::{
-    ControlCert, ControlReply, ControlStatus, ControlStore, MAX_REQUEST, RELOAD_WAIT, RENEW_WAIT,
-    REQUEST_DEADLINE,
+    runtime_control_path, ControlCert, ControlRenewal, ControlReply, ControlStatus, ControlStore,
+    CONTROL_SOCKET_NAME, MAX_RENEW_WAIT, MAX_REQUEST, RELOAD_WAIT, RENEW_WAIT, REQUEST_DEADLINE,
 };
 pub use hello::{DEFAULT_HANDSHAKE_BUDGET, DEFAULT_MAX_CLIENT_HELLO};
 pub use metrics::Metrics;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 #[cfg(feature = "acme")]
 pub use tlskit_acme::AcmeSettings;
 #[cfg(feature = "acme")]
-pub(crate) use tlskit_acme::{Managed, ServerAcme};
+pub(crate) use tlskit_acme::{Managed, RenewalOutcome, ServerAcme};
 
 /// ACME settings: this build has no ACME (feature `acme`), so none can exist.
 #[cfg(not(feature = "acme"))]
@@ -30,12 +30,34 @@ impl Managed {
     pub(crate) fn manages(&self, _: Option<&str>) -> bool {
         match *self {}
     }
-    pub(crate) fn renew_now(&self) {
+    pub(crate) fn request_renewal(&self) -> RenewalRequest {
         match *self {}
     }
     pub(crate) fn next_attempt(&self) -> Option<u64> {
         match *self {}
     }
+}
+
+/// A renewal asked for: never made in a build without ACME (no `Managed` exists to ask).
+#[cfg(not(feature = "acme"))]
+#[derive(Debug)]
+pub(crate) struct RenewalRequest;
+
+#[cfg(not(feature = "acme"))]
+impl RenewalRequest {
+    pub(crate) async fn outcome(self) -> Option<RenewalOutcome> {
+        None
+    }
+}
+
+/// What a renewal came to (`tlskit_acme::RenewalOutcome`'s shape), for the code that
+/// reads it to compile; never made without ACME.
+#[cfg(not(feature = "acme"))]
+#[derive(Debug)]
+#[allow(dead_code)]
+pub(crate) enum RenewalOutcome {
+    Served { serial: String, not_after: u64 },
+    Failed { reason: String },
 }
 
 /// What `serve` holds for ACME: nothing in a build without ACME.
@@ -62,6 +84,15 @@ pub(crate) enum SharedTickets {}
 #[cfg(not(feature = "fleet"))]
 impl SharedTickets {
     pub(crate) fn up(&self) -> bool {
+        match *self {}
+    }
+    pub(crate) fn last_sync(&self) -> Option<u64> {
+        match *self {}
+    }
+    pub(crate) fn key_from_fleet(&self) -> bool {
+        match *self {}
+    }
+    pub(crate) fn current_key(&self) -> (u32, u64) {
         match *self {}
     }
 }

@@ -40,6 +40,14 @@
 //! # acme_roots_profile = "rfc5280"           # how the CA's HTTPS certificate is checked
 //! # acme_roots_allow = ["aki-missing"]
 //! # acme_issuer_roots = ["/etc/tlskit/acme-ca-roots.pem"]   # new certificates must chain to them
+//! # DNS-01 (wildcards): RFC 2136 updates signed with a TSIG key, or a hook program
+//! # acme_challenge = "dns-01"
+//! # acme_dns_update = "192.0.2.53:53"
+//! # acme_dns_tsig_key = "/etc/tlskit/acme-update.key"   # as tsig-keygen writes it
+//! # acme_dns_resolver = "192.0.2.53"   # where propagation is checked (default: the zone's NS)
+//! # acme_dns_exec = "/usr/local/bin/dns-hook"   # run as: dns-hook add|remove NAME VALUE
+//! # acme_eab_kid = "KEY-ID"                                   # external account binding, when the
+//! # acme_eab_hmac_key_file = "/etc/tlskit/acme-eab.key"      # CA requires one (key: base64url)
 //! # A fleet (ticket keys and ACME state in Redis; acme_storage then not needed):
 //! # shared_state = "rediss://tlskit:PASSWORD@redis.internal:6380/2"
 //! # shared_state_key = "/etc/tlskit/fleet.kek"
@@ -191,6 +199,8 @@ pub enum AcmeChallenge {
     TlsAlpn01,
     /// HTTP-01 on `http_listen`.
     Http01,
+    /// DNS-01 through `acme_dns_update` (RFC 2136) or `acme_dns_exec`.
+    Dns01,
 }
 
 /// How `serve` writes its log lines (`log_format`).
@@ -243,7 +253,12 @@ impl std::str::FromStr for AcmeChallenge {
         match s {
             "tls-alpn-01" => Ok(Self::TlsAlpn01),
             "http-01" => Ok(Self::Http01),
-            _ => Err(choice("--acme-challenge", s, "tls-alpn-01 or http-01")),
+            "dns-01" => Ok(Self::Dns01),
+            _ => Err(choice(
+                "--acme-challenge",
+                s,
+                "tls-alpn-01, http-01 or dns-01",
+            )),
         }
     }
 }
@@ -586,6 +601,18 @@ settings! {
     /// The ACME CA's issuing roots (sources, as `client_ca`): new certificates must
     /// verify against them.
     acme_issuer_roots: Vec<String>,
+    /// The RFC 2136 server taking DNS-01's updates (`IP[:PORT]`).
+    acme_dns_update: String,
+    /// The BIND key file (TSIG) signing DNS-01's updates.
+    acme_dns_tsig_key: PathBuf,
+    /// Where DNS-01's records are checked before validation (`IP[:PORT]`).
+    acme_dns_resolver: String,
+    /// The program run as `PROGRAM add|remove NAME VALUE` for DNS-01's records.
+    acme_dns_exec: PathBuf,
+    /// ACME external account binding: the key ID.
+    acme_eab_kid: String,
+    /// ACME external account binding: the file holding the HMAC key (base64url).
+    acme_eab_hmac_key_file: PathBuf,
 }
 
 impl ServeSettings {
@@ -738,6 +765,19 @@ impl ServeSettings {
             return Err(SettingsError::Inconsistent(
                 "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
             ));
+        } else if [
+            ("acme_dns_update", s.acme_dns_update.is_some()),
+            ("acme_dns_tsig_key", s.acme_dns_tsig_key.is_some()),
+            ("acme_dns_resolver", s.acme_dns_resolver.is_some()),
+            ("acme_dns_exec", s.acme_dns_exec.is_some()),
+        ]
+        .iter()
+        .any(|(k, set)| *set && s.given_here(k))
+        {
+            return Err(SettingsError::Inconsistent(
+                "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+                 --acme-dns-exec need --acme DIRECTORY_URL",
+            ));
         }
         if let Some(h) = &s.http_listen {
             cfg.http_listen = addrs(std::slice::from_ref(h), "--http-listen")?
@@ -862,8 +902,19 @@ impl ServeSettings {
             a.challenge = match c {
                 AcmeChallenge::TlsAlpn01 => tlskit_acme::ChallengeKind::TlsAlpn01,
                 AcmeChallenge::Http01 => tlskit_acme::ChallengeKind::Http01,
+                AcmeChallenge::Dns01 => tlskit_acme::ChallengeKind::Dns01,
             };
         }
+        let server = |v: &Option<String>| {
+            v.as_deref()
+                .map(tlskit_acme::dns_server)
+                .transpose()
+                .map_err(SettingsError::Acme)
+        };
+        a.dns.update = server(&self.acme_dns_update)?;
+        a.dns.resolver = server(&self.acme_dns_resolver)?;
+        a.dns.tsig_key.clone_from(&self.acme_dns_tsig_key);
+        a.dns.exec.clone_from(&self.acme_dns_exec);
         a.profile.clone_from(&self.acme_profile);
         if let Some(v) = self.secs(self.acme_recheck, &ranges::ACME_RECHECK)? {
             a.recheck = v;
@@ -872,6 +923,17 @@ impl ServeSettings {
             a.retry_base = v;
         }
         a.issuer_roots = sources(self.acme_issuer_roots.as_deref());
+        match (&self.acme_eab_kid, &self.acme_eab_hmac_key_file) {
+            (Some(kid), Some(file)) => {
+                a.eab = Some(tlskit_acme::Eab::from_file(kid, file).map_err(SettingsError::Acme)?)
+            }
+            (None, None) => {}
+            _ => {
+                return Err(SettingsError::Inconsistent(
+                    "--acme-eab-kid and --acme-eab-hmac-key-file go together",
+                ))
+            }
+        }
         Ok(a)
     }
 

@@ -172,12 +172,61 @@ fn control_socket_reports_reloads_and_is_owner_only() {
         "{renew:?}"
     );
     assert_eq!(renew.renewed, None);
+    assert_eq!(renew.renewal, None);
+    // A deadline of its own: whole seconds from 1 to an hour.
+    for bad in ["0", "3601", "1.5", "-1", "soon"] {
+        let r = ask(&sock, &format!("renew test.example {bad}\n"));
+        assert!(
+            r.error.as_deref().is_some_and(
+                |e| e.contains("SECS must be a whole number of seconds from 1 to 3600")
+            ),
+            "{bad}: {r:?}"
+        );
+    }
+    let r = ask(&sock, "renew test.example 30\n");
+    assert!(
+        r.error
+            .as_deref()
+            .is_some_and(|e| e.contains("no ACME certificate")),
+        "{r:?}"
+    );
+    let r = ask(&sock, "renew test.example 30 more\n");
+    assert_eq!(
+        r.error.as_deref(),
+        Some("wrong arguments for renew"),
+        "{r:?}"
+    );
 
     stop(done);
     assert!(
         std::fs::symlink_metadata(&sock).is_err(),
         "the socket is removed on exit"
     );
+}
+
+/// The socket's place under systemd: `control.sock` in the first absolute directory of
+/// RUNTIME_DIRECTORY (a `:`-separated list), none without one.
+#[test]
+fn control_socket_defaults_to_the_runtime_directory() {
+    use std::ffi::OsStr;
+    use std::path::PathBuf;
+    use tlskit_server::runtime_control_path as at;
+    assert_eq!(
+        at(Some(OsStr::new("/run/tlskit"))),
+        Some(PathBuf::from("/run/tlskit/control.sock"))
+    );
+    assert_eq!(
+        at(Some(OsStr::new("/run/tlskit:/run/other"))),
+        Some(PathBuf::from("/run/tlskit/control.sock"))
+    );
+    assert_eq!(
+        at(Some(OsStr::new("relative:/run/b"))),
+        Some(PathBuf::from("/run/b/control.sock"))
+    );
+    for none in ["", "relative", ":"] {
+        assert_eq!(at(Some(OsStr::new(none))), None, "{none:?}");
+    }
+    assert_eq!(at(None), None);
 }
 
 #[test]

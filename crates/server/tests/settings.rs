@@ -197,6 +197,16 @@ fn settings_that_need_another_are_refused_without_it() {
             "--acme-roots-profile and --acme-roots-allow need --acme DIRECTORY_URL",
             |s| s.acme_roots_profile = Some(tlskit_verify::Profile::WebPki),
         ),
+        (
+            "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+             --acme-dns-exec need --acme DIRECTORY_URL",
+            |s| s.acme_dns_update = Some("127.0.0.1".into()),
+        ),
+        (
+            "--acme-dns-update, --acme-dns-tsig-key, --acme-dns-resolver and \
+             --acme-dns-exec need --acme DIRECTORY_URL",
+            |s| s.acme_dns_exec = Some("/usr/local/bin/dns-hook".into()),
+        ),
     ];
     for (want, set) in cases {
         let mut s = flags();
@@ -318,7 +328,7 @@ fn a_callers_value_that_does_not_parse_is_refused_in_serves_order() {
     let mut f = flags();
     f.set_invalid(
         "acme_challenge",
-        "dns-01"
+        "dns-persist-01"
             .parse::<tlskit_server::AcmeChallenge>()
             .expect_err("not a challenge"),
     );
@@ -433,12 +443,12 @@ fn acme_needs_a_domain_and_storage_unless_a_fleet_holds_it() {
     assert_eq!(a.challenge, tlskit_acme::ChallengeKind::Http01);
     assert_eq!(a.retry_base, Duration::from_secs(2));
     // A challenge of the file's that is not one is refused with --acme (ignored without).
-    let (_d, path) = file("acme_challenge = \"dns-01\"\n");
+    let (_d, path) = file("acme_challenge = \"dns-persist-01\"\n");
     let mut f = s.clone();
     f.acme_challenge = None;
     assert_eq!(
         refusal(f.merge(load(&path))),
-        "--acme-challenge dns-01: use tls-alpn-01 or http-01"
+        "--acme-challenge dns-persist-01: use tls-alpn-01, http-01 or dns-01"
     );
     config(flags().merge(load(&path)));
     // A range of the file's is named by the file.
@@ -463,4 +473,54 @@ fn a_build_without_acme_refuses_it() {
         s.into_config(),
         Err(tlskit_server::SettingsError::NotBuilt("--acme", "acme"))
     ));
+}
+
+/// Issue 26: DNS-01's config keys, typed (paths relative to the file), checked with the
+/// challenge (wildcards need it, a writer is needed) and a bad address named.
+#[cfg(feature = "acme")]
+#[test]
+fn dns01_keys_from_a_file_and_their_checks() {
+    let (dir, path) = file(
+        "acme = \"https://ca.test/directory\"\ndomain = [\"*.example.test\", \"example.test\"]\n\
+         acme_storage = \"st\"\nacme_challenge = \"dns-01\"\n\
+         acme_dns_update = \"127.0.0.1:5353\"\nacme_dns_tsig_key = \"acme.key\"\n\
+         acme_dns_resolver = \"::1\"\n",
+    );
+    let mut s = flags();
+    s.cert = None;
+    s.key = None;
+    let c = config(s.clone().merge(load(&path)));
+    let a = c.acme.expect("acme settings");
+    assert_eq!(a.challenge, tlskit_acme::ChallengeKind::Dns01);
+    assert_eq!(a.dns.update, Some("127.0.0.1:5353".parse().expect("addr")));
+    assert_eq!(a.dns.resolver, Some("[::1]:53".parse().expect("addr")));
+    assert_eq!(a.dns.tsig_key, Some(dir.path().join("acme.key")));
+    assert_eq!(a.dns.exec, None);
+    // The combinations are checked where every ACME setting is, when `serve` prepares
+    // ACME (`AcmeSettings::check`): a hook beside the update server, a wildcard without
+    // DNS-01.
+    let mut f = s.clone();
+    f.acme_dns_exec = Some("/usr/local/bin/dns-hook".into());
+    let a = config(f.merge(load(&path))).acme.expect("acme");
+    let e = a.check().expect_err("both writers").to_string();
+    assert!(
+        e.contains("--acme-dns-update and --acme-dns-exec exclude each other"),
+        "{e}"
+    );
+    let mut f = s.clone();
+    f.acme_challenge = Some(tlskit_server::AcmeChallenge::Http01);
+    let a = config(f.merge(load(&path))).acme.expect("acme");
+    let e = a.check().expect_err("wildcard").to_string();
+    assert!(
+        e.contains("*.example.test: a wildcard name needs --acme-challenge dns-01"),
+        "{e}"
+    );
+    // An address that is not one, named.
+    let mut f = s.clone();
+    f.acme_dns_update = Some("ns1.example.test".into());
+    let e = refusal(f.merge(load(&path)));
+    assert!(
+        e.contains("ns1.example.test: not a DNS server address"),
+        "{e}"
+    );
 }

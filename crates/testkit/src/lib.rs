@@ -12,3 +12,4 @@ pub mod store_certs;
 pub mod verify_pki;
 pub mod net_support;
 pub mod store_pki;
+pub mod tree;

@@ -18,10 +18,16 @@ Examples:
   # TLS-ALPN-01 on port 443 (nothing else may hold it meanwhile)
   tlskit acme issue --directory URL --domain www.example.com --key key.pem -o chain.pem \\
       --tls-listen 0.0.0.0:443
-  # From cron, daily: renews only when due (the CA's ARI window, else 2/3 of the lifetime)
+  # From cron, daily: renews only when due (ARI, else half or two thirds of the lifetime)
   tlskit acme renew --directory URL --domain www.example.com --key key.pem -o chain.pem \\
       --http-listen 0.0.0.0:80 --json | grep -q '\"renewed\": *true' && systemctl reload nginx
   tlskit acme revoke --directory URL --cert chain.pem
+  # DNS-01 (wildcards): TXT records by RFC 2136 UPDATE signed with a tsig-keygen key
+  tlskit acme issue --directory URL --domain '*.example.com' --domain example.com \\
+      --acme-challenge dns-01 --acme-dns-update 192.0.2.53 \\
+      --acme-dns-tsig-key /etc/tlskit/acme-update.key -o chain.pem --key key.pem
+  # ... or by any DNS API: the hook is run as `dns-hook add|remove NAME VALUE`
+  tlskit acme issue ... --acme-challenge dns-01 --acme-dns-exec /usr/local/bin/dns-hook
 
 Progress is logged on stderr with --log-level info (default: warnings only); renew -q
 prints nothing when not due. The account is created once and kept (with its key, 0600)
@@ -40,6 +46,64 @@ pub(crate) enum AcmeCmd {
     /// Revoke a certificate with the stored account.
     #[command(after_help = ACME_EXAMPLES)]
     Revoke(RevokeArgs),
+    /// The stored ACME account: show it, roll its key over, deactivate it.
+    #[command(subcommand)]
+    Account(AccountCmd),
+}
+
+const ACCOUNT_EXAMPLES: &str = "\
+Examples:
+  tlskit acme account show --directory URL --acme-storage /var/lib/tlskit/acme
+  # A new account key (RFC 8555 7.3.5); the old credentials are kept as a backup
+  # until the CA has confirmed the new key
+  tlskit acme account rollover --directory URL --acme-storage /var/lib/tlskit/acme
+  # A fleet's account, kept in its Redis
+  tlskit acme account show --directory URL --shared-state rediss://redis:6380/0 \\
+      --shared-state-key /etc/tlskit/fleet.kek --json
+  # Cannot be undone; the credentials are kept as a backup, the next order makes a
+  # new account
+  tlskit acme account deactivate --directory URL --acme-storage DIR --yes
+
+Exit 0 done (show: the CA says the account is valid), 1 show: the CA says the account
+is deactivated or does not know it, 2 error.";
+
+/// `tlskit acme account ...`.
+#[derive(clap::Subcommand)]
+pub(crate) enum AccountCmd {
+    /// The stored account: its URL, its key's thumbprint, and what the CA says of it.
+    #[command(after_help = ACCOUNT_EXAMPLES)]
+    Show(AccountArgs),
+    /// Replace the account key (RFC 8555 7.3.5); the new key is written 0600, atomically.
+    #[command(after_help = ACCOUNT_EXAMPLES)]
+    Rollover(AccountArgs),
+    /// Deactivate the account at the CA (RFC 8555 7.3.6; cannot be undone).
+    #[command(after_help = ACCOUNT_EXAMPLES)]
+    Deactivate(DeactivateArgs),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct AccountArgs {
+    #[command(flatten)]
+    ca: CaArgs,
+    /// The fleet's shared state (Redis URL) that holds the account, instead of
+    /// --acme-storage (as `serve --shared-state`).
+    #[arg(long, value_name = "URL", requires = "shared_state_key")]
+    shared_state: Option<String>,
+    /// The fleet's key-encryption key file (with --shared-state).
+    #[arg(long, value_name = "FILE", requires = "shared_state")]
+    shared_state_key: Option<PathBuf>,
+    /// PEM CA file for a rediss:// Redis (with --shared-state).
+    #[arg(long, value_name = "FILE", requires = "shared_state")]
+    shared_state_ca: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct DeactivateArgs {
+    #[command(flatten)]
+    account: AccountArgs,
+    /// Deactivate without asking (otherwise asked on a terminal, refused elsewhere).
+    #[arg(long)]
+    yes: bool,
 }
 
 /// CA and account flags shared by every subcommand.
@@ -61,7 +125,8 @@ pub(crate) struct CaArgs {
 #[derive(clap::Args)]
 pub(crate) struct IssueArgs {
     #[command(flatten)]
-    ca: CaArgs,
+    // Boxed (as the DNS-01 flags): keeps `Command`'s variants of similar size.
+    ca: Box<CaArgs>,
     /// DNS name of the certificate (repeatable; the first names the storage entry).
     #[arg(long, required = true, value_name = "NAME")]
     domain: Vec<String>,
@@ -80,6 +145,14 @@ pub(crate) struct IssueArgs {
     /// Certificate profile to ask for (e.g. Let's Encrypt's `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
+    /// The challenge: tls-alpn-01 (--tls-listen), http-01 (--http-listen) or dns-01
+    /// (--acme-dns-update or --acme-dns-exec; the only one for wildcards) [default: from
+    /// the listener or DNS flag given].
+    #[arg(long, value_name = "tls-alpn-01|http-01|dns-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01", "dns-01"]), hide_possible_values = true)]
+    acme_challenge: Option<String>,
+    // Boxed: keeps `Command`'s variants of similar size.
+    #[command(flatten)]
+    dns: Box<super::AcmeDnsArgs>,
 }
 
 #[derive(clap::Args)]
@@ -131,22 +204,45 @@ fn settings(ca: &CaArgs, domains: Vec<String>) -> anyhow::Result<AcmeSettings> {
             .collect::<Result<_, _>>()?,
         storage,
     );
-    ca.account.onto(&mut s);
+    ca.account.onto(&mut s)?;
     Ok(s)
 }
 
 fn issue_options(a: &IssueArgs) -> anyhow::Result<IssueOptions> {
     let mut s = settings(&a.ca, a.domain.clone())?;
-    let listen = match (a.http_listen, a.tls_listen) {
-        (Some(h), None) => {
+    a.dns.onto(&mut s)?;
+    let asked = a.acme_challenge.as_deref().and_then(ChallengeKind::parse);
+    let listen = match (asked, a.http_listen, a.tls_listen) {
+        (None | Some(ChallengeKind::Http01), Some(h), None) => {
             s.challenge = ChallengeKind::Http01;
             h
         }
-        (None, Some(t)) => {
+        (None | Some(ChallengeKind::TlsAlpn01), None, Some(t)) => {
             s.challenge = ChallengeKind::TlsAlpn01;
             t
         }
-        _ => bail!("give --http-listen ADDR (HTTP-01) or --tls-listen ADDR (TLS-ALPN-01)"),
+        (Some(ChallengeKind::Dns01), None, None) => {
+            s.challenge = ChallengeKind::Dns01;
+            // Not used: DNS-01 listens nowhere.
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        }
+        (None, None, None) if a.dns.writer_given() => {
+            s.challenge = ChallengeKind::Dns01;
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        }
+        (Some(ChallengeKind::Dns01), _, _) => {
+            bail!("--acme-challenge dns-01 answers in DNS: drop --http-listen and --tls-listen")
+        }
+        (Some(ChallengeKind::Http01), _, _) => {
+            bail!("--acme-challenge http-01 needs --http-listen ADDR (and no --tls-listen)")
+        }
+        (Some(ChallengeKind::TlsAlpn01), _, _) => {
+            bail!("--acme-challenge tls-alpn-01 needs --tls-listen ADDR (and no --http-listen)")
+        }
+        _ => bail!(
+            "give --http-listen ADDR (HTTP-01), --tls-listen ADDR (TLS-ALPN-01) or \
+             --acme-challenge dns-01 with --acme-dns-update ADDR or --acme-dns-exec PROGRAM"
+        ),
     };
     s.profile = a.acme_profile.clone();
     Ok(IssueOptions::new(s, a.key.clone(), a.out.clone(), listen))
@@ -175,6 +271,91 @@ fn unix_date(secs: u64) -> String {
     tlskit_x509::datetime::rfc3339(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
+fn account_options(a: &AccountArgs) -> anyhow::Result<tlskit_acme::AccountOptions> {
+    let s = settings(&a.ca, Vec::new())?;
+    let storage: Option<std::sync::Arc<dyn tlskit_acme::AcmeStorage>> = match &a.shared_state {
+        Some(url) => {
+            let key = a
+                .shared_state_key
+                .clone()
+                .context("--shared-state needs --shared-state-key FILE")?;
+            let mut shared = tlskit_fleet::SharedSettings::new(url.clone(), key);
+            shared.ca.clone_from(&a.shared_state_ca);
+            Some(std::sync::Arc::new(tlskit_fleet::RedisAcmeStorage::open(
+                &shared,
+            )?))
+        }
+        None => None,
+    };
+    Ok(tlskit_acme::AccountOptions::new(s, storage))
+}
+
+fn print_account(what: &str, r: &tlskit_acme::AccountReport) {
+    let st = Style::stdout();
+    let status = match r.status {
+        tlskit_acme::AccountStatus::Valid => st.good("valid"),
+        other => st.bad(other.name()),
+    };
+    println!("{what} {}", tlskit_x509::text::escape(&r.id));
+    println!("  status:     {status}");
+    println!("  directory:  {}", tlskit_x509::text::escape(&r.directory));
+    println!("  key:        {} (RFC 7638 thumbprint)", r.key_thumbprint);
+    if let Some(p) = &r.previous_key_thumbprint {
+        println!("  previous:   {p}");
+    }
+    println!("  stored in:  {}", tlskit_x509::text::escape(&r.storage));
+    if let Some(b) = &r.backup {
+        println!("  backup:     {}", tlskit_x509::text::escape(b));
+    }
+}
+
+/// Whether the user confirms deactivating the account: asked on a terminal; refused
+/// (an error) when stdin is not one.
+fn confirm_deactivation(o: &tlskit_acme::AccountOptions) -> anyhow::Result<bool> {
+    use std::io::{BufRead, IsTerminal, Read, Write};
+    if !std::io::stdin().is_terminal() {
+        bail!("deactivating an account cannot be undone: give --yes to confirm");
+    }
+    let shown = tlskit_acme::account_show(o)?;
+    eprint!(
+        "Deactivate the ACME account {} at {}? It cannot be undone. Type yes: ",
+        tlskit_x509::text::escape(&shown.id),
+        tlskit_x509::text::escape(&shown.directory)
+    );
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().take(64).read_line(&mut line)?;
+    Ok(line.trim() == "yes")
+}
+
+fn run_account(cmd: AccountCmd) -> CmdResult {
+    let (args, what) = match &cmd {
+        AccountCmd::Show(a) => (a, "account"),
+        AccountCmd::Rollover(a) => (a, "rolled over"),
+        AccountCmd::Deactivate(d) => (&d.account, "deactivated"),
+    };
+    let o = account_options(args)?;
+    let r = match &cmd {
+        AccountCmd::Show(_) => tlskit_acme::account_show(&o)?,
+        AccountCmd::Rollover(_) => tlskit_acme::account_rollover(&o)?,
+        AccountCmd::Deactivate(d) => {
+            if !d.yes && !confirm_deactivation(&o)? {
+                bail!("not confirmed: the account was left as it is");
+            }
+            tlskit_acme::account_deactivate(&o)?
+        }
+    };
+    if args.ca.json {
+        print_json(&r)?;
+    } else {
+        print_account(what, &r);
+    }
+    Ok(match (&cmd, r.status) {
+        (AccountCmd::Show(_), s) if s != tlskit_acme::AccountStatus::Valid => Outcome::Negative,
+        _ => Outcome::Success,
+    })
+}
+
 fn set_log_level(ca: &CaArgs) -> anyhow::Result<()> {
     let l = tlskit_tls::log::Level::parse(&ca.log_level).with_context(|| {
         format!(
@@ -191,8 +372,11 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
         AcmeCmd::Issue(a) => &a.ca,
         AcmeCmd::Renew(a) => &a.issue.ca,
         AcmeCmd::Revoke(a) => &a.ca,
+        AcmeCmd::Account(AccountCmd::Show(a) | AccountCmd::Rollover(a)) => &a.ca,
+        AcmeCmd::Account(AccountCmd::Deactivate(d)) => &d.account.ca,
     })?;
     match cmd {
+        AcmeCmd::Account(c) => return run_account(c),
         AcmeCmd::Issue(a) => {
             let o = issue_options(&a)?;
             let r = tlskit_acme::issue(&o)?;

@@ -6,12 +6,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
-use tlskit_server::{ControlCert, ControlReply, ControlStatus, ReloadResult};
+use tlskit_server::{ControlCert, ControlRenewal, ControlReply, ControlStatus, ReloadResult};
 
 use crate::output::{print_json, CmdResult, Escaped, Outcome};
 
-/// Where `serve --control` puts its socket under the shipped systemd unit.
+/// Where `serve` puts its socket under the shipped systemd unit (RuntimeDirectory=tlskit).
 const DEFAULT_CONTROL: &str = "/run/tlskit/control.sock";
+
+/// `ctl renew`'s deadline when `--timeout` is not given, in seconds.
+const RENEW_TIMEOUT: u64 = 300;
 
 /// Largest reply read (a server with many SNI pairs lists each).
 const MAX_REPLY: u64 = 64 << 20;
@@ -19,12 +22,14 @@ const MAX_REPLY: u64 = 64 << 20;
 /// `tlskit ctl`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit ctl --control /run/tlskit/control.sock status\n  tlskit ctl --control ./control.sock reload\n  tlskit ctl --control ./control.sock certs --json\n  tlskit ctl renew www.example.com\n\nExit status: 0 done, 1 the reload failed (what was serving stays), 2 no answer from\nthe server (no socket, not running, permission denied). JSON: schema\ntlskit.ctl.status/1, tlskit.ctl.certs/1, tlskit.ctl.reload/1, tlskit.ctl.renew/1\n(docs/json.md)."
+    after_help = "Examples:\n  tlskit ctl --control /run/tlskit/control.sock status\n  tlskit ctl --control ./control.sock reload\n  tlskit ctl --control ./control.sock certs --json\n  tlskit ctl renew www.example.com --timeout 600\n\nThe socket: --control, else $RUNTIME_DIRECTORY/control.sock when RUNTIME_DIRECTORY is set\n(systemd, RuntimeDirectory=), else /run/tlskit/control.sock: where `serve` puts it under\nthe shipped unit.\n\nExit status: 0 done, 1 the reload or the renewal failed (what was serving stays; the\nreason is printed), 2 no answer from the server (no socket, not running, permission\ndenied) or none within the deadline. JSON: schema\ntlskit.ctl.status/1, tlskit.ctl.certs/1, tlskit.ctl.reload/1, tlskit.ctl.renew/1\n(docs/json.md)."
 )]
 pub(crate) struct CtlArgs {
-    /// The server's control socket (`serve --control PATH`).
-    #[arg(long, value_name = "PATH", default_value = DEFAULT_CONTROL, global = true)]
-    control: PathBuf,
+    /// The server's control socket (`serve --control PATH`) [default:
+    /// $RUNTIME_DIRECTORY/control.sock when RUNTIME_DIRECTORY is set, else
+    /// /run/tlskit/control.sock].
+    #[arg(long, value_name = "PATH", global = true)]
+    control: Option<PathBuf>,
     #[command(subcommand)]
     cmd: CtlCmd,
 }
@@ -50,21 +55,31 @@ enum CtlCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Renew the ACME certificate for NAME now, and wait until the new one is served.
+    /// Renew the ACME certificate for NAME now, and wait for the result: the new
+    /// certificate's serial and expiry once it is served, or why the attempt failed.
     Renew {
         /// A name of the server's ACME certificate (`--domain`).
         #[arg(value_name = "NAME")]
         name: String,
+        /// Seconds to wait for the result (1 to 3600); past them the renewal goes on, and
+        /// ctl exits 2 [default: 300].
+        #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: Option<u64>,
         /// Print JSON (schema tlskit.ctl.renew/1, docs/json.md).
         #[arg(long)]
         json: bool,
     },
 }
 
-/// `ctl renew --json`.
+/// `ctl renew --json`: `certificate` is the ACME certificate served now (the new one, or
+/// the one that stays after a failure).
 #[derive(Serialize)]
 struct RenewJson<'a> {
     certificate: &'a ControlCert,
+    ok: bool,
+    serial: Option<&'a str>,
+    not_after: Option<i64>,
+    reason: Option<&'a str>,
 }
 
 /// `ctl certs --json`.
@@ -73,10 +88,21 @@ struct CertsJson<'a> {
     certificates: &'a [ControlCert],
 }
 
+/// The socket to ask: `--control`, else the runtime directory's, else the unit's.
+fn control_path(given: Option<PathBuf>) -> PathBuf {
+    given
+        .or_else(|| {
+            tlskit_server::runtime_control_path(std::env::var_os("RUNTIME_DIRECTORY").as_deref())
+        })
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONTROL))
+}
+
 pub(crate) fn run(a: CtlArgs) -> CmdResult {
+    let control = control_path(a.control);
+    let wait = tlskit_server::RELOAD_WAIT + Duration::from_secs(5);
     match a.cmd {
         CtlCmd::Status { json } => {
-            let status = ask(&a.control, "status")?
+            let status = checked(&control, ask(&control, "status", wait)?, "status")?
                 .status
                 .context("the server's reply has no status")?;
             if json {
@@ -87,7 +113,7 @@ pub(crate) fn run(a: CtlArgs) -> CmdResult {
             Ok(Outcome::Success)
         }
         CtlCmd::Certs { json } => {
-            let certs = ask(&a.control, "certs")?
+            let certs = checked(&control, ask(&control, "certs", wait)?, "certs")?
                 .certificates
                 .context("the server's reply has no certificate list")?;
             if json {
@@ -99,23 +125,38 @@ pub(crate) fn run(a: CtlArgs) -> CmdResult {
             }
             Ok(Outcome::Success)
         }
-        CtlCmd::Renew { name, json } => {
+        CtlCmd::Renew {
+            name,
+            timeout,
+            json,
+        } => {
             if name.chars().any(|c| c.is_whitespace() || c.is_control()) {
                 bail!("{}: not a DNS name", Escaped(&name));
             }
-            let c = ask(&a.control, &format!("renew {name}"))?
-                .renewed
-                .context("the server's reply has no certificate")?;
-            if json {
-                print_json(&RenewJson { certificate: &c })?;
-            } else {
-                print!("renewed: ");
-                print_certs(std::slice::from_ref(&c));
+            let secs = timeout.unwrap_or(RENEW_TIMEOUT);
+            let request = format!("renew {name} {secs}");
+            let reply = ask(&control, &request, Duration::from_secs(secs + 5))?;
+            // A failed renewal comes with its result (and an `error` for older clients).
+            if let Some(r) = &reply.renewal {
+                return print_renewal(&RenewJson::from(r), json);
             }
-            Ok(Outcome::Success)
+            // A server from before `renewal`: the new certificate alone.
+            let c = checked(&control, reply, &request)?
+                .renewed
+                .context("the server's reply has no renewal result")?;
+            print_renewal(
+                &RenewJson {
+                    certificate: &c,
+                    ok: true,
+                    serial: None,
+                    not_after: c.not_after,
+                    reason: None,
+                },
+                json,
+            )
         }
         CtlCmd::Reload { json } => {
-            let r = ask(&a.control, "reload")?
+            let r = checked(&control, ask(&control, "reload", wait)?, "reload")?
                 .reload
                 .context("the server's reply has no reload result")?;
             if json {
@@ -132,15 +173,68 @@ pub(crate) fn run(a: CtlArgs) -> CmdResult {
     }
 }
 
-/// Send one request, read the reply; an error reply is an error (exit 2).
-fn ask(path: &Path, request: &str) -> anyhow::Result<ControlReply> {
+impl<'a> From<&'a ControlRenewal> for RenewJson<'a> {
+    fn from(r: &'a ControlRenewal) -> Self {
+        Self {
+            certificate: &r.certificate,
+            ok: r.ok,
+            serial: r.serial.as_deref(),
+            not_after: r.not_after,
+            reason: r.reason.as_deref(),
+        }
+    }
+}
+
+/// `ctl renew`'s report; exit 1 when the renewal failed.
+fn print_renewal(r: &RenewJson<'_>, json: bool) -> CmdResult {
+    if json {
+        print_json(r)?;
+    } else if r.ok {
+        let expiry = r.not_after.map_or_else(
+            || "expiry unknown".to_string(),
+            |t| format!("expires {}", when(t)),
+        );
+        println!(
+            "renewed: serial {}, {expiry}",
+            Escaped(r.serial.unwrap_or("unknown"))
+        );
+        print_certs(std::slice::from_ref(r.certificate));
+    } else {
+        println!(
+            "renewal failed: {}",
+            Escaped(r.reason.unwrap_or("no reason given"))
+        );
+        print!("still served: ");
+        print_certs(std::slice::from_ref(r.certificate));
+    }
+    Ok(if r.ok {
+        Outcome::Success
+    } else {
+        Outcome::Negative
+    })
+}
+
+/// The reply, or its `error` as an error (exit 2).
+fn checked(path: &Path, reply: ControlReply, request: &str) -> anyhow::Result<ControlReply> {
+    if let Some(e) = &reply.error {
+        let shown = path.display().to_string();
+        bail!(
+            "{}: the server refused {}: {}",
+            Escaped(&shown),
+            Escaped(request),
+            Escaped(e)
+        );
+    }
+    Ok(reply)
+}
+
+/// Send one request, read the reply, waiting at most `wait` for it (the server answers a
+/// reload or a renewal once it ends, within its own deadline).
+fn ask(path: &Path, request: &str, wait: Duration) -> anyhow::Result<ControlReply> {
     let shown = path.display().to_string();
     let shown = Escaped(&shown);
     let mut s = std::os::unix::net::UnixStream::connect(path)
         .with_context(|| format!("{shown}: cannot connect to the control socket"))?;
-    // The server answers a reload once it ends (within its own deadline).
-    let wait = tlskit_server::RELOAD_WAIT + Duration::from_secs(5);
-    let wait = wait.max(tlskit_server::RENEW_WAIT + Duration::from_secs(5));
     s.set_read_timeout(Some(wait))?;
     s.set_write_timeout(Some(tlskit_server::REQUEST_DEADLINE))?;
     s.write_all(format!("{request}\n").as_bytes())
@@ -149,12 +243,8 @@ fn ask(path: &Path, request: &str) -> anyhow::Result<ControlReply> {
     s.take(MAX_REPLY)
         .read_to_end(&mut text)
         .with_context(|| format!("{shown}: no reply from the server"))?;
-    let reply: ControlReply = serde_json::from_slice(&text)
-        .with_context(|| format!("{shown}: the reply is not a control reply"))?;
-    if let Some(e) = &reply.error {
-        bail!("{shown}: the server refused {request}: {}", Escaped(e));
-    }
-    Ok(reply)
+    serde_json::from_slice(&text)
+        .with_context(|| format!("{shown}: the reply is not a control reply"))
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC).
@@ -233,8 +323,31 @@ fn print_status(s: &ControlStatus) {
         None => println!("client CA: none (no client certificates asked for)"),
     }
     match s.fleet_up {
-        Some(true) => println!("ticket keys: {} (shared state reachable)", s.ticket_keys),
-        Some(false) => println!("ticket keys: {} (shared state unreachable)", s.ticket_keys),
+        Some(up) => {
+            let reach = if up { "reachable" } else { "unreachable" };
+            let synced = s.fleet_last_sync.map_or_else(
+                || "never in step".to_string(),
+                |t| {
+                    format!(
+                        "last in step {}",
+                        when(i64::try_from(t).unwrap_or(i64::MAX))
+                    )
+                },
+            );
+            let from = if s.ticket_key_source == "fleet" {
+                "from the fleet"
+            } else {
+                "made here"
+            };
+            let key = match (s.ticket_key_id, s.ticket_key_age_s) {
+                (Some(id), Some(age)) => format!("; current key {id} {from}, {age} s old"),
+                _ => String::new(),
+            };
+            println!(
+                "ticket keys: {} (shared state {reach}; {synced}{key})",
+                s.ticket_keys
+            );
+        }
         None => match s.ticket_key_age_s {
             Some(age) => println!("ticket keys: {} (current key {age} s old)", s.ticket_keys),
             None => println!("ticket keys: {}", s.ticket_keys),

@@ -75,15 +75,16 @@ fn write_pages(
 
 /// The page of `cmd`: clap_mangen's, with a SYNOPSIS that names each option's argument
 /// (`[--listen <ADDR>...]`), the text after the options (examples, tables) laid out as
-/// written (indented lines verbatim, never filled), and every character outside ASCII
-/// as a troff escape, so that troff renders it without warnings.
+/// written (indented lines verbatim, never filled) in the sections man-pages(7) names
+/// (clap_mangen puts all of it under a section it calls EXTRA), and every character
+/// outside ASCII as a troff escape, so that troff renders it without warnings.
 fn render_page(cmd: &clap::Command, page: &clap_mangen::Man) -> anyhow::Result<String> {
     let mut raw = Vec::new();
     page.render(&mut raw)?;
     let mut text = String::from_utf8(raw).context("clap_mangen wrote a page that is not UTF-8")?;
     text = replace_section(&text, "SYNOPSIS", &synopsis(cmd));
     if let Some(after) = cmd.get_after_long_help().or_else(|| cmd.get_after_help()) {
-        text = replace_section(&text, "EXTRA", &verbatim_aware(&after.to_string()));
+        text = replace_whole_section(&text, "EXTRA", &after_sections(&after.to_string()));
     }
     Ok(ascii_only(&text))
 }
@@ -99,6 +100,53 @@ fn replace_section(page: &str, name: &str, body: &str) -> String {
         .find("\n.SH ")
         .map_or(page.len(), |i| start + i + 1);
     format!("{}{body}{}", &page[..start], &page[end..])
+}
+
+/// `page` with section `name`, its `.SH` line included, replaced by `sections` (troff
+/// text that starts with its own `.SH`); unchanged when the page has no such section.
+fn replace_whole_section(page: &str, name: &str, sections: &str) -> String {
+    let head = format!(".SH {name}\n");
+    let Some(start) = page.find(&head) else {
+        return page.to_string();
+    };
+    let body = start + head.len();
+    let end = page[body..]
+        .find("\n.SH ")
+        .map_or(page.len(), |i| body + i + 1);
+    format!("{}{sections}{}", &page[..start], &page[end..])
+}
+
+/// The text after the options (`after_help`), paragraph by paragraph (blank lines apart),
+/// as man-pages(7)'s sections in its order: EXIT STATUS (a paragraph that starts with
+/// `Exit status:`), NOTES (any other), EXAMPLES (a paragraph that starts with
+/// `Examples:`, that heading left out).
+fn after_sections(after: &str) -> String {
+    let (mut exit, mut notes, mut examples) = (Vec::new(), Vec::new(), Vec::new());
+    for para in after.split("\n\n") {
+        let para = para.trim_matches('\n');
+        if para.trim().is_empty() {
+            continue;
+        }
+        if let Some(rest) = para.strip_prefix("Examples:") {
+            examples.push(rest.trim_start_matches('\n'));
+        } else if para.starts_with("Exit status:") {
+            exit.push(para);
+        } else {
+            notes.push(para);
+        }
+    }
+    let mut out = String::new();
+    for (name, paras) in [
+        ("EXIT STATUS", exit),
+        ("NOTES", notes),
+        ("EXAMPLES", examples),
+    ] {
+        if !paras.is_empty() {
+            out.push_str(&format!(".SH {name}\n"));
+            out.push_str(&verbatim_aware(&paras.join("\n\n")));
+        }
+    }
+    out
 }
 
 /// Text for troff: `\`, `-` and `'` escaped, a leading `.` made literal.
@@ -235,7 +283,33 @@ fn verbatim_aware(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{ascii_only, replace_section, roff_escape, verbatim_aware};
+    use super::{
+        after_sections, ascii_only, replace_section, replace_whole_section, roff_escape,
+        verbatim_aware,
+    };
+
+    /// clap_mangen's EXTRA becomes EXIT STATUS, NOTES and EXAMPLES, in man-pages(7)'s
+    /// order, each paragraph in the section it belongs to.
+    #[test]
+    fn the_text_after_the_options_goes_to_named_sections() {
+        let after = "Examples:\n  tlskit a --b\n\nThe socket: x.\n\nExit status: 0 done.";
+        let sections = after_sections(after);
+        assert_eq!(
+            sections,
+            ".SH EXIT STATUS\nExit status: 0 done.\n.SH NOTES\nThe socket: x.\n\
+             .SH EXAMPLES\n.nf\n  tlskit a \\-\\-b\n.fi\n"
+        );
+        let page = ".TH x 1\n.SH OPTIONS\no\n.SH EXTRA\nold\n.SH VERSION\nv\n";
+        assert_eq!(
+            replace_whole_section(page, "EXTRA", &sections),
+            format!(".TH x 1\n.SH OPTIONS\no\n{sections}.SH VERSION\nv\n")
+        );
+        assert_eq!(
+            after_sections("Examples:\n  a\n"),
+            ".SH EXAMPLES\n.nf\n  a\n.fi\n"
+        );
+        assert_eq!(after_sections(""), "");
+    }
 
     #[test]
     fn indented_lines_stay_as_written_and_prose_is_filled() {

@@ -10,6 +10,7 @@ pub(crate) mod pkcs11;
 pub(crate) mod pki;
 pub(crate) mod probe;
 pub(crate) mod store;
+pub(crate) mod trust;
 pub(crate) mod verify;
 
 use std::path::PathBuf;
@@ -186,11 +187,19 @@ pub(crate) struct AcmeArgs {
     /// against them is refused (`acme` commands: exit 2) [default: not checked].
     #[arg(long, num_args = 1.., value_name = "SRC")]
     acme_issuer_roots: Vec<String>,
+    /// External account binding (RFC 8555 7.3.4): the key ID the CA gave, for a CA that
+    /// requires one when the account is created (ZeroSSL, Google, private CAs).
+    #[arg(long, value_name = "ID", requires = "acme_eab_hmac_key_file")]
+    acme_eab_kid: Option<String>,
+    /// The file holding the CA's EAB HMAC key, base64url as the CA gives it (never
+    /// printed or logged).
+    #[arg(long, value_name = "FILE", requires = "acme_eab_kid")]
+    acme_eab_hmac_key_file: Option<PathBuf>,
 }
 
 impl AcmeArgs {
     /// The flags given onto `s` (storage aside: its default differs between commands).
-    pub(crate) fn onto(&self, s: &mut tlskit_acme::AcmeSettings) {
+    pub(crate) fn onto(&self, s: &mut tlskit_acme::AcmeSettings) -> anyhow::Result<()> {
         s.email.clone_from(&self.acme_email);
         s.roots = sources(&self.acme_roots);
         if let Some(p) = self.acme_roots_profile {
@@ -198,6 +207,13 @@ impl AcmeArgs {
         }
         s.roots_allow.clone_from(&self.acme_roots_allow);
         s.issuer_roots = sources(&self.acme_issuer_roots);
+        if let (Some(kid), Some(file)) = (&self.acme_eab_kid, &self.acme_eab_hmac_key_file) {
+            s.eab = Some(
+                tlskit_acme::Eab::from_file(kid, file)
+                    .map_err(|e| anyhow::anyhow!("--acme-eab-hmac-key-file: {e}"))?,
+            );
+        }
+        Ok(())
     }
 
     /// The flags given onto `serve`'s settings (a flag not given leaves the field `None`,
@@ -210,6 +226,55 @@ impl AcmeArgs {
         s.acme_roots_profile = self.acme_roots_profile;
         s.acme_roots_allow = (!self.acme_roots_allow.is_empty()).then_some(self.acme_roots_allow);
         s.acme_issuer_roots = given(self.acme_issuer_roots);
+        s.acme_eab_kid = self.acme_eab_kid;
+        s.acme_eab_hmac_key_file = self.acme_eab_hmac_key_file;
+    }
+}
+
+/// DNS-01's flags, shared by `serve --acme` and `acme issue|renew` (flattened into both):
+/// who writes the `_acme-challenge` TXT records and where they are checked.
+#[derive(clap::Args)]
+pub(crate) struct AcmeDnsArgs {
+    /// DNS-01: the server taking RFC 2136 updates of the TXT records (IP[:PORT], port 53
+    /// when none).
+    #[arg(long, value_name = "ADDR")]
+    acme_dns_update: Option<String>,
+    /// DNS-01: the BIND key file (as `tsig-keygen` writes it) whose TSIG key signs the
+    /// updates.
+    #[arg(long, value_name = "FILE")]
+    acme_dns_tsig_key: Option<PathBuf>,
+    /// DNS-01: where the records are checked before the CA validates (IP[:PORT])
+    /// [default: each of the zone's name servers].
+    #[arg(long, value_name = "ADDR")]
+    acme_dns_resolver: Option<String>,
+    /// DNS-01: a program run as `PROGRAM add|remove NAME VALUE` that writes the records
+    /// (any DNS API; instead of --acme-dns-update).
+    #[arg(long, value_name = "PROGRAM")]
+    acme_dns_exec: Option<PathBuf>,
+}
+
+impl AcmeDnsArgs {
+    /// Whether a writer (update server or hook) is given.
+    pub(crate) fn writer_given(&self) -> bool {
+        self.acme_dns_update.is_some() || self.acme_dns_exec.is_some()
+    }
+
+    /// The flags onto `s` (the `acme` commands).
+    pub(crate) fn onto(&self, s: &mut tlskit_acme::AcmeSettings) -> anyhow::Result<()> {
+        let server = |v: &Option<String>| v.as_deref().map(tlskit_acme::dns_server).transpose();
+        s.dns.update = server(&self.acme_dns_update)?;
+        s.dns.resolver = server(&self.acme_dns_resolver)?;
+        s.dns.tsig_key.clone_from(&self.acme_dns_tsig_key);
+        s.dns.exec.clone_from(&self.acme_dns_exec);
+        Ok(())
+    }
+
+    /// The flags onto `serve`'s settings (not given: the config file's value counts).
+    pub(crate) fn onto_serve(self, s: &mut tlskit_server::ServeSettings) {
+        s.acme_dns_update = self.acme_dns_update;
+        s.acme_dns_tsig_key = self.acme_dns_tsig_key;
+        s.acme_dns_resolver = self.acme_dns_resolver;
+        s.acme_dns_exec = self.acme_dns_exec;
     }
 }
 

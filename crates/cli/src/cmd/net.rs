@@ -168,7 +168,9 @@ struct ServeFlags {
     /// Serve Prometheus metrics (plain HTTP) on this address.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
-    /// Control socket (a Unix socket, mode 0600, removed on exit) for `tlskit ctl`.
+    /// Control socket (a Unix socket, mode 0600, removed on exit) for `tlskit ctl`
+    /// [default: none; $RUNTIME_DIRECTORY/control.sock when systemd sets RUNTIME_DIRECTORY,
+    /// as the shipped unit's RuntimeDirectory=tlskit does: /run/tlskit/control.sock].
     #[arg(long, value_name = "PATH")]
     control: Option<PathBuf>,
     /// TOML file with any of these settings (keys as the flags, `_` for `-`).
@@ -249,9 +251,13 @@ struct ServeFlags {
     domain: Vec<String>,
     #[command(flatten)]
     acme_account: super::AcmeArgs,
-    /// ACME challenge: tls-alpn-01 (on the TLS listener, default) or http-01 (on --http-listen).
-    #[arg(long, value_name = "tls-alpn-01|http-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01"]), hide_possible_values = true)]
+    /// ACME challenge: tls-alpn-01 (on the TLS listener, default), http-01 (on
+    /// --http-listen) or dns-01 (TXT records through --acme-dns-update or --acme-dns-exec;
+    /// wildcards).
+    #[arg(long, value_name = "tls-alpn-01|http-01|dns-01", value_parser = super::offer_str(&["tls-alpn-01", "http-01", "dns-01"]), hide_possible_values = true)]
     acme_challenge: Option<String>,
+    #[command(flatten)]
+    acme_dns: super::AcmeDnsArgs,
     /// ACME certificate profile to ask for (e.g. `shortlived`).
     #[arg(long, value_name = "NAME")]
     acme_profile: Option<String>,
@@ -365,6 +371,7 @@ fn flag_settings(a: ServeFlags) -> ServeSettings {
     s.acme = a.acme;
     s.domain = given(a.domain);
     a.acme_account.onto_serve(&mut s);
+    a.acme_dns.onto_serve(&mut s);
     s.acme_challenge = typed(
         &mut s,
         "acme_challenge",
@@ -411,7 +418,12 @@ fn build_serve_config(
     let mut s = s.merge(file);
     let default_responder = s.backend.is_none() && s.respond.is_none();
     let log = s.take_log();
-    let cfg = s.into_config()?;
+    let mut cfg = s.into_config()?;
+    // Under systemd (RuntimeDirectory=tlskit): the socket `tlskit ctl` looks for.
+    if cfg.control.is_none() {
+        cfg.control =
+            tlskit_server::runtime_control_path(std::env::var_os("RUNTIME_DIRECTORY").as_deref());
+    }
     let log = ServeLog {
         flag_level,
         file_level: log.level.map(|l| l.map(tlskit_tls::log::Level::name)),

@@ -418,6 +418,8 @@ fn every_json_document_matches_its_schema() {
         "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
     )
     .expect("write");
+    std::fs::create_dir_all(f.path("image/etc/pki/ca-trust/source/anchors")).expect("mkdir");
+    let image = p("image");
     std::fs::create_dir(f.path("dups")).expect("mkdir");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/a.pem")).expect("copy");
     std::fs::copy(f.path("ca/ca.pem"), f.path("dups/b.pem")).expect("copy");
@@ -723,6 +725,31 @@ fn every_json_document_matches_its_schema() {
         ),
         case("error", 2, &["store", "show", "--no-such-flag"]),
         case("error", 2, &["verify", "--cert", &p("leaf.pem")]),
+        // A root tree with a Fedora-like layout: no external tool runs.
+        case(
+            "trust.install",
+            0,
+            &[
+                "trust",
+                "install",
+                &p("ca/ca.pem"),
+                "--root",
+                &image,
+                "--dry-run",
+            ],
+        ),
+        case("trust.list", 0, &["trust", "list", "--root", &image]),
+        case(
+            "trust.uninstall",
+            1,
+            &["trust", "uninstall", &p("ca/ca.pem"), "--root", &image],
+        ),
+        // Not a CA: refused.
+        case(
+            "error",
+            2,
+            &["trust", "install", &p("leaf.pem"), "--root", &image],
+        ),
     ];
     let mut failures = Vec::new();
     for c in &cases {
@@ -936,6 +963,9 @@ fn help_texts_have_examples_and_no_duplicated_defaults() {
         &["probe"],
         &["completions"],
         &["man"],
+        &["trust", "install"],
+        &["trust", "uninstall"],
+        &["trust", "list"],
     ];
     for c in commands {
         let mut args: Vec<&str> = c.to_vec();
@@ -997,6 +1027,27 @@ fn completions_and_man_pages() {
     }
     let pages = std::fs::read_dir(&man).expect("read").count();
     assert!(pages >= 25, "{pages} pages");
+    // The text after the options is in man-pages(7)'s sections, never clap_mangen's
+    // "EXTRA": examples under EXAMPLES, the exit status under EXIT STATUS.
+    for entry in std::fs::read_dir(&man).expect("read") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("page");
+        assert!(!text.contains(".SH EXTRA"), "{}", path.display());
+    }
+    let ctl = std::fs::read_to_string(man.join("tlskit-ctl.1")).expect("tlskit-ctl.1");
+    let at = |name: &str| {
+        ctl.find(&format!("\n.SH {name}\n"))
+            .unwrap_or_else(|| panic!("no {name} in tlskit-ctl.1:\n{ctl}"))
+    };
+    assert!(at("OPTIONS") < at("EXIT STATUS"), "{ctl}");
+    assert!(at("EXIT STATUS") < at("NOTES"), "{ctl}");
+    assert!(at("NOTES") < at("EXAMPLES"), "{ctl}");
+    let examples = &ctl[at("EXAMPLES")..];
+    assert!(
+        examples.contains("tlskit ctl renew www.example.com"),
+        "{examples}"
+    );
+    assert!(!examples.contains("Examples:"), "{examples}");
     assert!(have("man"), "man missing: scripts/setup installs man-db");
     {
         let out = Command::new("man")
@@ -1077,7 +1128,7 @@ fn completions_offer_enumerated_values() {
     let profiles = ["browser", "webpki", "rfc5280"];
     let want: &[(&str, &[&str])] = &[
         ("respond", &["http", "echo"]),
-        ("acme-challenge", &["tls-alpn-01", "http-01"]),
+        ("acme-challenge", &["tls-alpn-01", "http-01", "dns-01"]),
         ("client-auth", &["required", "optional"]),
         ("ca-hints", &["store", "off"]),
         ("starttls", &["smtp", "imap", "pop3"]),
@@ -1133,6 +1184,65 @@ fn completions_offer_enumerated_values() {
             "{shell}: {allow:?}"
         );
     }
+}
+
+/// Issue 28: fish itself completes values, not file names, from `tlskit completions
+/// fish`: `complete -C` in a folder holding a file, with the script sourced. A value flag
+/// offers its values only; a path flag offers the file (so the check can see files);
+/// subcommands and their flags complete too.
+#[test]
+#[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: fish")]
+fn fish_completes_enumerated_values_not_files() {
+    assert!(have("fish"), "fish missing: scripts/setup installs it");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("tlskit.fish");
+    let out = tlskit(&["completions", "fish"]);
+    assert!(out.status.success());
+    std::fs::write(&script, &out.stdout).expect("write");
+    std::fs::write(dir.path().join("decoy.pem"), "x").expect("write");
+    let complete = |line: &str| -> Vec<String> {
+        let out = Command::new("fish")
+            .args(["--no-config", "-c"])
+            .arg(format!(
+                "source {}; complete -C {}",
+                s(&script),
+                shell_quote(line)
+            ))
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .output()
+            .expect("fish");
+        assert!(out.status.success(), "{line}: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(complete("tlskit serve --respond "), ["echo", "http"]);
+    assert_eq!(
+        complete("tlskit serve --acme-challenge "),
+        ["http-01", "tls-alpn-01"]
+    );
+    assert_eq!(
+        complete("tlskit serve --compress "),
+        ["brotli", "brotli,zlib", "none", "zlib", "zlib,brotli"]
+    );
+    assert_eq!(
+        complete("tlskit connect example.com --starttls "),
+        ["imap", "pop3", "smtp"]
+    );
+    let files = complete("tlskit serve --cert ");
+    assert!(files.contains(&"decoy.pem".to_string()), "{files:?}");
+    let subs = complete("tlskit ctl ");
+    for want in ["certs", "reload", "renew", "status"] {
+        assert!(subs.contains(&want.to_string()), "{subs:?}");
+    }
+    assert_eq!(complete("tlskit ctl renew --time"), ["--timeout"]);
+}
+
+/// `s` quoted for fish: in single quotes, `\` and `'` escaped.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
 /// Issue 28: a man page's SYNOPSIS names each option's argument (`[--listen <ADDR>...]`),

@@ -177,6 +177,36 @@ fn deb_package_builds_holds_the_service_and_passes_lintian() {
             .any(|l| l.trim().starts_with("Depends:") && l.contains("libc6")),
         "no Depends on libc6:\n{control}"
     );
+    // The maintainer is the workspace's authors with an address that is not a placeholder
+    // (a reserved name: .invalid, .example, .test, .localhost, example.com).
+    let manifest = std::fs::read_to_string(ws.join("Cargo.toml")).expect("Cargo.toml");
+    let authors = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("authors = [\""))
+        .and_then(|r| r.split('"').next())
+        .expect("workspace authors");
+    let maintainer = control
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maintainer: "))
+        .unwrap_or_else(|| panic!("no Maintainer:\n{control}"));
+    let (name, address) = maintainer
+        .strip_suffix('>')
+        .and_then(|m| m.split_once(" <"))
+        .unwrap_or_else(|| panic!("Maintainer is not NAME <ADDRESS>: {maintainer}"));
+    assert_eq!(name, authors, "{maintainer}");
+    let domain = address
+        .rsplit_once('@')
+        .map(|(_, d)| d.to_ascii_lowercase())
+        .unwrap_or_else(|| panic!("no address: {maintainer}"));
+    for placeholder in [".invalid", ".example", ".test", ".localhost", ".local"] {
+        assert!(!domain.ends_with(placeholder), "{maintainer}");
+    }
+    assert!(
+        !["example.com", "example.org", "example.net"]
+            .iter()
+            .any(|e| domain == *e || domain.ends_with(&format!(".{e}"))),
+        "{maintainer}"
+    );
     // The unit's maintainer scripts: systemd reloads its units on install and removal, and
     // a running service stops on removal; nothing enables or starts it.
     let scripts = ok(

@@ -159,6 +159,13 @@ fn http_head_regressions() {
 }
 
 #[test]
+fn dns_key_file_regressions() {
+    let got = replay("dns_key_file", harness::dns_key_file);
+    assert!(got.iter().any(|(_, ok)| *ok), "no seed parses");
+    assert!(got.iter().any(|(_, ok)| !*ok), "no seed is refused");
+}
+
+#[test]
 fn pkcs11_uri_regressions() {
     replay("pkcs11_uri", harness::pkcs11_uri);
 }

@@ -15,6 +15,7 @@ use tlskit_testkit::{hostile, net_support, run, show, store_pki, verify_pki};
 /// The binary under test (the same file as `tlskit_testkit::run::bin()`).
 pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
+mod acme_dns_cli;
 mod bounds_cli;
 mod contract;
 mod deb_package;
@@ -26,6 +27,7 @@ mod pki_interop;
 mod readme_examples;
 mod serve_ranges;
 mod store_cli;
+mod trust_cli;
 mod verify_cli;
 mod verify_warnings_cli;
 

@@ -1667,6 +1667,33 @@ fn ca_revoke_crl_and_verify_crl() {
     );
     assert!(e.contains("1 (keyCompromise)"), "{e}");
     fails(d, &["ca", "revoke", "ca"]);
+    // `acme revoke --reason` parses with the same type: the same codes as before (2 still
+    // refused), and the names; with a name, what fails next is the missing file.
+    let acme = |reason: &str| {
+        fails(
+            d,
+            &[
+                "acme",
+                "revoke",
+                "--directory",
+                "https://127.0.0.1:1/dir",
+                "--acme-storage",
+                "st",
+                "--cert",
+                "nothere.pem",
+                "--reason",
+                reason,
+            ],
+        )
+    };
+    assert!(acme("2").contains("1 (keyCompromise)"));
+    for good in ["1", "keyCompromise", "cessationofoperation"] {
+        let e = acme(good);
+        assert!(
+            e.contains("nothere.pem") && !e.contains("--reason"),
+            "{good}: {e}"
+        );
+    }
     let e = fails(
         d,
         &[

@@ -18,12 +18,12 @@ use crate::BIN;
 use net_support::{free_port, tlskit, Serve};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
-fn s(p: &Path) -> String {
+pub(crate) fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
 /// Where scripts/setup puts Pebble, then PATH.
-fn find(program: &str) -> Option<PathBuf> {
+pub(crate) fn find(program: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     if let Some(h) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(h).join("go/bin"));
@@ -38,18 +38,18 @@ fn find(program: &str) -> Option<PathBuf> {
 }
 
 /// Pebble + challtestsrv, killed on drop.
-struct Pebble {
-    dir: tempfile::TempDir,
-    children: Vec<Child>,
-    port: u16,
+pub(crate) struct Pebble {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) children: Vec<Child>,
+    pub(crate) port: u16,
     /// The plain HTTP port Pebble validates HTTP-01 on.
-    http_port: u16,
+    pub(crate) http_port: u16,
     /// The TLS port Pebble validates TLS-ALPN-01 on.
-    tls_port: u16,
-    roots: PathBuf,
-    exe: PathBuf,
-    dns_port: u16,
-    mgmt_port: u16,
+    pub(crate) tls_port: u16,
+    pub(crate) roots: PathBuf,
+    pub(crate) exe: PathBuf,
+    pub(crate) dns_port: u16,
+    pub(crate) mgmt_port: u16,
 }
 
 impl Drop for Pebble {
@@ -64,7 +64,7 @@ impl Drop for Pebble {
 impl Pebble {
     /// Pebble with one 90-day profile. None (with a message) when Pebble is not
     /// installed, outside CI.
-    fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         Self::start_with(serde_json::json!({
             "default": {"description": "90 days", "validityPeriod": 7776000}
         }))
@@ -72,18 +72,27 @@ impl Pebble {
 
     /// Pebble with these profiles (Pebble picks one at random for an order that names
     /// none, so tests that need a lifetime offer only that one).
-    fn start_with(profiles: serde_json::Value) -> Option<Self> {
+    pub(crate) fn start_with(profiles: serde_json::Value) -> Option<Self> {
+        Self::start_config(profiles, serde_json::json!({}))
+    }
+
+    /// Pebble with these profiles and these other keys of its configuration
+    /// (`externalAccountBindingRequired`, `externalAccountMACKeys`).
+    pub(crate) fn start_config(
+        profiles: serde_json::Value,
+        extra: serde_json::Value,
+    ) -> Option<Self> {
         // Ports are picked free, then bound by Pebble: another test may take one in
         // between (Pebble then exits with "address already in use"), so try again.
         for _ in 0..4 {
-            if let Some(p) = Self::try_start_with(&profiles) {
+            if let Some(p) = Self::try_start_with(&profiles, &extra) {
                 return Some(p);
             }
         }
         panic!("pebble did not start in 4 tries (ports taken?)");
     }
 
-    fn try_start_with(profiles: &serde_json::Value) -> Option<Self> {
+    fn try_start_with(profiles: &serde_json::Value, extra: &serde_json::Value) -> Option<Self> {
         let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
             panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
         };
@@ -126,7 +135,7 @@ impl Pebble {
             dns_port: free_port(),
             mgmt_port: free_port(),
         };
-        let cfg = serde_json::json!({"pebble": {
+        let mut cfg = serde_json::json!({"pebble": {
             "listenAddress": format!("127.0.0.1:{}", p.port),
             "managementListenAddress": format!("127.0.0.1:{}", p.mgmt_port),
             "certificate": s(&p.dir.path().join("cert.pem")),
@@ -139,6 +148,9 @@ impl Pebble {
             "keyAlgorithm": "ecdsa",
             "profiles": profiles.clone()
         }});
+        if let (Some(c), Some(e)) = (cfg["pebble"].as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
         std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
         let dns = format!("127.0.0.1:{}", p.dns_port);
         let chall = Command::new(chall)
@@ -166,7 +178,7 @@ impl Pebble {
     }
 
     /// (Re)start Pebble itself on the same ports (a new CA each time, as Pebble does).
-    fn start_pebble(&mut self) {
+    pub(crate) fn start_pebble(&mut self) {
         assert!(self.spawn_pebble(), "pebble did not listen: {}", self.log());
     }
 
@@ -204,23 +216,23 @@ impl Pebble {
         false
     }
 
-    fn stop_pebble(&mut self) {
+    pub(crate) fn stop_pebble(&mut self) {
         if let Some(mut c) = self.children.pop() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default()
     }
 
-    fn directory(&self) -> String {
+    pub(crate) fn directory(&self) -> String {
         format!("https://127.0.0.1:{}/dir", self.port)
     }
 
     /// Pebble's issuing root (regenerated at each start), for verifying what it issued.
-    fn issuing_root(&self, out: &Path) {
+    pub(crate) fn issuing_root(&self, out: &Path) {
         let o = Command::new("curl")
             .args(["-sS", "--fail", "--cacert"])
             .arg(&self.roots)
@@ -234,7 +246,7 @@ impl Pebble {
 }
 
 /// `tlskit acme ...` with the CA flags filled in.
-fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
     let mut all = vec![args[0]];
     let dir = p.directory();
     let st = s(storage);
@@ -260,14 +272,14 @@ fn acme(p: &Pebble, storage: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 /// Parse a `--json` document and check it against the JSON Schema its `schema` field names.
-fn json(out: &str) -> serde_json::Value {
+pub(crate) fn json(out: &str) -> serde_json::Value {
     let v: serde_json::Value =
         serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
     net_support::assert_matches_schema(&v);
     v
 }
 
-fn mode(p: &Path) -> u32 {
+pub(crate) fn mode(p: &Path) -> u32 {
     std::fs::metadata(p)
         .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
         .permissions()
@@ -276,7 +288,7 @@ fn mode(p: &Path) -> u32 {
 }
 
 /// The only account file in the storage.
-fn account_file(storage: &Path) -> PathBuf {
+pub(crate) fn account_file(storage: &Path) -> PathBuf {
     let files: Vec<PathBuf> = std::fs::read_dir(storage.join("accounts"))
         .expect("accounts dir")
         .map(|e| e.expect("entry").path())
@@ -286,7 +298,7 @@ fn account_file(storage: &Path) -> PathBuf {
 }
 
 /// Serial (hex, as openssl prints it) of the certificate served for `name`.
-fn served_serial(port: u16, name: &str) -> Option<String> {
+pub(crate) fn served_serial(port: u16, name: &str) -> Option<String> {
     let o = Command::new("openssl")
         .args([
             "s_client",
@@ -307,7 +319,7 @@ fn served_serial(port: u16, name: &str) -> Option<String> {
     Some(file_serial(tmp.path())).filter(|s| !s.is_empty())
 }
 
-fn file_serial(pem: &Path) -> String {
+pub(crate) fn file_serial(pem: &Path) -> String {
     let o = Command::new("openssl")
         .args(["x509", "-noout", "-serial", "-in"])
         .arg(pem)
@@ -319,12 +331,12 @@ fn file_serial(pem: &Path) -> String {
         .to_string()
 }
 
-fn http_get(addr: &str) -> String {
+pub(crate) fn http_get(addr: &str) -> String {
     http_path(addr, "/metrics")
 }
 
 /// The metrics listener's whole answer to `GET path`.
-fn http_path(addr: &str, path: &str) -> String {
+pub(crate) fn http_path(addr: &str, path: &str) -> String {
     let mut c = TcpStream::connect(addr).expect("connect metrics");
     c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
         .expect("write");
@@ -334,7 +346,7 @@ fn http_path(addr: &str, path: &str) -> String {
 }
 
 /// Wait until `f` returns Some, polling.
-fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+pub(crate) fn until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let t0 = Instant::now();
     while t0.elapsed() < limit {
         if let Some(v) = f() {
@@ -604,7 +616,7 @@ fn acme_unwritable_storage_is_an_error_at_start() {
     assert!(String::from_utf8_lossy(&o.stderr).contains(&s(&file)));
 }
 
-fn serve_acme(p: &Pebble, storage: &Path, extra: &[&str]) -> Serve {
+pub(crate) fn serve_acme(p: &Pebble, storage: &Path, extra: &[&str]) -> Serve {
     let listen = format!("127.0.0.1:{}", p.tls_port);
     let dir = p.directory();
     let st = s(storage);
@@ -785,7 +797,7 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
     );
     // `tlskit ctl renew`: a new order now, although the stored certificate is far from due
     // (and this server ordered nothing yet);
-    // the reply comes once the new certificate is served.
+    // the reply comes once the new certificate is served, with its serial and expiry.
     let out = std::process::Command::new(crate::BIN)
         .args(["ctl", "--control", &control, "renew", "srv.test", "--json"])
         .output()
@@ -797,11 +809,21 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         srv.stderr()
     );
     let v = json(&String::from_utf8_lossy(&out.stdout));
+    net_support::assert_matches_schema(&v);
     assert_eq!(v["schema"], "tlskit.ctl.renew/1", "{v}");
     assert_eq!(v["certificate"]["dns_names"][0], "srv.test", "{v}");
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["reason"], serde_json::Value::Null, "{v}");
     let renewed = served_serial(p.tls_port, "srv.test").expect("served after renew");
     assert_ne!(renewed, second, "renew served a new certificate");
     assert_eq!(file_serial(&stored), renewed);
+    // The serial told is the one served (openssl prints it in capitals, with a leading 00
+    // when the DER integer has a sign byte).
+    let canonical = renewed.to_ascii_lowercase();
+    let canonical = canonical.trim_start_matches("00");
+    assert_eq!(v["serial"].as_str(), Some(canonical), "{v}");
+    assert_eq!(v["not_after"], v["certificate"]["not_after"], "{v}");
+    assert!(v["not_after"].as_i64().is_some(), "{v}");
     assert!(
         srv.stderr()
             .contains("event=acme_order_start name=srv.test reason=forced"),
@@ -823,6 +845,127 @@ fn acme_serve_tls_alpn01_restart_and_revoked_replaced() {
         String::from_utf8_lossy(&out.stderr).contains("is not a name of this server's ACME"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `tlskit ctl renew` when the renewal fails: Pebble validates TLS-ALPN-01 on its
+/// tlsPort, where nothing listens (the server listens elsewhere), so every order fails.
+/// ctl waits for the forced attempt (not for the renewal task's backoff) and exits 1 with
+/// the CA's problem document as the reason, in JSON (schema-checked) and in words; `ctl
+/// status` says when the next attempt is.
+#[test]
+fn acme_serve_ctl_renew_failing_says_why() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let control = s(&t.path().join("control.sock"));
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = p.directory();
+    let st = s(&storage);
+    let roots = s(&p.roots);
+    let srv = Serve::start(&[
+        "--listen",
+        &listen,
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+        // The task's own retries wait long: only `ctl renew` makes the next attempt now.
+        "--acme-retry",
+        "600",
+        "--control",
+        &control,
+    ]);
+    assert!(
+        srv.wait_log("event=acme_failed", Duration::from_secs(60)),
+        "the first order did not fail: {}",
+        srv.stderr()
+    );
+    let ctl = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", &control])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tlskit ctl");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let t0 = Instant::now();
+    let (code, out, err) = ctl(&["renew", "srv.test", "--json", "--timeout", "120"]);
+    assert_eq!(code, 1, "{out}{err}\n{}", srv.stderr());
+    assert!(
+        t0.elapsed() < Duration::from_secs(100),
+        "ctl renew waited {:?}",
+        t0.elapsed()
+    );
+    let v = json(&out);
+    net_support::assert_matches_schema(&v);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["serial"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["certificate"]["source"], "acme", "{v}");
+    assert_eq!(
+        v["certificate"]["not_after"],
+        serde_json::Value::Null,
+        "{v}"
+    );
+    let reason = v["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no reason: {v}"));
+    assert!(
+        reason.contains("srv.test") && reason.contains("urn:ietf:params:acme:error:"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("Some(") && !reason.contains("{ "),
+        "Debug text: {reason}"
+    );
+    // In words: the reason, and the certificate that stays (none yet).
+    let (code, out, err) = ctl(&["renew", "srv.test"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.starts_with("renewal failed: ACME ") && out.contains("urn:ietf:params:acme:error:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("still served: acme (acme): no DNS name; no certificate yet"),
+        "{out}"
+    );
+    // Three failures: the first order and the two forced ones; no certificate.
+    assert_eq!(
+        srv.stderr().matches("event=acme_failed").count(),
+        3,
+        "{}",
+        srv.stderr()
+    );
+    // `ctl status` in words: the next attempt is the task's retry after three failures,
+    // 1200..2400 s away (600 s doubled twice, half of it random).
+    let (code, out, err) = ctl(&["status"]);
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("acme (acme): "))
+        .unwrap_or_else(|| panic!("no ACME line: {out}"));
+    let at = line
+        .split("; next attempt ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no next attempt: {line}"));
+    let at = time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{at}: {e}"));
+    let ahead = (at - time::OffsetDateTime::now_utc()).whole_seconds();
+    assert!(
+        (1100..=2400).contains(&ahead),
+        "next attempt {ahead} s ahead: {line}"
     );
 }
 

@@ -236,6 +236,11 @@ fn served_serial(port: u16, name: &str) -> Option<String> {
 }
 
 fn serve(ca: &HostileCa, storage: &Path, env: &[(&str, &str)]) -> Serve {
+    serve_with(ca, storage, env, &[])
+}
+
+/// [`serve`] with more flags.
+fn serve_with(ca: &HostileCa, storage: &Path, env: &[(&str, &str)], extra: &[&str]) -> Serve {
     let dir = ca.directory();
     let st = s(storage);
     let roots = s(&ca.roots);
@@ -243,30 +248,28 @@ fn serve(ca: &HostileCa, storage: &Path, env: &[(&str, &str)]) -> Serve {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    Serve::start_with(
-        cmd,
-        &[
-            "--respond",
-            "echo",
-            "--acme",
-            &dir,
-            "--domain",
-            "srv.test",
-            "--acme-storage",
-            &st,
-            "--acme-roots",
-            &roots,
-            "--acme-issuer-roots",
-            &roots,
-            "--acme-recheck",
-            "0.3",
-            "--acme-retry",
-            "0.05",
-            "--metrics",
-            "127.0.0.1:0",
-        ],
-        1,
-    )
+    let mut args = vec![
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        &st,
+        "--acme-roots",
+        &roots,
+        "--acme-issuer-roots",
+        &roots,
+        "--acme-recheck",
+        "0.3",
+        "--acme-retry",
+        "0.05",
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    args.extend(extra);
+    Serve::start_with(cmd, &args, 1)
 }
 
 fn metric(srv: &Serve, name: &str) -> f64 {
@@ -390,6 +393,184 @@ fn acme_hostile_serve_survives_every_mode_and_keeps_its_certificate() {
 /// A renewal task that dies is restarted, logged and counted, and goes on asking for
 /// renewal information: `TLSKIT_TEST_ACME_PANICS=3` makes its first three passes panic
 /// (on main the first panic ended renewals for good).
+/// `tlskit ctl` against `serve --acme` with no external peer: `ctl status` in words names
+/// the ACME certificate's expiry, renewal due time and next attempt; `ctl renew` returns
+/// the new certificate's serial and expiry (exit 0) while the CA issues good ones, and the
+/// reason (exit 1, the served certificate kept) once it hands back one for other names.
+#[test]
+fn acme_hostile_ctl_status_and_renew_say_what_happened() {
+    let ca = HostileCa::start(Mode::default());
+    let t = tempfile::tempdir().expect("tempdir");
+    let control = t.path().join("control.sock");
+    let control = control.to_str().expect("UTF-8 path");
+    let srv = serve_with(&ca, &t.path().join("acme"), &[], &["--control", control]);
+    let limit = Duration::from_secs(20);
+    assert!(
+        srv.wait_log("event=acme_certificate_installed", limit),
+        "{}",
+        srv.stderr()
+    );
+    let ctl = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", control])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tlskit ctl");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // `ctl status` in words, once the renewal task has looked at the ARI window (30 days
+    // ahead): "acme (acme): srv.test; expires T; renewal due T; next attempt T".
+    let rfc3339 = |at: &str| {
+        time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+            .unwrap_or_else(|e| panic!("{at}: {e}"))
+    };
+    let mut line = String::new();
+    assert!(
+        until(limit, || {
+            let (code, out, err) = ctl(&["status"]);
+            assert_eq!(code, 0, "{err}");
+            line = out
+                .lines()
+                .find(|l| l.starts_with("acme (acme): "))
+                .unwrap_or_else(|| panic!("no ACME line: {out}"))
+                .to_string();
+            line.contains("; next attempt ")
+        }),
+        "no next attempt: {line}"
+    );
+    let fields: Vec<&str> = line.split("; ").collect();
+    assert_eq!(fields[0], "acme (acme): srv.test", "{line}");
+    let field = |prefix: &str| {
+        fields
+            .iter()
+            .find_map(|f| f.strip_prefix(prefix))
+            .map(rfc3339)
+            .unwrap_or_else(|| panic!("no {prefix:?}: {line}"))
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let (expires, due, next) = (
+        field("expires "),
+        field("renewal due "),
+        field("next attempt "),
+    );
+    assert!(expires > now + time::Duration::days(80), "{line}");
+    // The ARI window is 30 to 31 days ahead; no failure: the next attempt is the due time.
+    assert!(due > now + time::Duration::days(29), "{line}");
+    assert!(due < now + time::Duration::days(32), "{line}");
+    assert_eq!(next, due, "{line}");
+    let (code, out, _) = ctl(&["status"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("\nticket keys: local (current key "), "{out}");
+    assert!(out.contains("\nconnections open: "), "{out}");
+    assert!(out.contains("\nno reload since start"), "{out}");
+
+    // A good certificate: its serial and expiry, in JSON and in words.
+    let issued = ca.issued();
+    let (code, out, err) = ctl(&["renew", "srv.test", "--json"]);
+    assert_eq!(code, 0, "{out}{err}\n{}", srv.stderr());
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    net_support::assert_matches_schema(&v);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(ca.issued(), issued + 1, "one new certificate");
+    let serial = v["serial"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_string();
+    assert!(
+        srv.stderr()
+            .contains(&format!("from=order serial={serial} ")),
+        "the serial told is the one installed: {v}\n{}",
+        srv.stderr()
+    );
+    assert_eq!(v["not_after"], v["certificate"]["not_after"], "{v}");
+    let (code, out, err) = ctl(&["renew", "srv.test"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("renewed: serial "), "{out}");
+    assert!(!out.contains(&serial), "a new serial again: {out}");
+    assert!(out.contains("\nacme (acme): srv.test; expires "), "{out}");
+
+    // The CA hands back a certificate for other names: refused, told, the old one stays.
+    let (_, before, _) = ctl(&["certs", "--json"]);
+    ca.set(|m| m.cert = Cert::WrongNames);
+    let (code, out, err) = ctl(&["renew", "srv.test", "--json", "--timeout", "15"]);
+    assert_eq!(code, 1, "{out}{err}\n{}", srv.stderr());
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    net_support::assert_matches_schema(&v);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["serial"], serde_json::Value::Null, "{v}");
+    let reason = v["reason"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(reason.contains("srv.test"), "{reason}");
+    let before: serde_json::Value = serde_json::from_str(&before).expect("JSON");
+    assert_eq!(
+        v["certificate"]["not_after"], before["certificates"][0]["not_after"],
+        "the served certificate stays: {v}"
+    );
+    let (code, out, _) = ctl(&["renew", "srv.test"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("renewal failed: "), "{out}");
+    assert!(
+        out.contains("\nstill served: acme (acme): srv.test; expires "),
+        "{out}"
+    );
+}
+
+/// `ctl renew --timeout 1` against a CA that accepts the connection and never answers:
+/// no result within the deadline is an error (exit 2) that says the renewal goes on, after
+/// about the deadline (not the client's 5 s margin, not the CA's own timeouts).
+#[test]
+fn acme_hostile_ctl_renew_with_no_result_in_time_exits_2() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let control = t.path().join("control.sock");
+    let control = control.to_str().expect("UTF-8 path");
+    let storage = t.path().join("acme");
+    let dir = format!("https://127.0.0.1:{}/dir", net_support::black_hole());
+    let srv = Serve::start(&[
+        "--respond",
+        "echo",
+        "--acme",
+        &dir,
+        "--domain",
+        "srv.test",
+        "--acme-storage",
+        storage.to_str().expect("UTF-8 path"),
+        "--control",
+        control,
+    ]);
+    let t0 = Instant::now();
+    let out = Command::new(BIN)
+        .args([
+            "ctl",
+            "--control",
+            control,
+            "renew",
+            "srv.test",
+            "--timeout",
+            "1",
+        ])
+        .args(["--json"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tlskit ctl");
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}\n{}", srv.stderr());
+    assert!(
+        err.contains("srv.test: the renewal did not end within 1 s; it goes on"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["schema"], "tlskit.error/1", "{v}");
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+}
+
 #[test]
 fn acme_hostile_serve_renewal_task_is_restarted_after_panics() {
     let ca = HostileCa::start(Mode::default());

@@ -1,6 +1,6 @@
 //! The network commands against real peers: `serve` (terminator, reloads, limits,
 //! metrics), interop with curl, OpenSSL, GnuTLS, nginx, HAProxy, Chromium, nghttpd,
-//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble, PKCS#11 with SoftHSM2,
+//! Redis (and a hostile RESP server), `probe`/`connect` (STARTTLS too), ACME against Pebble (DNS-01 with BIND's named too), PKCS#11 with SoftHSM2,
 //! outbound verification knobs and Pebble as shipped,
 //! and the synthetic shapes of every Mozilla root (mozilla_shapes).
 //!
@@ -18,6 +18,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
 #[cfg(feature = "slow-tests")] // slow tier: Pebble, curl, OpenSSL, Redis
 mod acme;
+#[cfg(feature = "slow-tests")] // slow tier: Pebble, Redis
+mod acme_accounts;
+#[cfg(feature = "slow-tests")] // slow tier: named, Pebble, nsupdate, curl, Redis
+mod acme_dns;
+#[cfg(feature = "slow-tests")] // slow tier: Pebble
+mod acme_short;
 mod acme_hostile;
 #[cfg(feature = "slow-tests")] // slow tier: certbot, lego, OpenSSL
 mod ca_serve;
@@ -36,3 +42,5 @@ mod probe_cli;
 #[cfg(feature = "slow-tests")] // slow tier: exim4
 mod probe_starttls;
 mod redis_hostile;
+#[cfg(feature = "slow-tests")] // slow tier: update-ca-certificates, curl, certutil, Chromium, keytool
+mod trust_interop;

@@ -1180,6 +1180,159 @@ fn net_interop_fleet_key_changes_announced_through_pubsub() {
     );
 }
 
+/// `tlskit ctl status` on fleet nodes (a real redis-server): each says the shared state
+/// is reachable, when it was last in step with it, and that its current key came from the
+/// fleet, with the same id on both nodes; a node with another key-encryption key has made
+/// its own and was never in step; Redis gone: unreachable, the last good sync kept. In
+/// JSON (schema-checked) and in words.
+#[test]
+fn net_interop_fleet_state_in_ctl_status() {
+    use std::os::unix::fs::PermissionsExt;
+    require("redis-server");
+    let pki = Pki::new();
+    let dir = pki.dir.path();
+    let kek = pki.path("fleet.kek");
+    std::fs::write(&kek, [0x42u8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let wrong = pki.path("wrong.kek");
+    std::fs::write(&wrong, [0x11u8; 32]).expect("kek");
+    std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let rport = free_port();
+    let redis = redis_server(dir, rport);
+    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let (c, k) = (p(&pki.path("chain.pem")), p(&pki.path("leaf.key")));
+    let node = |key: &Path, control: &str| {
+        let control = p(&pki.path(control));
+        let key = p(key);
+        let srv = Serve::start(&[
+            "--cert",
+            &c,
+            "--key",
+            &k,
+            "--respond",
+            "http",
+            "--metrics",
+            "127.0.0.1:0",
+            "--shared-state",
+            &url,
+            "--shared-state-key",
+            &key,
+            "--shared-state-reread",
+            "0.2",
+            "--control",
+            &control,
+        ]);
+        (srv, control)
+    };
+    let status = |control: &str| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", control, "status", "--json"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("tlskit ctl");
+        assert!(out.status.success(), "{out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_matches_schema(&v);
+        v
+    };
+    let words = |control: &str| {
+        let out = Command::new(BIN)
+            .args(["ctl", "--control", control, "status"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("tlskit ctl");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("ticket keys: "))
+            .unwrap_or_else(|| panic!("no ticket keys line: {out:?}"))
+            .to_string()
+    };
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs()
+    };
+    let (a, a_ctl) = node(&kek, "a.sock");
+    let (b, b_ctl) = node(&kek, "b.sock");
+    for n in [&a, &b] {
+        assert!(
+            wait_metric(n, "tlskit_shared_state_up", 1.0, Duration::from_secs(10)),
+            "{}",
+            n.stderr()
+        );
+    }
+    let (va, vb) = (status(&a_ctl), status(&b_ctl));
+    for v in [&va, &vb] {
+        assert_eq!(v["ticket_keys"], "fleet", "{v}");
+        assert_eq!(v["fleet_up"], true, "{v}");
+        assert_eq!(v["ticket_key_source"], "fleet", "{v}");
+        let synced = v["fleet_last_sync"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{v}"));
+        assert!(synced + 5 >= now() && synced <= now(), "{v}");
+        assert!(v["ticket_key_age_s"].as_u64().is_some(), "{v}");
+    }
+    let id = va["ticket_key_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{va}"));
+    assert_eq!(
+        vb["ticket_key_id"].as_u64(),
+        Some(id),
+        "one key: {va}\n{vb}"
+    );
+    let line = words(&a_ctl);
+    assert!(
+        line.starts_with("ticket keys: fleet (shared state reachable; last in step 20")
+            && line.contains(&format!("; current key {id} from the fleet, ")),
+        "{line}"
+    );
+
+    // Another key-encryption key: its own key, never in step.
+    let (odd, odd_ctl) = node(&wrong, "odd.sock");
+    assert!(
+        odd.wait_log("event=shared_state_key_refused", Duration::from_secs(5)),
+        "{}",
+        odd.stderr()
+    );
+    let v = status(&odd_ctl);
+    assert_eq!(v["fleet_up"], false, "{v}");
+    assert_eq!(v["ticket_key_source"], "local", "{v}");
+    assert_eq!(v["fleet_last_sync"], serde_json::Value::Null, "{v}");
+    let line = words(&odd_ctl);
+    assert!(
+        line.starts_with(
+            "ticket keys: fleet (shared state unreachable; never in step; current key "
+        ) && line.contains(" made here, "),
+        "{line}"
+    );
+    drop(odd);
+
+    // Redis gone: unreachable; the last sync stays what it was; the key is still the fleet's.
+    drop(redis);
+    assert!(
+        wait_metric(&a, "tlskit_shared_state_up", 0.0, Duration::from_secs(10)),
+        "{}",
+        a.stderr()
+    );
+    let down = status(&a_ctl);
+    let last = down["fleet_last_sync"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{down}"));
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = status(&a_ctl);
+    assert_eq!(later["fleet_up"], false, "{later}");
+    assert_eq!(later["fleet_last_sync"].as_u64(), Some(last), "{later}");
+    assert_eq!(later["ticket_key_source"], "fleet", "{later}");
+    assert_eq!(later["ticket_key_id"].as_u64(), Some(id), "{later}");
+    let line = words(&a_ctl);
+    assert!(
+        line.starts_with("ticket keys: fleet (shared state unreachable; last in step 20"),
+        "{line}"
+    );
+}
+
 /// Issue 17: three `serve` nodes share session-ticket keys through a real redis-server
 /// (password, random port): a session made on A resumes on B and C; keys rotate under a
 /// lease and every node follows; Redis killed (nodes keep resuming, metric 0) and

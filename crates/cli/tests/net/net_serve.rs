@@ -3194,6 +3194,94 @@ fn net_serve_first_handshake_finds_everything_ready() {
     );
 }
 
+/// Under systemd (RUNTIME_DIRECTORY set, as RuntimeDirectory=tlskit does): `serve` with
+/// no `--control` puts its socket at $RUNTIME_DIRECTORY/control.sock, mode 0600, and
+/// `tlskit ctl` with no `--control` finds it there; `--control` still wins on both sides,
+/// and without the variable `serve` opens no socket and `ctl` looks in /run/tlskit.
+#[test]
+fn net_serve_control_socket_in_the_runtime_directory() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let pki = Pki::new();
+    let run = tempfile::tempdir().expect("tempdir");
+    let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
+    let args = ["--cert", &c, "--key", &k, "--respond", "http"];
+    let mut cmd = Command::new(BIN);
+    cmd.env("RUNTIME_DIRECTORY", run.path());
+    let mut srv = Serve::start_with(cmd, &args, 1);
+    let sock = run.path().join("control.sock");
+    let meta = std::fs::symlink_metadata(&sock).expect("the socket in RUNTIME_DIRECTORY");
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(
+        srv.wait_log(
+            &format!("control socket {}", s(&sock)),
+            Duration::from_secs(10)
+        ),
+        "{}",
+        srv.stderr()
+    );
+    let ctl = |env: Option<&std::path::Path>, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.env_remove("RUNTIME_DIRECTORY");
+        if let Some(d) = env {
+            cmd.env("RUNTIME_DIRECTORY", d);
+        }
+        let out = cmd
+            .arg("ctl")
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tlskit ctl");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = ctl(Some(run.path()), &["certs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("default (file): test.example, localhost; expires "),
+        "{out}"
+    );
+    // --control wins over the variable.
+    let elsewhere = pki.path("nowhere.sock");
+    let (code, _, err) = ctl(Some(run.path()), &["--control", &s(&elsewhere), "certs"]);
+    assert_eq!(code, 2);
+    assert!(err.contains(&s(&elsewhere)), "{err}");
+    // Without the variable: the shipped unit's place.
+    let (code, _, err) = ctl(None, &["status"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/run/tlskit/control.sock"), "{err}");
+    srv.signal("TERM");
+    assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0));
+    assert!(std::fs::symlink_metadata(&sock).is_err(), "removed on exit");
+
+    // `--control` wins over RUNTIME_DIRECTORY for serve too.
+    let mine = pki.path("mine.sock");
+    let mut cmd = Command::new(BIN);
+    cmd.env("RUNTIME_DIRECTORY", run.path());
+    let mine_s = s(&mine);
+    let mut with_flag = args.to_vec();
+    with_flag.extend(["--control", &mine_s]);
+    let mut srv = Serve::start_with(cmd, &with_flag, 1);
+    assert!(std::fs::symlink_metadata(&mine).is_ok());
+    assert!(std::fs::symlink_metadata(&sock).is_err());
+    srv.signal("TERM");
+    assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0));
+    // No variable, no flag: no socket.
+    let mut cmd = Command::new(BIN);
+    cmd.env_remove("RUNTIME_DIRECTORY");
+    let mut srv = Serve::start_with(cmd, &args, 1);
+    srv.signal("TERM");
+    assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0));
+    let log = srv.stderr();
+    assert!(
+        log.contains("listening on ") && !log.contains("control socket"),
+        "{log}"
+    );
+}
+
 /// `tlskit ctl` against `tlskit serve --control`: status and certs name every pair with
 /// its source, a reload of a broken chain exits 1 naming the file, no socket exits 2,
 /// and the socket goes away with the server.

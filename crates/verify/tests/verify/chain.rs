@@ -18,7 +18,7 @@ use rcgen::{
 use tlskit_store::StoreBuilder;
 use tlskit_verify::names::ReferenceName;
 use tlskit_verify::{
-    CacheLimits, ChainVerifier, Crl, Purpose, ServerName, VerifierConfig, VerifyError,
+    CacheLimits, ChainVerifier, Crl, CrlSigner, Purpose, ServerName, VerifierConfig, VerifyError,
 };
 
 fn sn(name: &str) -> ServerName<'static> {
@@ -533,6 +533,61 @@ fn crl(issuer: &Ca, serials: &[u64]) -> Crl {
         key_identifier_method: KeyIdMethod::Sha256,
     };
     Crl::from_der(params.signed_by(&issuer.issuer()).unwrap().der()).unwrap()
+}
+
+/// Issue 25: what `tlskit verify --crl` reports: the entry of a revoked certificate
+/// (serial, reason, date) and whether a CRL's issuer at hand signed it.
+#[test]
+fn crl_entries_and_signers() {
+    let p = pki();
+    let st = store(&[&p.root.der]);
+    let revoked = leaf_with(with_serial(leaf_params(&["r.example"]), 0x8042), &p.int);
+    let good = leaf_with(with_serial(leaf_params(&["g.example"]), 4243), &p.int);
+    let der = CertificateRevocationListParams {
+        this_update: ymd(2029, 1, 1),
+        next_update: ymd(2031, 1, 1),
+        crl_number: SerialNumber::from(1u64),
+        issuing_distribution_point: None,
+        revoked_certs: vec![RevokedCertParams {
+            serial_number: SerialNumber::from(0x8042u64),
+            revocation_time: ymd(2029, 6, 1),
+            reason_code: Some(rcgen::RevocationReason::Superseded),
+            invalidity_date: None,
+        }],
+        key_identifier_method: KeyIdMethod::Sha256,
+    }
+    .signed_by(&p.int.issuer())
+    .unwrap()
+    .der()
+    .to_vec();
+    let c = Crl::from_der(&der).unwrap();
+    let e = c.entry_for(&revoked.der).expect("listed");
+    assert_eq!(e.serial, "8042");
+    assert_eq!((e.reason_code, e.reason_name()), (Some(4), "superseded"));
+    assert_eq!(e.revoked_at, 1_874_966_400); // 2029-06-01
+    assert!(c.entry_for(&good.der).is_none());
+    // The root issued the intermediate, not the leaf: not this CRL's business.
+    assert!(c.entry_for(&p.int.der).is_none());
+
+    assert!(c.signed_by(&p.int.der));
+    assert!(!c.signed_by(&p.root.der));
+    let chain: [&[u8]; 2] = [&revoked.der, &p.int.der];
+    assert_eq!(c.check_signer(&st, &chain), CrlSigner::Verified);
+    // Not presented, not an anchor: no issuer at hand.
+    assert_eq!(c.check_signer(&st, &chain[..1]), CrlSigner::NoIssuer);
+    // One bit of the signature changed: its issuer is at hand, its key says no.
+    let mut bad = der.clone();
+    let n = bad.len();
+    bad[n - 2] ^= 1;
+    let bad = Crl::from_der(&bad).unwrap();
+    assert!(!bad.signed_by(&p.int.der));
+    assert_eq!(bad.check_signer(&st, &chain), CrlSigner::BadSignature);
+    // The root's CRL: its issuer is the anchor in the store.
+    assert_eq!(
+        crl(&p.root, &[]).check_signer(&st, &chain[..1]),
+        CrlSigner::Verified
+    );
+    assert!(c.issuer_name().contains("CN="), "{}", c.issuer_name());
 }
 
 #[test]
