@@ -32,6 +32,9 @@ pub struct ServeOptions {
     pub validation_http_port: u16,
     /// The port tls-alpn-01 validation connects to (443 by default).
     pub validation_tls_port: u16,
+    /// A DNS server that resolves identifiers and answers dns-01 TXT queries (without it:
+    /// the system resolver, and no dns-01 or wildcards).
+    pub resolver: Option<SocketAddr>,
     /// Where Prometheus metrics are served (plain HTTP), if anywhere.
     pub metrics: Option<SocketAddr>,
     /// Names the server's own certificate carries besides 127.0.0.1 and localhost (the
@@ -49,6 +52,7 @@ impl ServeOptions {
             listen,
             validation_http_port: 80,
             validation_tls_port: 443,
+            resolver: None,
             metrics: None,
             server_names: Vec::new(),
             clock: tlskit_tls::clock::system(),
@@ -58,6 +62,11 @@ impl ServeOptions {
     pub fn validation_ports(mut self, http: u16, tls: u16) -> Self {
         self.validation_http_port = http;
         self.validation_tls_port = tls;
+        self
+    }
+    /// Resolve identifiers through this DNS server and validate dns-01 against it.
+    pub fn resolver(mut self, resolver: Option<SocketAddr>) -> Self {
+        self.resolver = resolver;
         self
     }
     /// More names for the server's own certificate (DNS names or IP addresses).
@@ -100,6 +109,7 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
         validate::Ports {
             http: opts.validation_http_port,
             tls: opts.validation_tls_port,
+            resolver: opts.resolver,
         },
         opts.clock.clone(),
         state,

@@ -717,8 +717,9 @@ impl Service {
         }
         let mut idents: Vec<Identifier> = Vec::new();
         let mut sans = Vec::new();
+        let dns01 = self.ports.resolver.is_some();
         for v in list {
-            let (ident, san) = identifier(v)?;
+            let (ident, san) = identifier(v, dns01)?;
             if !idents.contains(&ident) {
                 idents.push(ident);
                 sans.push(san);
@@ -756,10 +757,10 @@ impl Service {
         let mut st = lock(&self.state);
         for ident in &idents {
             let wildcard = ident.value.starts_with("*.");
-            let kinds: &[&str] = if wildcard {
-                &[]
-            } else {
-                &["http-01", "tls-alpn-01"]
+            let kinds: &[&str] = match (wildcard, dns01, ident.kind.as_str()) {
+                (true, _, _) => &["dns-01"],
+                (false, true, "dns") => &["http-01", "tls-alpn-01", "dns-01"],
+                _ => &["http-01", "tls-alpn-01"],
             };
             let token = random_id() + &random_id();
             let az = Authz {
@@ -943,8 +944,9 @@ impl Service {
             let me = Arc::clone(self);
             tokio::spawn(async move {
                 let r = match kind.as_str() {
-                    "http-01" => validate::http01(&ident, ports.http, &token, &key_auth).await,
-                    "tls-alpn-01" => validate::tls_alpn01(&ident, ports.tls, &key_auth).await,
+                    "http-01" => validate::http01(&ident, &ports, &token, &key_auth).await,
+                    "tls-alpn-01" => validate::tls_alpn01(&ident, &ports, &key_auth).await,
+                    "dns-01" => validate::dns01(&ident, ports.resolver, &key_auth).await,
                     _ => Err(malformed("this challenge type is not validated here")),
                 };
                 me.validated(&authz_id, &kind, r);
@@ -1331,7 +1333,7 @@ fn contacts(p: &Value) -> Result<Vec<String>, Problem> {
 }
 
 /// Parse one order identifier; returns it (normalised) and the name the CA checks.
-fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
+fn identifier(v: &Value, dns01: bool) -> Result<(Identifier, rcgen::SanType), Problem> {
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
     let value = v
         .get("value")
@@ -1352,16 +1354,20 @@ fn identifier(v: &Value) -> Result<(Identifier, rcgen::SanType), Problem> {
                     ),
                 )
             })?;
-            if wild {
+            if wild && !dns01 {
                 return Err(Problem::new(
                     Kind::RejectedIdentifier,
                     format!(
-                        "{:?} is a wildcard: wildcards need dns-01, which this server does not offer",
+                        "{:?} is a wildcard: wildcards need dns-01, which this server offers only with a resolver",
                         crate::problem::show(value)
                     ),
                 ));
             }
-            let ascii = n.ascii().to_string();
+            let ascii = if wild {
+                format!("*.{}", n.ascii())
+            } else {
+                n.ascii().to_string()
+            };
             let san = rcgen::string::Ia5String::try_from(ascii.as_str())
                 .map(rcgen::SanType::DnsName)
                 .map_err(|_| malformed("the DNS name is not ASCII after conversion"))?;

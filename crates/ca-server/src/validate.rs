@@ -31,18 +31,46 @@ const MAX_HTTP_BODY: usize = 8 * 1024;
 /// The acmeIdentifier extension (RFC 8737 section 6.1).
 const ACME_IDENTIFIER_OID: &str = "1.3.6.1.5.5.7.1.31";
 
-/// Where validation connects.
+/// Where validation connects, and how names are resolved.
 #[derive(Debug, Clone)]
 pub(crate) struct Ports {
     pub(crate) http: u16,
     pub(crate) tls: u16,
+    /// A DNS server to resolve identifiers and read dns-01 records from; the system
+    /// resolver (and no dns-01) when `None`.
+    pub(crate) resolver: Option<SocketAddr>,
 }
 
-async fn resolve(ident: &Identifier, port: u16) -> Result<Vec<SocketAddr>, Problem> {
+async fn resolve(
+    ident: &Identifier,
+    port: u16,
+    resolver: Option<SocketAddr>,
+) -> Result<Vec<SocketAddr>, Problem> {
     if let Ok(ip) = ident.value.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
     let name = ident.value.clone();
+    if let Some(server) = resolver {
+        let deadline = std::time::Instant::now() + CONNECT;
+        let n = name.clone();
+        let found =
+            tokio::task::spawn_blocking(move || tlskit_dns::query_addrs(server, &n, deadline))
+                .await
+                .map_err(|_| crate::problem::internal("the resolving task failed"))?
+                .map_err(|e| {
+                    Problem::new(Kind::Dns, format!("cannot resolve {name} at {server}: {e}"))
+                })?;
+        if found.is_empty() {
+            return Err(Problem::new(
+                Kind::Dns,
+                format!("{name} has no address at {server}"),
+            ));
+        }
+        return Ok(found
+            .into_iter()
+            .map(|ip| SocketAddr::new(ip, port))
+            .collect());
+    }
     let found = tokio::time::timeout(CONNECT, tokio::net::lookup_host((name.as_str(), port)))
         .await
         .map_err(|_| Problem::new(Kind::Dns, format!("resolving {name} timed out")))?
@@ -73,11 +101,11 @@ async fn connect(addrs: &[SocketAddr], what: &str) -> Result<TcpStream, Problem>
 /// authorization (surrounding whitespace allowed).
 pub(crate) async fn http01(
     ident: &Identifier,
-    port: u16,
+    ports: &Ports,
     token: &str,
     key_auth: &str,
 ) -> Result<(), Problem> {
-    tokio::time::timeout(DEADLINE, http01_inner(ident, port, token, key_auth))
+    tokio::time::timeout(DEADLINE, http01_inner(ident, ports, token, key_auth))
         .await
         .unwrap_or_else(|_| {
             Err(Problem::new(
@@ -93,11 +121,12 @@ pub(crate) async fn http01(
 
 async fn http01_inner(
     ident: &Identifier,
-    port: u16,
+    ports: &Ports,
     token: &str,
     key_auth: &str,
 ) -> Result<(), Problem> {
-    let addrs = resolve(ident, port).await?;
+    let port = ports.http;
+    let addrs = resolve(ident, port, ports.resolver).await?;
     let stream = connect(&addrs, &format!("{} port {port}", ident.value)).await?;
     let conn_err = |e: hyper::Error| {
         Problem::new(
@@ -258,10 +287,10 @@ fn sni(ident: &Identifier) -> Result<ServerName<'static>, Problem> {
 /// acmeIdentifier extension with SHA-256 of the key authorization.
 pub(crate) async fn tls_alpn01(
     ident: &Identifier,
-    port: u16,
+    ports: &Ports,
     key_auth: &str,
 ) -> Result<(), Problem> {
-    tokio::time::timeout(DEADLINE, tls_alpn01_inner(ident, port, key_auth))
+    tokio::time::timeout(DEADLINE, tls_alpn01_inner(ident, ports, key_auth))
         .await
         .unwrap_or_else(|_| {
             Err(Problem::new(
@@ -275,7 +304,12 @@ pub(crate) async fn tls_alpn01(
         })
 }
 
-async fn tls_alpn01_inner(ident: &Identifier, port: u16, key_auth: &str) -> Result<(), Problem> {
+async fn tls_alpn01_inner(
+    ident: &Identifier,
+    ports: &Ports,
+    key_auth: &str,
+) -> Result<(), Problem> {
+    let port = ports.tls;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -284,7 +318,7 @@ async fn tls_alpn01_inner(ident: &Identifier, port: u16, key_auth: &str) -> Resu
         .with_custom_certificate_verifier(Arc::new(AnyCert(provider)))
         .with_no_client_auth();
     cfg.alpn_protocols = vec![b"acme-tls/1".to_vec()];
-    let addrs = resolve(ident, port).await?;
+    let addrs = resolve(ident, port, ports.resolver).await?;
     let stream = connect(&addrs, &format!("{} port {port}", ident.value)).await?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(sni(ident)?, stream)
@@ -307,6 +341,37 @@ async fn tls_alpn01_inner(ident: &Identifier, port: u16, key_auth: &str) -> Resu
         .and_then(|c| c.first())
         .ok_or_else(|| Problem::new(Kind::Tls, "the peer presented no certificate"))?;
     check_validation_cert(leaf.as_ref(), ident, key_auth)
+}
+
+/// Validate dns-01 (RFC 8555 8.4): a TXT record at `_acme-challenge.NAME` (a wildcard's
+/// base name) holding base64url(SHA-256(key authorization)), asked of the resolver.
+pub(crate) async fn dns01(
+    ident: &Identifier,
+    resolver: Option<SocketAddr>,
+    key_auth: &str,
+) -> Result<(), Problem> {
+    let server = resolver.ok_or_else(|| {
+        crate::problem::malformed("dns-01 is validated only with a configured resolver")
+    })?;
+    let want = crate::jws::b64url(digest::digest(&digest::SHA256, key_auth.as_bytes()).as_ref());
+    let name = format!("_acme-challenge.{}.", ident.value);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    let n = name.clone();
+    let values = tokio::task::spawn_blocking(move || tlskit_dns::query_txt(server, &n, deadline))
+        .await
+        .map_err(|_| crate::problem::internal("the DNS task failed"))?
+        .map_err(|e| Problem::new(Kind::Dns, format!("the TXT query for {name} failed: {e}")))?;
+    if values.iter().any(|v| v == &want) {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            Kind::Unauthorized,
+            format!(
+                "{name} has {} TXT record(s) at {server}, none with this challenge's digest",
+                values.len()
+            ),
+        ))
+    }
 }
 
 /// The checks RFC 8737 section 3 asks of the validation certificate.

@@ -22,8 +22,8 @@ pub(crate) struct ServeArgs {
     /// The port tls-alpn-01 validation connects to on the identifier's address.
     #[arg(long, value_name = "N", default_value_t = 443)]
     pub(crate) validation_tls_port: u16,
-    /// Resolve identifiers through this DNS server (ADDR or ADDR:PORT) instead of the
-    /// system resolver.
+    /// Resolve identifiers through this DNS server (IP or IP:PORT, port 53 by default)
+    /// instead of the system resolver; it also answers dns-01 (and so wildcards).
     #[arg(long, value_name = "ADDR")]
     pub(crate) resolver: Option<String>,
     /// Serve Prometheus metrics (plain HTTP) on this address.
@@ -53,13 +53,20 @@ pub(crate) enum EabCmd {
 }
 
 pub(crate) fn serve(a: ServeArgs) -> CmdResult {
-    if a.resolver.is_some() {
-        anyhow::bail!(
-            "--resolver is not supported yet: identifiers resolve through the system resolver"
-        );
-    }
+    let resolver = match &a.resolver {
+        None => None,
+        Some(r) => Some(
+            r.parse::<SocketAddr>()
+                .or_else(|_| {
+                    r.parse::<std::net::IpAddr>()
+                        .map(|ip| SocketAddr::new(ip, 53))
+                })
+                .map_err(|_| anyhow::anyhow!("--resolver {r:?}: not an IP address or IP:PORT"))?,
+        ),
+    };
     let opts = tlskit_ca_server::ServeOptions::new(a.dir, a.listen)
         .validation_ports(a.validation_http_port, a.validation_tls_port)
+        .resolver(resolver)
         .metrics(a.metrics)
         .server_names(a.server_names);
     let metrics = opts.metrics;

@@ -48,6 +48,8 @@ struct CaServe {
     http: u16,
     tls: u16,
     started: Instant,
+    /// More `ca serve` arguments.
+    extra: Vec<String>,
 }
 
 impl Drop for CaServe {
@@ -62,6 +64,10 @@ impl Drop for CaServe {
 impl CaServe {
     /// `ca init` (with these --permit-dns constraints) and `DIR/acme.toml`, then serve.
     fn start(permit: &[&str], acme_toml: Option<&str>) -> Self {
+        Self::start_with(permit, acme_toml, &[])
+    }
+
+    fn start_with(permit: &[&str], acme_toml: Option<&str>, extra: &[&str]) -> Self {
         let t = tempfile::tempdir().expect("tempdir");
         let ca = t.path().join("ca");
         let mut args = vec!["ca".to_string(), "init".into(), s(&ca)];
@@ -81,6 +87,7 @@ impl CaServe {
             http: free_port(),
             tls: free_port(),
             started: Instant::now(),
+            extra: extra.iter().map(|a| a.to_string()).collect(),
         };
         for _ in 0..4 {
             me.port = free_port();
@@ -102,6 +109,7 @@ impl CaServe {
             .args(["--listen", &format!("127.0.0.1:{}", self.port)])
             .args(["--validation-http-port", &self.http.to_string()])
             .args(["--validation-tls-port", &self.tls.to_string()])
+            .args(&self.extra)
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -640,4 +648,64 @@ fn ca_serve_revocation_by_certificate_key_and_ari_window() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["renewed"], true, "{v}");
     assert_eq!(v["reason"], "ari", "{v}");
+}
+
+#[test]
+fn ca_serve_resolver_resolves_http01_and_validates_dns01_wildcards_with_named() {
+    let named = crate::acme_dns::Named::start();
+    let ns = named.addr();
+    let srv = CaServe::start_with(&["example.test"], None, &["--resolver", &ns]);
+    // www.example.test is 127.0.0.1 only in named's zone: resolved through --resolver.
+    let www = srv.path("www.pem");
+    let o = srv.tlskit_issue("www.example.test", &www);
+    assert!(
+        o.status.success(),
+        "{}\nserver: {}\nnamed: {}",
+        text(&o),
+        srv.log(),
+        named.log()
+    );
+    srv.assert_verifies(&www);
+    // A wildcard over dns-01: tlskit writes the TXT record into named (RFC 2136), the
+    // server reads it back through --resolver.
+    let wild = srv.path("wild.pem");
+    let dir = srv.directory();
+    let ca = srv.ca_pem();
+    let o = tlskit(&[
+        "acme",
+        "issue",
+        "--directory",
+        &dir,
+        "--acme-storage",
+        &s(&srv.path("tlskit-acme")),
+        "--acme-roots",
+        &ca,
+        "--domain",
+        "*.example.test",
+        "--acme-challenge",
+        "dns-01",
+        "--acme-dns-update",
+        &ns,
+        "--acme-dns-tsig-key",
+        &s(&named.key),
+        "--key",
+        &s(&srv.path("wild.key")),
+        "-o",
+        &s(&wild),
+    ]);
+    assert!(
+        o.status.success(),
+        "{}\nserver: {}\nnamed: {}",
+        text(&o),
+        srv.log(),
+        named.log()
+    );
+    assert!(srv.log().contains("challenge=dns-01"), "{}", srv.log());
+    srv.assert_verifies(&wild);
+    let o = Command::new("openssl")
+        .args(["x509", "-noout", "-ext", "subjectAltName", "-in"])
+        .arg(&wild)
+        .output()
+        .expect("openssl");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("DNS:*.example.test"));
 }
