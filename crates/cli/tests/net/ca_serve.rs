@@ -262,7 +262,8 @@ fn serial(pem: &Path) -> String {
 
 #[test]
 fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
-    let srv = CaServe::start(&["localhost"], None);
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let srv = CaServe::start_with(&["localhost"], None, &["--metrics", &metrics]);
     let chain = srv.path("chain.pem");
     let o = srv.tlskit_issue("localhost", &chain);
     assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
@@ -294,6 +295,24 @@ fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
     assert!(t.contains("rejectedIdentifier"), "{t}");
     assert!(t.contains("www.example.com"), "{t}");
     assert!(!srv.path("no.pem").exists());
+    // Prometheus text on --metrics.
+    let m = crate::net_support::scrape(&metrics);
+    let value = |name: &str| crate::net_support::metric(&m, name);
+    assert_eq!(
+        value("tlskit_acme_certificates_issued_total"),
+        Some(2.0),
+        "{m}"
+    );
+    assert_eq!(
+        value("tlskit_acme_accounts_created_total"),
+        Some(1.0),
+        "{m}"
+    );
+    assert!(
+        value("tlskit_acme_problems_total").is_some_and(|v| v >= 1.0),
+        "{m}"
+    );
+    assert!(srv.log().contains("event=acme_problem"), "{}", srv.log());
 }
 
 #[test]
@@ -346,6 +365,29 @@ fn ca_serve_lego_tls_alpn01_renewal_and_refusal_outside_constraints() {
     assert!(!o.status.success());
     let t = text(&o);
     assert!(t.contains("rejectedIdentifier"), "{t}");
+
+    // The shortlived profile (advertised in the directory): a 6-day certificate.
+    std::fs::remove_dir_all(srv.path("lego")).expect("rm");
+    let o = srv.lego("localhost", &["--profile", "shortlived"]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    let o = Command::new("openssl")
+        .args([
+            "x509",
+            "-noout",
+            "-checkend",
+            &(7 * 86_400).to_string(),
+            "-in",
+        ])
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(
+        !o.status.success(),
+        "a shortlived certificate outlives 7 days"
+    );
+    assert!(srv.log().contains("profile=shortlived"), "{}", srv.log());
+    let o = srv.lego("localhost", &["--profile", "forever"]);
+    assert!(text(&o).contains("invalidProfile"), "{}", text(&o));
 }
 
 #[test]
@@ -398,6 +440,34 @@ fn ca_serve_eab_required_refuses_each_client_without_one() {
     );
     assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
     srv.assert_verifies(&srv.path("lego/certificates/localhost.crt"));
+    // tlskit's own client with the binding (the HMAC key from a file).
+    let hmac_file = srv.path("eab.hmac");
+    std::fs::write(&hmac_file, format!("{hmac}\n")).expect("hmac file");
+    let dir = srv.directory();
+    let o = tlskit(&[
+        "acme",
+        "issue",
+        "--directory",
+        &dir,
+        "--acme-storage",
+        &s(&srv.path("tlskit-eab")),
+        "--acme-roots",
+        &srv.ca_pem(),
+        "--domain",
+        "localhost",
+        "--key",
+        &s(&srv.path("eab.key")),
+        "-o",
+        &s(&srv.path("eab.pem")),
+        "--http-listen",
+        &format!("127.0.0.1:{}", srv.http),
+        "--acme-eab-kid",
+        "web-01",
+        "--acme-eab-hmac-key-file",
+        &s(&hmac_file),
+    ]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    srv.assert_verifies(&srv.path("eab.pem"));
     // A wrong key is refused.
     let o = tlskit(&["ca", "eab", "add", &s(&srv.ca()), "--kid", "web-02"]);
     assert!(o.status.success());
