@@ -498,3 +498,46 @@ fn a_second_server_on_one_directory_is_refused_and_eab_required_is_enforced() {
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(r.json()["externalAccountBinding"]["kid"], "m1");
 }
+
+#[test]
+fn key_rollover_deactivation_and_the_order_rate_limit() {
+    let srv = start("[rate_limits]\nnew_orders_per_hour = 2\n");
+    let mut c = Client::new(&srv);
+    let order = json!({"identifiers":[{"type":"dns","value":"localhost"}]});
+    assert_eq!(c.post("/acme/new-order", Some(&order)).status, 201);
+    assert_eq!(c.post("/acme/new-order", Some(&order)).status, 201);
+    let r = c.post("/acme/new-order", Some(&order));
+    assert_eq!((r.status, r.problem().as_str()), (429, "rateLimited"));
+
+    // Key rollover: the inner JWS is signed by the new key and names the old one.
+    let new = Key::new();
+    let url = srv.url("/acme/key-change");
+    let inner: Value = serde_json::from_slice(&new.sign(
+        json!({"alg":"ES256","jwk":new.jwk(),"url":url}),
+        Some(&json!({"account": c.kid, "oldKey": c.key.jwk()})),
+    ))
+    .expect("inner");
+    let r = c.post("/acme/key-change", Some(&inner));
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    // The old key no longer signs for the account; the new one does.
+    assert_eq!(c.post(&c.kid.clone(), None).problem(), "malformed");
+    c.key = new;
+    assert_eq!(c.post(&c.kid.clone(), None).json()["status"], "valid");
+    // A key that is not the account's cannot roll it over.
+    let intruder = Key::new();
+    let inner: Value = serde_json::from_slice(&intruder.sign(
+        json!({"alg":"ES256","jwk":intruder.jwk(),"url":url}),
+        Some(&json!({"account": c.kid, "oldKey": intruder.jwk()})),
+    ))
+    .expect("inner");
+    assert_eq!(
+        c.post("/acme/key-change", Some(&inner)).problem(),
+        "unauthorized"
+    );
+
+    // Deactivation: then every request of the account is refused.
+    let r = c.post(&c.kid.clone(), Some(&json!({"status": "deactivated"})));
+    assert_eq!(r.json()["status"], "deactivated");
+    let r = c.post(&c.kid.clone(), None);
+    assert_eq!((r.status, r.problem().as_str()), (403, "unauthorized"));
+}
