@@ -398,3 +398,57 @@ fn metrics_text(svc: &Service) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serial(l: &Loaded) -> Vec<u8> {
+        let der = l.key.cert.first().expect("leaf");
+        let (_, x) = X509Certificate::from_der(der.as_ref()).expect("cert");
+        x.raw_serial().to_vec()
+    }
+
+    #[test]
+    fn own_certificate_is_reused_until_due_and_follows_the_names() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let dir = t.path().join("ca");
+        tlskit_pki::ca::init(&dir, &tlskit_pki::ca::InitOptions::new().days(3650))
+            .expect("ca init");
+        let ca = tlskit_pki::ca::Ca::open(&dir).expect("ca");
+        let acme = t.path().join("acme");
+        std::fs::create_dir(&acme).expect("acme dir");
+        let p = rustls::crypto::aws_lc_rs::default_provider();
+        let now = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_secs(),
+        )
+        .expect("now");
+        let first = own_certificate(&ca, &acme, &[], &p, now).expect("issued");
+        let mut names = first.names.clone();
+        names.sort();
+        assert_eq!(names, ["127.0.0.1", "localhost"]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(acme.join("https.key"))
+            .expect("key")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // Not due: the stored one again.
+        let again = own_certificate(&ca, &acme, &[], &p, now + 3600).expect("reused");
+        assert_eq!(serial(&again), serial(&first));
+        // Five of its seven days gone: due, a new one.
+        let later = own_certificate(&ca, &acme, &[], &p, now + 5 * 86_400).expect("renewed");
+        assert_ne!(serial(&later), serial(&first));
+        // Another name asked for: a new one that carries it.
+        let named =
+            own_certificate(&ca, &acme, &["ca.example.test".into()], &p, now).expect("renamed");
+        assert!(
+            named.names.iter().any(|n| n == "ca.example.test"),
+            "{:?}",
+            named.names
+        );
+    }
+}
