@@ -32,6 +32,9 @@ const MAX_NONCES: usize = 100_000;
 const ORDER_LIFETIME: u64 = 7 * 24 * 3600;
 /// Identifiers in one order.
 const MAX_IDENTIFIERS: usize = 100;
+/// Accounts and addresses whose recent requests the rate limits remember, before the
+/// idle ones are forgotten.
+const MAX_LIMITED_KEYS: usize = 100_000;
 
 pub(crate) type Body = Full<Bytes>;
 
@@ -195,22 +198,20 @@ impl Service {
         n
     }
 
+    /// Use a nonce up (its place in `order` stays until it is evicted: the eviction of a
+    /// used nonce removes nothing, and no lookup scans the queue).
     fn take_nonce(&self, n: &str) -> bool {
-        let mut ns = lock(&self.nonces);
-        if ns.live.remove(n) {
-            if let Some(pos) = ns.order.iter().position(|x| x == n) {
-                ns.order.remove(pos);
-            }
-            true
-        } else {
-            false
-        }
+        lock(&self.nonces).live.remove(n)
     }
 
     /// Whether `key` may act again under `limit` per hour (and record it if so).
     fn within_limit(&self, key: &str, limit: u32) -> bool {
         let now = self.now();
         let mut r = lock(&self.recent);
+        if r.len() >= MAX_LIMITED_KEYS {
+            // Forget the accounts and addresses that did nothing for an hour.
+            r.retain(|_, q| q.back().is_some_and(|t| now.saturating_sub(*t) < 3600));
+        }
         let q = r.entry(key.to_string()).or_default();
         while q.front().is_some_and(|t| now.saturating_sub(*t) >= 3600) {
             q.pop_front();
@@ -1037,6 +1038,17 @@ impl Service {
             .and_then(jws::from_b64url)
             .ok_or_else(|| malformed("finalize needs a csr (base64url DER)"))?;
         check_csr(&csr, &o.identifiers)?;
+        // RFC 8555 11.1: a certificate must not be issued for the account's own key.
+        let (_, req) = X509CertificationRequest::from_der(&csr).map_err(|_| {
+            Problem::new(Kind::BadCsr, "the csr is not a DER certification request")
+        })?;
+        let account_key = Jwk::from_json(&authed.account()?.jwk)?;
+        if jwk_of_spki(&req.certification_request_info.subject_pki).as_ref() == Some(&account_key) {
+            return Err(Problem::new(
+                Kind::BadCsr,
+                "the csr's key is the account key; use another key for the certificate",
+            ));
+        }
         let days = self
             .config
             .profiles

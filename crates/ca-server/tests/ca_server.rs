@@ -161,6 +161,7 @@ impl Server {
 struct Key {
     kp: EcdsaKeyPair,
     rng: SystemRandom,
+    pkcs8: Vec<u8>,
 }
 
 impl Key {
@@ -170,7 +171,11 @@ impl Key {
             EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
         let kp = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref())
             .expect("key");
-        Key { kp, rng }
+        Key {
+            kp,
+            rng,
+            pkcs8: pkcs8.as_ref().to_vec(),
+        }
     }
     fn jwk(&self) -> Value {
         let p = self.kp.public_key().as_ref();
@@ -415,6 +420,16 @@ fn orders_constraints_profiles_http01_finalize_and_download() {
         Some(&json!({"csr": csr(vec!["localhost".into(), "b.example.test".into()])})),
     );
     assert_eq!(r.problem(), "badCSR");
+    // The account's own key in the CSR: refused (RFC 8555 11.1).
+    let own = {
+        let k = rcgen::KeyPair::try_from(c.key.pkcs8.as_slice()).expect("account key");
+        let mut p = rcgen::CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        B64.encode(p.serialize_request(&k).expect("csr").der())
+    };
+    let r = c.post(&finalize, Some(&json!({ "csr": own })));
+    assert_eq!(r.problem(), "badCSR");
+    assert!(String::from_utf8_lossy(&r.body).contains("account key"));
     let r = c.post(
         &finalize,
         Some(&json!({"csr": csr(vec!["localhost".into()])})),
