@@ -304,3 +304,63 @@ fn read_all<T: DeserializeOwned>(dir: &Path) -> Result<HashMap<String, T>, Serve
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_survives_a_restart_and_a_second_opener_is_refused() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let dir = t.path().join("acme");
+        let mut st = State::open(&dir).expect("open");
+        assert!(matches!(State::open(&dir), Err(ServerError::Locked { .. })));
+        let ident = Identifier {
+            kind: "dns".into(),
+            value: "a.example".into(),
+        };
+        let az = Authz {
+            id: "az1".into(),
+            account: "acct1".into(),
+            identifier: ident.clone(),
+            status: Status::Pending,
+            expires: u64::MAX,
+            wildcard: false,
+            challenges: vec![Challenge {
+                kind: "http-01".into(),
+                token: "tok".into(),
+                status: Status::Processing,
+                validated: None,
+                error: None,
+            }],
+        };
+        st.save_authz(&az).expect("authz");
+        let o = Order {
+            id: "o1".into(),
+            account: "acct1".into(),
+            status: Status::Pending,
+            expires: u64::MAX,
+            identifiers: vec![ident],
+            authzs: vec!["az1".into()],
+            profile: "default".into(),
+            cert: None,
+            error: None,
+            replaces: None,
+        };
+        st.save_order(&o).expect("order");
+        // A crash mid-write leaves a temporary file beside the objects: ignored.
+        std::fs::write(dir.join("orders/.tmpXYZ"), b"{").expect("temp");
+        drop(st);
+        let st = State::open(&dir).expect("reopen");
+        let o = st.orders.get("o1").expect("order kept");
+        assert_eq!(st.order_status(o, 0), Status::Pending);
+        // The validation that was running is offered again.
+        assert_eq!(st.authzs["az1"].challenges[0].status, Status::Pending);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.join("orders/o1.json"))
+            .expect("file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
