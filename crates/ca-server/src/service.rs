@@ -308,7 +308,14 @@ impl Service {
         let mut b = Response::builder()
             .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
             .header(header::CONTENT_TYPE, ctype)
-            .header(header::CACHE_CONTROL, "no-store")
+            .header(
+                header::CACHE_CONTROL,
+                if path == "/directory" {
+                    "public, max-age=0"
+                } else {
+                    "no-store"
+                },
+            )
             .header("Replay-Nonce", self.new_nonce())
             .header(header::LINK, format!("<{base}/directory>;rel=\"index\""));
         if let Some(l) = location {
@@ -319,9 +326,6 @@ impl Service {
         }
         if let Some(u) = up {
             b = b.header(header::LINK, format!("<{u}>;rel=\"up\""));
-        }
-        if path == "/directory" {
-            b = b.header(header::CACHE_CONTROL, "public, max-age=0");
         }
         b.body(Full::new(Bytes::from(body))).unwrap_or_else(|_| {
             let mut r = Response::new(Full::new(Bytes::new()));

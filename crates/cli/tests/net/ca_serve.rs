@@ -264,6 +264,21 @@ fn serial(pem: &Path) -> String {
 fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
     let metrics = format!("127.0.0.1:{}", free_port());
     let srv = CaServe::start_with(&["localhost"], None, &["--metrics", &metrics]);
+    // curl trusts the CA for the server's own certificate (127.0.0.1 and localhost).
+    for host in ["127.0.0.1", "localhost"] {
+        let o = Command::new("curl")
+            .args(["-sS", "--fail", "--cacert", &srv.ca_pem()])
+            .arg(format!("https://{host}:{}/directory", srv.port))
+            .output()
+            .expect("curl");
+        assert!(o.status.success(), "{}", text(&o));
+        let d: serde_json::Value = serde_json::from_slice(&o.stdout).expect("directory JSON");
+        assert!(
+            d["newOrder"].as_str().is_some_and(|u| u.contains(host)),
+            "{d}"
+        );
+        assert_eq!(d["meta"]["profiles"]["shortlived"], "6 days", "{d}");
+    }
     let chain = srv.path("chain.pem");
     let o = srv.tlskit_issue("localhost", &chain);
     assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
