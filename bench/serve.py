@@ -37,9 +37,10 @@ import sys
 import tempfile
 import time
 
-SERVERS = ["tlskit", "bare-rustls", "nginx", "s_server"]
+SERVERS = ["tlskit", "tlskit-before", "bare-rustls", "nginx", "s_server"]
 LABEL = {
     "tlskit": "tlskit serve --respond http",
+    "tlskit-before": "tlskit serve, --tlskit-before binary",
     "bare-rustls": "bare rustls (bench/src/bin/bare-rustls.rs)",
     "nginx": "nginx (1 worker)",
     "s_server": "openssl s_server -HTTP",
@@ -151,11 +152,11 @@ class Server:
                 self.proc.wait()
 
 
-def nginx_conf(d, port, pki):
+def nginx_conf(d, port, pki, workers=1):
     for sub in ("tmp", "logs"):
         os.makedirs(os.path.join(d, sub), exist_ok=True)
     conf = f"""
-worker_processes 1;
+worker_processes {workers};
 daemon off;
 pid {d}/nginx.pid;
 error_log {d}/logs/error.log warn;
@@ -196,14 +197,26 @@ class Bench:
         self.taskset = shutil.which("taskset")
         self.ncpu = os.cpu_count() or 1
 
+    def wanted(self, name):
+        return not self.a.only or name in self.a.only.split(",")
+
+    def server_ncpu(self):
+        """CPUs in --server-cpus (a taskset list such as 0 or 0,1 or 0-3)."""
+        n = 0
+        for part in self.a.server_cpus.split(","):
+            lo, _, hi = part.partition("-")
+            n += int(hi or lo) - int(lo) + 1
+        return n if self.taskset and self.ncpu >= 2 else self.ncpu
+
     def pin(self, cpu):
         """taskset for the server (cpu 0: the CPUs of --server-cpus) or the generator (cpu 1:
         CPU 1 when the server has CPU 0 alone, else unpinned)."""
+        rt = ["chrt", "-f", "10"] if self.a.rt else []
         if not self.taskset or self.ncpu < 2:
-            return []
+            return rt
         if cpu == 0:
-            return [self.taskset, "-c", self.a.server_cpus]
-        return [self.taskset, "-c", "1"] if self.a.server_cpus == "0" else []
+            return rt + [self.taskset, "-c", self.a.server_cpus]
+        return rt + ([self.taskset, "-c", "1"] if self.a.server_cpus == "0" else [])
 
     # ---------- servers ----------
     def start(self):
@@ -216,34 +229,43 @@ class Bench:
             f.write(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}"
                     f"\r\nConnection: close\r\n\r\n{body}")
         p = lambda n: os.path.join(self.pki, n)
-        try:
-            self.servers["tlskit"] = Server("tlskit", self.pin(0) + [
-                self.a.tlskit, "serve", "--listen", "127.0.0.1:0", "--cert", p("chain.pem"),
-                "--key", p("leaf.key"), "--respond", "http", "--max-connections", "20000"],
-                ready_line=True)
-        except (OSError, RuntimeError) as e:
-            self.missing["tlskit"] = str(e)
+        for name, binary in (("tlskit", self.a.tlskit), ("tlskit-before", self.a.tlskit_before)):
+            if not binary or not self.wanted(name):
+                continue
+            try:
+                self.servers[name] = Server(name, self.pin(0) + [
+                    binary, "serve", "--listen", "127.0.0.1:0", "--cert", p("chain.pem"),
+                    "--key", p("leaf.key"), "--respond", "http", "--max-connections", "20000"],
+                    ready_line=True)
+            except (OSError, RuntimeError) as e:
+                self.missing[name] = str(e)
         nginx = self.a.nginx if os.access(self.a.nginx, os.X_OK) else None
-        if nginx and self.a.group == "x25519":
+        if not self.wanted("nginx"):
+            nginx = None
+        elif nginx and self.a.group == "x25519":
             d = os.path.join(self.tmp, "nginx")
             os.makedirs(d)
             port = free_port()
-            conf = nginx_conf(d, port, self.pki)
+            # One worker per CPU the servers may use (tlskit and bare rustls run a runtime
+            # worker per CPU).
+            conf = nginx_conf(d, port, self.pki, workers=self.server_ncpu())
             try:
                 self.servers["nginx"] = Server("nginx", self.pin(0) + [
                     nginx, "-p", d, "-c", conf, "-e", os.path.join(d, "logs", "error.log")],
                     port=port)
             except (OSError, RuntimeError) as e:
                 self.missing["nginx"] = f"{e} (see {d}/logs/error.log)"
-        else:
+        elif self.wanted("nginx"):
             self.missing["nginx"] = f"no nginx at {self.a.nginx} (apt-get install nginx-light)"
         bare = self.a.bare_rustls or os.path.join(os.path.dirname(self.a.tls_load), "bare-rustls")
         try:
+            if not self.wanted("bare-rustls"):
+                raise RuntimeError("not selected (--only)")
             self.servers["bare-rustls"] = Server("bare-rustls", self.pin(0) + [
                 bare, p("chain.pem"), p("leaf.key")], ready_line=True)
         except (OSError, RuntimeError) as e:
             self.missing["bare-rustls"] = str(e)
-        openssl = shutil.which("openssl")
+        openssl = shutil.which("openssl") if self.wanted("s_server") else None
         if self.a.group != "x25519":
             # OpenSSL 3.0 (nginx, s_server here) has no ML-KEM: the hybrid rows are rustls only.
             self.missing["nginx"] = self.missing["s_server"] = "OpenSSL 3.0 has no ML-KEM"
@@ -258,7 +280,8 @@ class Bench:
             except (OSError, RuntimeError) as e:
                 self.missing["s_server"] = str(e)
         else:
-            self.missing.setdefault("s_server", "openssl not installed")
+            self.missing.setdefault("s_server", "openssl not installed" if self.wanted("s_server")
+                                    else "not selected (--only)")
 
     def stop(self):
         for s in self.servers.values():
@@ -398,7 +421,7 @@ class Bench:
         # SIGTERM (e.g. from `timeout`) ends the run through `finally`: servers stopped.
         import signal
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        out = {"meta": {"server_cpus": self.a.server_cpus, "group": self.a.group, "count": self.a.count, "warmup": self.a.warmup, "rounds": self.a.rounds,
+        out = {"meta": {"rt": self.a.rt, "server_cpus": self.a.server_cpus, "group": self.a.group, "count": self.a.count, "warmup": self.a.warmup, "rounds": self.a.rounds,
                         "conc": self.a.conc, "hold": self.a.hold,
                         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
                         "nproc": self.ncpu, "pinned": bool(self.pin(0))},
@@ -407,6 +430,7 @@ class Bench:
             self.start()
             out["missing"] = dict(self.missing)
             out["meta"]["versions"] = {k: self.version(k) for k in self.servers}
+            out["meta"]["nginx_workers"] = self.server_ncpu()
             names = [s for s in SERVERS if s in self.servers]
             for r in range(self.a.rounds):
                 order = names[r % len(names):] + names[:r % len(names)]
@@ -421,7 +445,7 @@ class Bench:
                             f" CPU, generator {rec.get('client_util') or 0:.2f} CPU, "
                             f"tickets/hs {rec.get('tickets_per_hs')} {rec.get('note', '')}")
             for name in names if not self.a.skip_extra else []:
-                if name == "s_server" or name == "bare-rustls":
+                if name == "s_server":
                     # s_server serves one connection at a time: a second one never
                     # completes its handshake while the first is held.
                     out["memory"][name] = {"status": "n/a",
@@ -468,6 +492,8 @@ def render(out):
     if not out.get("meta"):
         return []
     m, s = out["meta"], out.get("summary", {})
+    w = m.get("nginx_workers", 1)
+    LABEL["nginx"] = f"nginx ({w} worker{'s' if w != 1 else ''})"
     cpus = m.get("server_cpus", "0")
     L = [f"\n## Terminator: CPU per TLS 1.3 handshake ({m.get('group', 'x25519').upper()}, "
          f"server on CPU {cpus})\n"]
@@ -481,6 +507,7 @@ def render(out):
                 "on CPU 1." if m.get("server_cpus", "0") == "0" else
                 f"Server on CPUs {m['server_cpus']}, generator (`tls-load`, {m['conc']} threads) "
                 "unpinned, sharing them.")
+             + (" Servers and generator under `chrt -f 10` (SCHED_FIFO)." if m.get("rt") else "")
              + f" Server CPU = utime+stime of the server "
              f"process(es) over {m['count']:,} handshakes after {m['warmup']} warm-up, median of "
              f"{m['rounds']} interleaved rounds. Load average {m['loadavg_start'][0]} at start, "
@@ -494,6 +521,8 @@ def render(out):
         r = s.get("resumed", {}).get(name)
         if not f and not r:
             why = out.get("missing", {}).get(name, "not run")
+            if name == "tlskit-before" or "--only" in why:
+                continue  # not asked for
             L.append(f"| {LABEL[name]} | n/a ({why}) | | | | |")
             continue
         f, r = f or {}, r or {}
@@ -513,8 +542,12 @@ def render(out):
         tk = s.get(mode, {}).get("tlskit", {}).get("server_cpu_us_per_hs")
         bare = s.get(mode, {}).get("bare-rustls", {}).get("server_cpu_us_per_hs")
         if tk and bare:
-            L.append(f"- {mode}: tlskit / bare rustls CPU per handshake = **{tk / bare:.2f}×** "
-                     f"(target ≤ 1.10×: {'met' if tk / bare <= 1.10 else 'NOT met'})")
+            L.append(f"- {mode}: tlskit / bare rustls CPU per handshake = **{tk / bare:.3f}×** "
+                     f"(target ≤ 1.03×: {'met' if tk / bare <= 1.03 else 'NOT met'})")
+        tb = s.get(mode, {}).get("tlskit-before", {}).get("server_cpu_us_per_hs")
+        if tb and bare:
+            L.append(f"- {mode}: tlskit before / bare rustls CPU per handshake = "
+                     f"**{tb / bare:.3f}×**")
         for peer in ("nginx", "s_server"):
             pv = s.get(mode, {}).get(peer, {}).get("server_cpu_us_per_hs")
             if tk and pv:
@@ -628,6 +661,15 @@ def add_args(p):
                    help="key-exchange group the generator offers (the only one)")
     p.add_argument("--bare-rustls", dest="bare_rustls", default="",
                    help="bare rustls server binary [default: next to --tls-load]")
+    p.add_argument("--rt", action="store_true",
+                   help="run the servers and the generator under chrt -f 10 (SCHED_FIFO; needs "
+                        "root): on a VM shared with other work, a server that falls behind is "
+                        "otherwise preempted like a batch job and its rate and CPU time measure "
+                        "the machine (bench/README.md)")
+    p.add_argument("--tlskit-before", dest="tlskit_before", default="",
+                   help="a second tlskit binary measured in the same rounds (before and after)")
+    p.add_argument("--only", default="",
+                   help="comma-separated servers to run (tlskit,tlskit-before,bare-rustls,nginx,s_server)")
     p.add_argument("--skip-extra", dest="skip_extra", action="store_true",
                    help="handshakes only: no idle-memory or start-to-ready measurements")
 

@@ -150,3 +150,61 @@ fn tls_load_pki_writes_a_usable_chain() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
 }
+
+/// `tls-load hold` against the bare rustls server: N connections held after their
+/// handshake, and N held in the middle of it (`--partial`), each reported `ready N`; the
+/// bare server reports the size of its connection future before `listening on`.
+#[test]
+fn tls_load_holds_connections_done_and_half_way() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = dir.path().display().to_string();
+    let status = Command::new(env!("CARGO_BIN_EXE_tls-load"))
+        .args(["pki", &pki])
+        .status()
+        .expect("run tls-load");
+    assert!(status.success());
+    let mut server = Command::new(env!("CARGO_BIN_EXE_bare-rustls"))
+        .arg(dir.path().join("chain.pem"))
+        .arg(dir.path().join("leaf.key"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run bare-rustls");
+    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let mut future = None;
+    let addr = loop {
+        let line = lines.next().expect("a line").expect("text");
+        if let Some(n) = line.strip_prefix("connection future ") {
+            future = n.trim_end_matches(" bytes").parse::<usize>().ok();
+        }
+        if let Some(a) = line.strip_prefix("listening on ") {
+            break a.to_string();
+        }
+    };
+    assert!(future.is_some_and(|n| n > 0), "future size reported first");
+    for partial in [false, true] {
+        let mut args = vec!["hold", &addr, "--count", "5", "--limit-s", "60"];
+        if partial {
+            args.push("--partial");
+        }
+        let mut hold = Command::new(env!("CARGO_BIN_EXE_tls-load"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run tls-load hold");
+        let mut out = BufReader::new(hold.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("read");
+        assert_eq!(line.trim(), "ready 5", "partial: {partial}");
+        hold.stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"done\n")
+            .expect("write");
+        assert!(hold.wait().expect("wait").success(), "partial: {partial}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}

@@ -172,29 +172,39 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(x)
 }
 
-fn u32_at(b: &[u8], at: usize) -> usize {
-    let mut x = [0u8; 4];
-    x.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(x) as usize
-}
-
-/// Rewrite the header's checksums (index, sources, header) so they match the bytes, the
-/// way anyone writing a hostile snapshot could (xxh3 is not a MAC). `None` when the header
-/// is too short or its offsets do not fit the file.
+/// Rewrite the snapshot's checksums (the tables' page sums, their sum, the sources' and
+/// the header's) so they match the bytes, the way anyone writing a hostile snapshot could
+/// (xxh3 is not a MAC). `None` when the header is too short or its offsets do not fit the
+/// file.
 pub fn repair_snapshot(data: &[u8], xxh3_64: Hasher) -> Option<Vec<u8>> {
     if data.len() < SNAP_HEADER_LEN || &data[..8] != tlskit_store::MAGIC {
         return None;
     }
     let mut out = data.to_vec();
-    let (n, m) = (u32_at(&out, 16), u32_at(&out, 20));
-    let caps = u32_at(&out, 24)
-        .checked_add(u32_at(&out, 28))?
-        .checked_add(u32_at(&out, 32))?;
-    let entries = caps.checked_add(n.checked_mul(2)?)?.checked_add(m)?;
-    let index_len = entries.checked_mul(4)?.checked_add(7)? & !7;
+    // Version 2: one xxh3 per page (2^page_shift bytes, header offset 36) of the tables
+    // section, from byte 128 to the tables' offset.
+    let shift = u32::from_le_bytes([out[36], out[37], out[38], out[39]]);
+    let page = 1usize
+        .checked_shl(shift)
+        .filter(|p| (64..=1 << 20).contains(p))?;
     let t_off = usize::try_from(u64_at(&out, 48)).ok()?;
-    if let Some(index) = out.get(t_off..t_off.checked_add(index_len)?) {
-        let h = xxh3_64(index);
+    let t_len = usize::try_from(u64_at(&out, 56)).ok()?;
+    let sums_end = t_off.min(out.len());
+    if sums_end >= SNAP_HEADER_LEN {
+        let pages = (sums_end - SNAP_HEADER_LEN) / 8;
+        for p in 0..pages {
+            let start = t_off.checked_add(p.checked_mul(page)?)?;
+            let end = start
+                .saturating_add(page)
+                .min(t_off.saturating_add(t_len))
+                .min(out.len());
+            if let Some(page) = out.get(start..end) {
+                let h = xxh3_64(page);
+                let at = SNAP_HEADER_LEN + p * 8;
+                out[at..at + 8].copy_from_slice(&h.to_le_bytes());
+            }
+        }
+        let h = xxh3_64(&out[SNAP_HEADER_LEN..sums_end]);
         out[104..112].copy_from_slice(&h.to_le_bytes());
     }
     let s_off = usize::try_from(u64_at(&out, 64)).ok()?;

@@ -8,6 +8,8 @@
 //! ```sh
 //! bare-rustls CHAIN.pem KEY.pem     # prints `listening on 127.0.0.1:PORT` on stderr
 //! ```
+//! Before that line it prints `connection future N bytes`, the size of the future each
+//! connection's task holds (bench/README.md, "Memory at scale").
 //! No bounds, deadlines, logging or metrics: that is what it measures the absence of.
 
 use std::sync::Arc;
@@ -43,30 +45,39 @@ fn main() -> Result<()> {
         .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        // What each connection's task holds at least (bench/README.md, memory at scale).
+        eprintln!("connection future {} bytes", future_size(connection));
         eprintln!("listening on {}", listener.local_addr()?);
         loop {
             let (tcp, _) = listener.accept().await?;
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let _ = tcp.set_nodelay(true);
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = [0u8; 4096];
-                let mut seen = 0;
-                while seen < buf.len() {
-                    match tls.read(&mut buf[seen..]).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen += n,
-                    }
-                    if buf[..seen].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-                if tls.write_all(RESPONSE).await.is_ok() {
-                    let _ = tls.shutdown().await;
-                }
-            });
+            tokio::spawn(connection(acceptor.clone(), tcp));
         }
     })
+}
+
+/// One connection (the task spawned for it).
+async fn connection(acceptor: tokio_rustls::TlsAcceptor, tcp: tokio::net::TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let Ok(mut tls) = acceptor.accept(tcp).await else {
+        return;
+    };
+    let mut buf = [0u8; 4096];
+    let mut seen = 0;
+    while seen < buf.len() {
+        match tls.read(&mut buf[seen..]).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => seen += n,
+        }
+        if buf[..seen].windows(4).any(|w| w == b"\r\n\r\n") {
+            break;
+        }
+    }
+    if tls.write_all(RESPONSE).await.is_ok() {
+        let _ = tls.shutdown().await;
+    }
+}
+
+/// Bytes of the future an async fn of two arguments returns (a task's state).
+fn future_size<A, B, F: std::future::Future>(_: fn(A, B) -> F) -> usize {
+    std::mem::size_of::<F>()
 }

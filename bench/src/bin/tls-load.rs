@@ -4,6 +4,7 @@
 //! tls-load pki DIR                       write ca.pem, inter.pem, leaf.pem, chain.pem, leaf.key
 //! tls-load run ADDR [options]            handshakes; JSON on stdout
 //! tls-load hold ADDR --count N           N completed handshakes held open and idle
+//! tls-load hold ADDR --count N --partial N handshakes stopped half way, held open
 //! ```
 //!
 //! The client is rustls with aws-lc-rs (the same crypto as tlskit), TLS 1.3 only, one
@@ -27,6 +28,13 @@
 //! PSK-DHE); without it, tickets are counted and thrown away so every handshake is full.
 //! Output: one JSON object (counts of full/resumed handshakes, failures, tickets received,
 //! wall time, the generator's own CPU time from /proc/self/stat).
+//!
+//! `hold`: opens `--count` connections one after another and holds them open and silent
+//! until a line (or EOF) on stdin; prints `ready N` once they are all in place. Each one
+//! completes its handshake, or with `--partial` stops in the middle of it: the ClientHello
+//! is sent and the server's whole first flight (ServerHello to Finished) read and
+//! processed, then the client's Finished is never sent, so the server holds a handshake
+//! in progress. `--limit-s S` (default 120) bounds the time spent opening them.
 
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -55,7 +63,7 @@ fn main() {
         _ => Err(anyhow!(
             "usage: tls-load pki DIR | run ADDR [--ca F] [--name N] [--count N] [--warmup N] \
              [--conc N] [--resume] [--group x25519|p256] [--verify sig|chain] [--path P] | \
-             hold ADDR --count N [...]"
+             hold ADDR --count N [--partial] [--limit-s S] [...]"
         )),
     };
     if let Err(e) = r {
@@ -75,6 +83,8 @@ struct Opts {
     group: NamedGroup,
     verify_chain: bool,
     path: String,
+    partial: bool,
+    limit_s: u64,
 }
 
 impl Opts {
@@ -90,6 +100,8 @@ impl Opts {
             group: NamedGroup::X25519,
             verify_chain: false,
             path: "/".into(),
+            partial: false,
+            limit_s: 120,
         };
         let mut it = a[1..].iter();
         while let Some(k) = it.next() {
@@ -102,6 +114,8 @@ impl Opts {
                 "--conc" => o.conc = v()?.parse::<usize>()?.max(1),
                 "--path" => o.path = v()?.clone(),
                 "--resume" => o.resume = true,
+                "--partial" => o.partial = true,
+                "--limit-s" => o.limit_s = v()?.parse()?,
                 "--group" => {
                     o.group = match v()?.as_str() {
                         "x25519" => NamedGroup::X25519,
@@ -364,18 +378,48 @@ fn run(o: &Opts) -> Result<()> {
     Ok(())
 }
 
+/// A handshake stopped half way: ClientHello sent, the server's first flight read and
+/// processed (the client's Finished is ready and never sent). The socket is returned.
+fn half_handshake(cfg: &Arc<ClientConfig>, o: &Opts) -> Result<TcpStream> {
+    let name = ServerName::try_from(o.name.clone())?;
+    let mut tcp = TcpStream::connect(o.addr)?;
+    tcp.set_nodelay(true)?;
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    let mut conn = ClientConnection::new(cfg.clone(), name)?;
+    while conn.wants_write() {
+        conn.write_tls(&mut tcp)?;
+    }
+    // Until the client has its second flight to send: the server's flight is all in.
+    while !conn.wants_write() {
+        if conn.read_tls(&mut tcp)? == 0 {
+            bail!("the server closed during the handshake");
+        }
+        conn.process_new_packets()?;
+    }
+    Ok(tcp)
+}
+
 fn hold(o: &Opts) -> Result<()> {
     let (cfg, _) = config(o, false)?;
-    let mut held = Vec::with_capacity(o.count);
+    let until = Instant::now() + std::time::Duration::from_secs(o.limit_s);
+    let mut full = Vec::new();
+    let mut half = Vec::new();
     for i in 0..o.count {
-        let s = connect(&cfg, o).with_context(|| format!("connection {i}"))?;
-        held.push(s);
+        if Instant::now() > until {
+            bail!("{i} of {} connections open after {} s", o.count, o.limit_s);
+        }
+        if o.partial {
+            half.push(half_handshake(&cfg, o).with_context(|| format!("connection {i}"))?);
+        } else {
+            full.push(connect(&cfg, o).with_context(|| format!("connection {i}"))?);
+        }
     }
-    println!("ready {}", held.len());
+    println!("ready {}", full.len() + half.len());
     std::io::stdout().flush()?;
     let mut sink = String::new();
     let _ = std::io::stdin().lock().read_line(&mut sink);
-    drop(held);
+    drop(full);
+    drop(half);
     Ok(())
 }
 

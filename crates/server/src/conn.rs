@@ -54,15 +54,25 @@ pub(crate) fn is_renegotiation(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::ConnectionAborted && e.to_string() == "renegotiation refused"
 }
 
-/// The server's TLS stream with renegotiation refused at once and activity recorded.
+/// The server's TLS stream with renegotiation refused at once and activity recorded
+/// (when there is an [`Activity`] to record it in: the backend relay's).
 pub(crate) struct Guarded<S> {
     pub(crate) tls: tokio_rustls::server::TlsStream<S>,
-    activity: Arc<Activity>,
+    activity: Option<Arc<Activity>>,
 }
 
 impl<S> Guarded<S> {
-    pub(crate) fn new(tls: tokio_rustls::server::TlsStream<S>, activity: Arc<Activity>) -> Self {
+    pub(crate) fn new(
+        tls: tokio_rustls::server::TlsStream<S>,
+        activity: Option<Arc<Activity>>,
+    ) -> Self {
         Self { tls, activity }
+    }
+
+    fn touch(&self) {
+        if let Some(a) = &self.activity {
+            a.touch();
+        }
     }
 }
 
@@ -77,7 +87,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Guarded<S> {
         let before = buf.filled().len();
         let r = Pin::new(&mut this.tls).poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.activity.touch();
+            this.touch();
         }
         let conn = this.tls.get_ref().1;
         if !queued_before && conn.wants_write() && !matches!(r, Poll::Ready(Err(_))) {
@@ -104,7 +114,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Guarded<S> {
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.tls).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+            self.touch();
         }
         r
     }

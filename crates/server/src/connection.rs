@@ -85,7 +85,7 @@ fn handshake_failed_rule(
 }
 
 pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
-    if let Err(e) = tlskit_tls::sock::tune(socket2::SockRef::from(&tcp)) {
+    if let Err(e) = tlskit_tls::sock::tune_accepted(socket2::SockRef::from(&tcp)) {
         tlskit_tls::ratelimit::event(
             tlskit_tls::ratelimit::Noisy::Socket,
             Level::Warn,
@@ -93,7 +93,12 @@ pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
             &[("peer", &peer), ("reason", &e)],
         );
     }
-    let local = tcp.local_addr().unwrap_or(peer);
+    // Our own address goes only into a PROXY header (one system call saved otherwise).
+    let local = if s.cfg.proxy_protocol && matches!(s.cfg.mode, Mode::Backend(_)) {
+        tcp.local_addr().unwrap_or(peer)
+    } else {
+        peer
+    };
     let start = Instant::now();
     let deadline = tokio::time::Instant::from_std(start + s.cfg.handshake_timeout);
     // The ClientHello first, read by us within bounds (crate::hello); rustls gets it whole.
@@ -146,8 +151,9 @@ pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
         Box::pin(crate::services::accept(io, &s.tls, alpn_cfg)),
     )
     .await;
+    // Kept boxed: the task's own state holds a pointer, not the TLS connection.
     let mut tls = match accepted {
-        Ok(Ok(crate::services::Accepted::Tls(t))) => *t,
+        Ok(Ok(crate::services::Accepted::Tls(t))) => t,
         Ok(Ok(crate::services::Accepted::Validation)) => return,
         Ok(Err(e)) if crate::hello::is_too_large(&e) => {
             handshake_failed(s, peer, FailReason::HandshakeTooLarge, &e);
@@ -234,12 +240,13 @@ pub(crate) async fn handle(mut tcp: TcpStream, peer: SocketAddr, s: &Shared) {
     }
     let facts = (s.cfg.proxy_protocol && matches!(s.cfg.mode, Mode::Backend(_)))
         .then(|| crate::proxy::TlsFacts::of(conn));
-    let activity = crate::conn::Activity::new();
-    let tls = crate::conn::Guarded::new(tls, activity.clone());
     let result = match &s.cfg.mode {
-        Mode::Http => Box::pin(respond_http(tls, s)).await,
-        Mode::Echo => Box::pin(echo(tls, s)).await,
+        Mode::Http => Box::pin(respond_http(crate::conn::Guarded::new(*tls, None), s)).await,
+        Mode::Echo => Box::pin(echo(crate::conn::Guarded::new(*tls, None), s)).await,
         Mode::Backend(addr) => {
+            // Only the relay's idle deadline reads the time of the last byte.
+            let activity = crate::conn::Activity::new();
+            let tls = crate::conn::Guarded::new(*tls, Some(activity.clone()));
             let ends = (peer, local, facts);
             Box::pin(forward(tls, activity, addr, ends, s)).await
         }
@@ -274,6 +281,31 @@ const MAX_SKIPPED_BODY: u64 = 64 * 1024;
 /// the client's unread bytes do not turn the close into a reset that loses the answer.
 const LINGER: Duration = Duration::from_secs(1);
 
+/// Read more of a request into `buf`. While `buf` is empty (a connection waiting for its
+/// next request) the read goes through a buffer on the stack, made only when bytes are
+/// there to take, so an idle connection holds no read buffer.
+async fn read_more(tls: &mut Tls, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    use std::task::Poll;
+    use tokio::io::{AsyncRead, ReadBuf};
+    if !buf.is_empty() {
+        buf.reserve(2048);
+        return tls.read_buf(buf).await;
+    }
+    std::future::poll_fn(|cx| {
+        let mut first = [0u8; 2048];
+        let mut part = ReadBuf::new(&mut first);
+        match std::pin::Pin::new(&mut *tls).poll_read(cx, &mut part) {
+            Poll::Ready(Ok(())) => {
+                buf.extend_from_slice(part.filled());
+                Poll::Ready(Ok(part.filled().len()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// Write with the idle deadline (a client that reads nothing cannot hold a writer).
 async fn send(tls: &mut Tls, bytes: &[u8], s: &Shared) -> std::io::Result<()> {
     match tokio::time::timeout(s.cfg.idle_timeout, async {
@@ -294,8 +326,17 @@ async fn send(tls: &mut Tls, bytes: &[u8], s: &Shared) -> std::io::Result<()> {
 }
 
 /// Send close_notify (bounded by the idle deadline), then read and drop what the client
-/// still sends for up to [`LINGER`].
-async fn close(mut tls: Tls, s: &Shared, linger: bool) -> std::io::Result<()> {
+/// still sends for up to [`LINGER`]. Boxed: the closing state is allocated when a
+/// connection closes instead of being part of every open connection's responder state.
+fn close(
+    tls: Tls,
+    s: &Shared,
+    linger: bool,
+) -> std::pin::Pin<Box<impl std::future::Future<Output = std::io::Result<()>> + '_>> {
+    Box::pin(closing(tls, s, linger))
+}
+
+async fn closing(mut tls: Tls, s: &Shared, linger: bool) -> std::io::Result<()> {
     let _ = tokio::time::timeout(s.cfg.idle_timeout, tls.shutdown()).await;
     if linger {
         let mut left = MAX_SKIPPED_BODY as usize;
@@ -315,8 +356,9 @@ async fn respond_http(mut tls: Tls, s: &Shared) -> std::io::Result<()> {
     let mut buf: Vec<u8> = Vec::new();
     // The first request's head is due `header_timeout` after the handshake.
     let mut due = Some(tokio::time::Instant::now() + s.cfg.header_timeout);
-    // No per-connection read array: bytes land in `buf`'s spare capacity, which an idle
-    // keep-alive connection gives back (see the end of the loop).
+    // No per-connection read array: bytes land in `buf` (`read_more`), which holds no
+    // memory while a connection waits for a request (an idle keep-alive connection gives
+    // it back: see the end of the loop).
     loop {
         // Read one request head: within `header_timeout` of its first byte in total.
         let end = loop {
@@ -328,23 +370,25 @@ async fn respond_http(mut tls: Tls, s: &Shared) -> std::io::Result<()> {
                 send(&mut tls, b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await?;
                 return close(tls, s, true).await;
             }
-            buf.reserve(2048);
             let n = match due {
-                Some(due) => match tokio::time::timeout_at(due, tls.read_buf(&mut buf)).await {
-                    Ok(r) => r?,
-                    Err(_) => {
-                        s.metrics.closed(CloseReason::HeaderTimeout);
-                        let _ = send(&mut tls, b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await;
-                        return close(tls, s, false).await;
+                Some(due) => {
+                    match tokio::time::timeout_at(due, read_more(&mut tls, &mut buf)).await {
+                        Ok(r) => r?,
+                        Err(_) => {
+                            s.metrics.closed(CloseReason::HeaderTimeout);
+                            let _ = send(&mut tls, b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", s).await;
+                            return close(tls, s, false).await;
+                        }
                     }
-                },
+                }
                 None => {
                     // Between requests: idle, and a shutdown closes the connection now.
                     let mut stop = s.stop.subscribe();
                     if *stop.borrow_and_update() {
                         return close(tls, s, false).await;
                     }
-                    let read = tokio::time::timeout(s.cfg.idle_timeout, tls.read_buf(&mut buf));
+                    let read =
+                        tokio::time::timeout(s.cfg.idle_timeout, read_more(&mut tls, &mut buf));
                     let r = tokio::select! {
                         r = read => r,
                         _ = stop.changed() => return close(tls, s, false).await,

@@ -514,14 +514,14 @@ impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
         if limit == 0 {
             return Poll::Ready(Err(too_large()));
         }
-        // During the handshake only: through a stack buffer, at most `limit` bytes.
-        let mut stack = [0u8; 4096];
-        let want = limit.min(buf.remaining()).min(stack.len());
-        let mut part = ReadBuf::new(&mut stack[..want]);
+        // During the handshake only: at most `limit` bytes, straight into the caller's
+        // buffer (rustls's own, already initialised: nothing is zeroed or copied here).
+        let want = limit.min(buf.remaining());
+        let mut part = ReadBuf::new(buf.initialize_unfilled_to(want));
         let r = Pin::new(&mut this.inner).poll_read(cx, &mut part);
+        let n = part.filled().len();
         if let Poll::Ready(Ok(())) = r {
-            let n = part.filled().len();
-            buf.put_slice(part.filled());
+            buf.advance(n);
             this.limit = Some(limit - n);
         }
         r
@@ -679,18 +679,33 @@ const EXT_COMPRESS_CERTIFICATE: u16 = 27;
 /// bytes give a (possibly empty) list, at most 127 entries; nothing is trusted (lengths are
 /// checked against what is there).
 pub(crate) fn offered_cert_compression(records: &[u8]) -> Vec<u16> {
-    // Handshake-record payloads, joined (a ClientHello may span records).
-    let mut msg = Vec::new();
+    // Handshake-record payloads, joined (a ClientHello may span records); one record, the
+    // usual case, is read where it is.
+    let mut first: Option<&[u8]> = None;
+    let mut joined = Vec::new();
     let mut rest = records;
     while rest.len() >= 5 && rest[0] == 22 {
         let len = usize::from(u16::from_be_bytes([rest[3], rest[4]]));
         let Some(body) = rest.get(5..5 + len) else {
             break;
         };
-        msg.extend_from_slice(body);
+        match first {
+            None => first = Some(body),
+            Some(f) => {
+                if joined.is_empty() {
+                    joined.extend_from_slice(f);
+                }
+                joined.extend_from_slice(body);
+            }
+        }
         rest = &rest[5 + len..];
     }
-    parse_compress_certificate(&msg).unwrap_or_default()
+    let msg = if joined.is_empty() {
+        first.unwrap_or_default()
+    } else {
+        &joined
+    };
+    parse_compress_certificate(msg).unwrap_or_default()
 }
 
 fn parse_compress_certificate(msg: &[u8]) -> Option<Vec<u16>> {

@@ -20,7 +20,6 @@
 //! No `unsafe`: memmap2's anonymous mappings are safe, and bytemuck checks each view.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
 
 use bytemuck::Pod;
 
@@ -30,18 +29,12 @@ pub(crate) const MAP_MIN: usize = 8 << 20;
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 /// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
-/// the module docs) or a section of a snapshot file read into memory (shared by the store's four parts).
+/// the module docs).
 pub(crate) enum Bytes {
     Owned(Vec<u8>),
     /// `map[..len]`; no longer written once the store is built.
     Anon {
         map: memmap2::MmapMut,
-        len: usize,
-    },
-    /// `all[start..start + len]`: one section of a snapshot file read into memory.
-    Shared {
-        all: Arc<Bytes>,
-        start: usize,
         len: usize,
     },
 }
@@ -53,7 +46,6 @@ impl Bytes {
         match self {
             Bytes::Owned(v) => v.capacity(),
             Bytes::Anon { map, .. } => map.len(),
-            Bytes::Shared { len, .. } => *len,
         }
     }
     #[inline]
@@ -62,11 +54,6 @@ impl Bytes {
             Bytes::Owned(v) => v,
             // The arena keeps len <= map.len().
             Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
-            // start..start+len was bounds-checked against the file when the snapshot was
-            // opened; `get` keeps this panic-free even so.
-            Bytes::Shared { all, start, len } => {
-                all.as_slice().get(*start..start + len).unwrap_or(&[])
-            }
         }
     }
 }

@@ -13,7 +13,9 @@ use sha2::Digest;
 use crate::arena::{Arena, Buf, MAP_MIN};
 use crate::error::{IssueKind, LoadIssue};
 use crate::origin::SourceRecord;
-use crate::store::{hash_bytes, hash_sha, slot_of, CaNames, Core, Layout, Rec, TrustStore, NO_SKI};
+use crate::store::{
+    hash_bytes, hash_sha, slot_of, CaNames, Core, Layout, Rec, Src, TrustStore, NO_SKI,
+};
 use tlskit_x509::der;
 
 /// Result of adding one certificate.
@@ -457,18 +459,19 @@ impl StoreBuilder {
             names: CaNames {
                 checked: std::sync::OnceLock::new(),
                 core: Core {
-                    tables: tables.into_bytes(),
-                    // Records are stored little-endian: on such hosts, their memory.
-                    recs: self
-                        .recs
-                        .into_stored(cfg!(target_endian = "little"), |r, out| {
-                            out.copy_from_slice(&r.to_bytes())
-                        }),
-                    sha: self.sha.into_stored(true, |s, out| out.copy_from_slice(s)),
-                    der: der.into_bytes(),
+                    src: Src::Mem {
+                        tables: tables.into_bytes(),
+                        // Records are stored little-endian: on such hosts, their memory.
+                        recs: self
+                            .recs
+                            .into_stored(cfg!(target_endian = "little"), |r, out| {
+                                out.copy_from_slice(&r.to_bytes())
+                            }),
+                        sha: self.sha.into_stored(true, |s, out| out.copy_from_slice(s)),
+                        der: der.into_bytes(),
+                    },
                     lay,
                     off,
-                    check: None,
                 },
             },
             snapshot: None,

@@ -290,14 +290,17 @@ fn same_anchors(old: &TrustStore, new: &TrustStore) -> bool {
         // Different sizes: changed, without touching (or integrity-checking) any anchor.
         return false;
     }
-    let mut n = 0usize;
-    for a in new.anchors() {
-        if old.by_fingerprint(a.sha256()).is_none() {
+    // Recorded fingerprints only: a snapshot store reads no anchor's DER for this (the
+    // reload checked every anchor of `new` just before; `old` is about to be replaced).
+    let (o, n) = (old.core(), new.core());
+    let mut count = 0usize;
+    for sha in n.fingerprints() {
+        if !o.has_fingerprint(&sha) {
             return false;
         }
-        n += 1;
+        count += 1;
     }
-    n == old.anchors().count()
+    count == o.fingerprints().count()
 }
 
 /// A background reloader (SIGHUP listener or source watcher). Dropping it stops it and

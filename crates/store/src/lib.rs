@@ -14,8 +14,8 @@
 //! The X.509 vocabulary it reads with (DER reader, name rendering, text escaping, dates,
 //! certificate rules, lint codes) is the foundation crate tlskit-x509's.
 //!
-//! No unsafe code: a snapshot is read into memory, never mapped (a mapped file truncated
-//! or rewritten in place would crash the process with SIGBUS).
+//! No unsafe code: a snapshot is read with positioned reads as it is used, never mapped (a
+//! mapped file truncated or rewritten in place would crash the process with SIGBUS).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -33,6 +33,9 @@ mod pem;
 
 // Where a store came from: recorded sources, the snapshot file.
 mod origin;
+
+// Positioned reads of a snapshot file: checked pages, a grow-only item cache.
+mod paged;
 
 // The immutable trust store: one layout, one lookup path.
 mod store;

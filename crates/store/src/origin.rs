@@ -6,9 +6,6 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use crate::arena::Bytes;
 
 /// One source a snapshot was built from, to detect staleness.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,10 +76,6 @@ impl SourceRecord {
 /// Where a snapshot store came from.
 pub(crate) struct SnapshotMeta {
     pub(crate) path: PathBuf,
-    /// The whole file, read into memory.
-    pub(crate) file: Arc<Bytes>,
-    pub(crate) sources_range: (usize, usize),
-    pub(crate) sources_xxh3: u64,
     pub(crate) created: u64,
     /// Parsed sources (for stores whose sources were read when they were built).
     pub(crate) sources: Vec<SourceRecord>,

@@ -1110,6 +1110,23 @@ pub fn load(sources: &[Source]) -> Result<(TrustStore, LoadReport), StoreError> 
     Ok((store, report))
 }
 
+impl TrustStore {
+    /// Write this store as a snapshot at `out` (atomically: temp file + rename), recording
+    /// `sources` for staleness checks. A store read from a snapshot is rebuilt in memory
+    /// from its intact anchors first.
+    pub fn write_snapshot(&self, out: &Path, sources: &[SourceRecord]) -> Result<(), StoreError> {
+        if !self.is_snapshot() {
+            return self.write_built(out, sources);
+        }
+        let mut b = StoreBuilder::new();
+        for a in self.anchors() {
+            // Each was accepted by a builder once and passed its check: it passes again.
+            let _ = b.add_der(a.der(), out);
+        }
+        b.build().write_built(out, sources)
+    }
+}
+
 /// Load `sources` and write them as a snapshot at `out`. Returns the load report.
 pub fn build_snapshot(sources: &[Source], out: &Path) -> Result<LoadReport, StoreError> {
     let started = std::time::Instant::now();

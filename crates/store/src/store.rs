@@ -3,7 +3,8 @@
 //!
 //! Layout (all integers little-endian): an index buffer, the records, the fingerprints and
 //! the DER arena (four buffers in memory; one "tables" section of a snapshot file holds the
-//! first three back to back, at the offsets [`Layout::offsets`] gives):
+//! first three back to back, at the offsets [`Layout::offsets`] gives, followed by the
+//! snapshot-only parts of [`SnapParts`]):
 //!
 //! ```text
 //! index part (checksummed when a snapshot is opened)
@@ -17,17 +18,27 @@
 //!   recs[n]            40 B  der_off der_len subj_off subj_len ski_off ski_len (u32),
 //!                            not_before not_after (i64)
 //!   sha[n]             32 B  SHA-256 of the anchor's DER
+//! snapshot parts (SnapParts; a snapshot store reads them, a built store has none)
+//!   subj_tag[subj_cap] u32   high half of the subject hash of each subj_tab slot's anchor
+//!   ski_tag[ski_cap]   u32   same for ski_tab: probing fetches only anchors whose tag matches
+//!   expiry[n]          i64   every notAfter, sorted: expired anchors counted by bisection
 //! der arena                  the anchors' DER, back to back
 //! ```
+//!
+//! A built store holds all of it in memory. A snapshot store ([`Src::Snap`]) holds only
+//! the page sums read at open and reads the rest with positioned reads as it is used:
+//! tables in checked pages, each anchor's record, fingerprint and DER once, verified
+//! (SHA-256 against the fingerprint, a re-parse against the record) before it is kept.
 //!
 //! Memory per anchor beyond its DER: 40 (record) + 32 (fingerprint) + 8 (chains) + about
 //! 16..32 (three tables at load factor <= 3/4) + 4 per distinct subject.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arena::Bytes;
 use crate::error::AnchorDamage;
 use crate::origin::SnapshotMeta;
+use crate::paged::{Paged, Slots};
 use tlskit_x509::der;
 
 pub(crate) const REC_LEN: usize = 40;
@@ -110,8 +121,8 @@ pub(crate) struct Layout {
 /// Byte offsets of each section in the tables buffer.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Offsets {
-    subj_tab: usize,
-    ski_tab: usize,
+    pub(crate) subj_tab: usize,
+    pub(crate) ski_tab: usize,
     sha_tab: usize,
     subj_next: usize,
     ski_next: usize,
@@ -160,48 +171,42 @@ impl Layout {
     }
 }
 
-/// Lazy per-anchor integrity state of a snapshot store: two bits per anchor.
-pub(crate) struct Checker {
-    ok: Vec<AtomicU64>,
-    bad: Vec<AtomicU64>,
+/// Byte offsets, within a snapshot's tables section, of the parts only a snapshot has
+/// (after [`Offsets::total`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SnapParts {
+    pub(crate) subj_tag: usize,
+    pub(crate) ski_tag: usize,
+    pub(crate) expiry: usize,
+    /// Length of the whole tables section.
+    pub(crate) total: usize,
 }
 
-impl Checker {
-    pub(crate) fn new(n: u32) -> Self {
-        let words = (n as usize).div_ceil(64);
-        Checker {
-            ok: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            bad: (0..words).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-    fn bit(v: &[AtomicU64], i: u32) -> bool {
-        v.get(i as usize / 64)
-            .is_some_and(|w| w.load(Ordering::Acquire) & (1 << (i % 64)) != 0)
-    }
-    fn set(v: &[AtomicU64], i: u32) {
-        if let Some(w) = v.get(i as usize / 64) {
-            w.fetch_or(1 << (i % 64), Ordering::AcqRel);
-        }
-    }
-    fn memory(&self) -> usize {
-        (self.ok.len() + self.bad.len()) * 8
-    }
-    /// Anchors found damaged so far.
-    fn bad_count(&self) -> usize {
-        self.bad
-            .iter()
-            .map(|w| w.load(Ordering::Acquire).count_ones() as usize)
-            .sum()
+impl SnapParts {
+    pub(crate) fn new(lay: &Layout, off: &Offsets) -> Option<SnapParts> {
+        let subj_tag = off.total;
+        let ski_tag = subj_tag.checked_add((lay.subj_cap as usize).checked_mul(4)?)?;
+        let expiry = ski_tag
+            .checked_add((lay.ski_cap as usize).checked_mul(4)?)?
+            .checked_add(7)?
+            & !7;
+        let total = expiry.checked_add((lay.n as usize).checked_mul(8)?)?;
+        Some(SnapParts {
+            subj_tag,
+            ski_tag,
+            expiry,
+            total,
+        })
     }
 }
 
-/// Does this anchor's DER hash to its recorded fingerprint, and do the recorded fields
-/// match what the DER says? (Used for snapshot anchors before their first use.)
-pub(crate) fn anchor_is_intact(a: &Anchor<'_>, rec: &Rec) -> bool {
-    anchor_damage(a, rec).is_none()
-}
+/// Largest DER one snapshot anchor may have (a record claiming more is damaged): far
+/// above any real CA certificate, and a bound on what one lookup can make the store read.
+pub(crate) const MAX_ANCHOR_DER: u32 = 1 << 20;
 
-/// What is wrong with this anchor, if anything (see [`anchor_is_intact`]).
+/// What is wrong with this anchor, if anything: does its DER hash to its recorded
+/// fingerprint, and do the recorded fields match what the DER says? (Checked for each
+/// snapshot anchor before its first use.)
 pub(crate) fn anchor_damage(a: &Anchor<'_>, rec: &Rec) -> Option<AnchorDamage> {
     use sha2::Digest;
     let digest: [u8; 32] = sha2::Sha256::digest(a.der).into();
@@ -225,20 +230,192 @@ pub(crate) fn anchor_damage(a: &Anchor<'_>, rec: &Rec) -> Option<AnchorDamage> {
     (!intact).then_some(AnchorDamage::Record)
 }
 
+/// The fields of one anchor as views into `der`, if the record's ranges fit in it.
+fn view<'a>(der: &'a [u8], r: &Rec, sha256: &'a [u8; 32], index: u32) -> Option<Anchor<'a>> {
+    let subject =
+        der.get(r.subj_off as usize..(r.subj_off as usize).checked_add(r.subj_len as usize)?)?;
+    let key_id = if r.ski_off == NO_SKI {
+        None
+    } else {
+        Some(der.get(r.ski_off as usize..(r.ski_off as usize).checked_add(r.ski_len as usize)?)?)
+    };
+    Some(Anchor {
+        der,
+        subject,
+        key_id,
+        sha256,
+        not_before: r.not_before,
+        not_after: r.not_after,
+        index,
+    })
+}
+
+/// One snapshot anchor as read from the file and verified: what its [`Anchor`] views.
+pub(crate) struct Entry {
+    rec: Rec,
+    sha: [u8; 32],
+    der: Box<[u8]>,
+}
+
+/// The verdict on one snapshot anchor, kept once reached.
+pub(crate) enum Verdict {
+    Intact(Box<Entry>),
+    Damaged(AnchorDamage),
+}
+
+/// A store read from a snapshot file on demand (see the module docs and snapshot.rs).
+pub(crate) struct Snap {
+    /// The tables section in checked pages (and the file handle).
+    pub(crate) pages: Paged,
+    pub(crate) parts: SnapParts,
+    /// File offset and length of the DER section.
+    pub(crate) der_at: u64,
+    pub(crate) der_len: u64,
+    /// Sources section (file offset, length) and its xxh3.
+    pub(crate) sources: (u64, u64, u64),
+    pub(crate) verdicts: Slots<Verdict>,
+    /// Anchors found damaged (verdicts `Damaged` set).
+    damaged: AtomicUsize,
+    /// DER bytes held by intact verdicts, and how many those are.
+    held: AtomicUsize,
+    intact: AtomicUsize,
+}
+
+impl Snap {
+    pub(crate) fn new(
+        pages: Paged,
+        parts: SnapParts,
+        der: (u64, u64),
+        sources: (u64, u64, u64),
+        n: u32,
+    ) -> Self {
+        Snap {
+            pages,
+            parts,
+            der_at: der.0,
+            der_len: der.1,
+            sources,
+            verdicts: Slots::new(n as usize),
+            damaged: AtomicUsize::new(0),
+            held: AtomicUsize::new(0),
+            intact: AtomicUsize::new(0),
+        }
+    }
+
+    /// Read anchor `i` from the file and verify it.
+    fn fetch(&self, off: &Offsets, i: u32) -> Verdict {
+        let mut rb = [0u8; REC_LEN];
+        let mut sha = [0u8; 32];
+        let (Some(()), Some(()), Some(rec)) = (
+            self.pages.read(off.recs + i as usize * REC_LEN, &mut rb),
+            self.pages.read(off.sha + i as usize * 32, &mut sha),
+            Rec::read(&rb),
+        ) else {
+            return Verdict::Damaged(AnchorDamage::Unreadable);
+        };
+        let end = u64::from(rec.der_off) + u64::from(rec.der_len);
+        // A record beyond the DER section, or one that would take the cache past the
+        // section's size (it overlaps others: a forged file), is damaged.
+        if end > self.der_len
+            || rec.der_len > MAX_ANCHOR_DER
+            || self.held.load(Ordering::Relaxed) as u64 + u64::from(rec.der_len) > self.der_len
+        {
+            return Verdict::Damaged(AnchorDamage::Record);
+        }
+        let mut der = vec![0u8; rec.der_len as usize];
+        if self
+            .pages
+            .file
+            .read_exact_at(&mut der, self.der_at + u64::from(rec.der_off))
+            .is_err()
+        {
+            return Verdict::Damaged(AnchorDamage::Unreadable);
+        }
+        let damage = match view(&der, &rec, &sha, i) {
+            Some(a) => anchor_damage(&a, &rec),
+            None => Some(AnchorDamage::Record),
+        };
+        match damage {
+            Some(d) => Verdict::Damaged(d),
+            None => Verdict::Intact(Box::new(Entry {
+                rec,
+                sha,
+                der: der.into_boxed_slice(),
+            })),
+        }
+    }
+
+    /// Anchor `i`'s verdict, fetching and keeping it on first use.
+    fn verdict(&self, off: &Offsets, i: u32) -> Option<&Verdict> {
+        if let Some(v) = self.verdicts.get(i as usize) {
+            return Some(v);
+        }
+        self.keep(i, self.fetch(off, i))
+    }
+
+    fn keep(&self, i: u32, v: Verdict) -> Option<&Verdict> {
+        let (kept, fresh) = self.verdicts.set(i as usize, v)?;
+        // Count only what this call put in (another thread may have been first).
+        if fresh {
+            match kept {
+                Verdict::Intact(e) => {
+                    self.held.fetch_add(e.der.len(), Ordering::Relaxed);
+                    self.intact.fetch_add(1, Ordering::Relaxed);
+                }
+                Verdict::Damaged(_) => {
+                    self.damaged.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        Some(kept)
+    }
+
+    /// What is wrong with anchor `i`, checking it if needed; an intact anchor checked here
+    /// for the first time is not kept (a full check must not fill the cache).
+    fn check(&self, off: &Offsets, i: u32) -> Option<AnchorDamage> {
+        match self.verdicts.get(i as usize) {
+            Some(Verdict::Intact(_)) => None,
+            Some(Verdict::Damaged(d)) => Some(*d),
+            None => match self.fetch(off, i) {
+                Verdict::Intact(_) => None,
+                v @ Verdict::Damaged(_) => match self.keep(i, v) {
+                    Some(Verdict::Damaged(d)) => Some(*d),
+                    _ => None,
+                },
+            },
+        }
+    }
+
+    fn memory(&self) -> usize {
+        self.pages.memory()
+            + self.verdicts.memory()
+            + self.held.load(Ordering::Relaxed)
+            + self.intact.load(Ordering::Relaxed) * size_of::<Entry>()
+    }
+}
+
+/// Where a store's bytes are.
+pub(crate) enum Src {
+    /// Built in memory: all four buffers.
+    Mem {
+        /// The index part: hash tables, subject/SKI chains, CA names (`off.index_len` bytes).
+        tables: Bytes,
+        /// `recs[n]`, REC_LEN bytes each.
+        recs: Bytes,
+        /// `sha[n]`, 32 bytes each.
+        sha: Bytes,
+        der: Bytes,
+    },
+    /// Read from a snapshot file on demand, anchors verified before first use.
+    Snap(Box<Snap>),
+}
+
 /// The data of a store. Lives inside [`CaNames`] so that `ca_names()` can hand out a
 /// reference without a second copy; [`TrustStore`] reaches it through there.
 pub(crate) struct Core {
-    /// The index part: hash tables, subject/SKI chains, CA names (`off.index_len` bytes).
-    pub(crate) tables: Bytes,
-    /// `recs[n]`, REC_LEN bytes each.
-    pub(crate) recs: Bytes,
-    /// `sha[n]`, 32 bytes each.
-    pub(crate) sha: Bytes,
-    pub(crate) der: Bytes,
+    pub(crate) src: Src,
     pub(crate) lay: Layout,
     pub(crate) off: Offsets,
-    /// `Some` for stores read from a snapshot: anchors are verified before first use.
-    pub(crate) check: Option<Checker>,
 }
 
 #[inline]
@@ -247,10 +424,29 @@ fn rd_u32(b: &[u8], at: usize) -> Option<u32> {
         .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }
 
+/// Which table a probe searches, with the key sought.
+#[derive(Clone, Copy)]
+enum Key<'k> {
+    Subject(&'k [u8]),
+    Ski(&'k [u8]),
+    Sha(&'k [u8; 32]),
+}
+
 impl Core {
+    pub(crate) fn snap(&self) -> Option<&Snap> {
+        match &self.src {
+            Src::Snap(s) => Some(s),
+            Src::Mem { .. } => None,
+        }
+    }
+
+    /// The u32 at `at` in the index part.
     #[inline]
-    fn tab(&self) -> &[u8] {
-        self.tables.as_slice()
+    fn word(&self, at: usize) -> Option<u32> {
+        match &self.src {
+            Src::Mem { tables, .. } => rd_u32(tables.as_slice(), at),
+            Src::Snap(s) => s.pages.u32_at(at),
+        }
     }
 
     pub(crate) fn rec(&self, i: u32) -> Option<Rec> {
@@ -258,106 +454,141 @@ impl Core {
             return None;
         }
         let o = i as usize * REC_LEN;
-        Rec::read(self.recs.as_slice().get(o..o + REC_LEN)?)
+        match &self.src {
+            Src::Mem { recs, .. } => Rec::read(recs.as_slice().get(o..o + REC_LEN)?),
+            Src::Snap(s) => {
+                let mut b = [0u8; REC_LEN];
+                s.pages.read(self.off.recs + o, &mut b)?;
+                Rec::read(&b)
+            }
+        }
     }
 
-    /// The anchor's fields without the integrity check (used to compare keys while probing).
-    fn raw(&self, i: u32) -> Option<(Anchor<'_>, Rec)> {
+    /// The recorded fingerprint of anchor `i` (a snapshot's from its checked pages,
+    /// without reading the anchor's DER).
+    pub(crate) fn sha(&self, i: u32) -> Option<[u8; 32]> {
+        if i >= self.lay.n {
+            return None;
+        }
+        let o = i as usize * 32;
+        match &self.src {
+            Src::Mem { sha, .. } => sha.as_slice().get(o..o + 32)?.try_into().ok(),
+            Src::Snap(s) => {
+                let mut b = [0u8; 32];
+                s.pages.read(self.off.sha + o, &mut b)?;
+                Some(b)
+            }
+        }
+    }
+
+    /// A built store's anchor (built stores are never damaged).
+    fn mem_anchor(&self, i: u32) -> Option<Anchor<'_>> {
+        let Src::Mem { der, sha, .. } = &self.src else {
+            return None;
+        };
         let r = self.rec(i)?;
-        let der = self
-            .der
+        let der = der
             .as_slice()
             .get(r.der_off as usize..(r.der_off as usize).checked_add(r.der_len as usize)?)?;
-        let subject =
-            der.get(r.subj_off as usize..(r.subj_off as usize).checked_add(r.subj_len as usize)?)?;
-        let key_id = if r.ski_off == NO_SKI {
-            None
-        } else {
-            Some(
-                der.get(r.ski_off as usize..(r.ski_off as usize).checked_add(r.ski_len as usize)?)?,
-            )
-        };
         let so = i as usize * 32;
-        let sha256: &[u8; 32] = self.sha.as_slice().get(so..so + 32)?.try_into().ok()?;
-        Some((
-            Anchor {
-                der,
-                subject,
-                key_id,
-                sha256,
-                not_before: r.not_before,
-                not_after: r.not_after,
-                index: i,
-            },
-            r,
-        ))
+        let sha256: &[u8; 32] = sha.as_slice().get(so..so + 32)?.try_into().ok()?;
+        view(der, &r, sha256, i)
     }
 
-    /// The anchor, verified first if this store was read from a snapshot. `None` if it fails the check.
+    /// The anchor; a snapshot's is read and verified on first use. `None` if it fails.
     pub(crate) fn anchor(&self, i: u32) -> Option<Anchor<'_>> {
-        let (a, r) = self.raw(i)?;
-        match &self.check {
-            None => Some(a),
-            Some(c) => {
-                if Checker::bit(&c.ok, i) {
-                    return Some(a);
-                }
-                if Checker::bit(&c.bad, i) {
+        match &self.src {
+            Src::Mem { .. } => self.mem_anchor(i),
+            Src::Snap(s) => {
+                if i >= self.lay.n {
                     return None;
                 }
-                if anchor_is_intact(&a, &r) {
-                    Checker::set(&c.ok, i);
-                    Some(a)
-                } else {
-                    Checker::set(&c.bad, i);
-                    None
+                match s.verdict(&self.off, i)? {
+                    Verdict::Intact(e) => view(&e.der, &e.rec, &e.sha, i),
+                    Verdict::Damaged(_) => None,
                 }
             }
         }
     }
 
-    /// Why anchor `i` is not returned by [`Core::anchor`], if it is not (checks it).
+    /// Why anchor `i` is not returned by [`Core::anchor`], if it is not (checks it; a
+    /// snapshot anchor found intact here is not kept).
     pub(crate) fn damage(&self, i: u32) -> Option<AnchorDamage> {
-        if i >= self.lay.n || self.anchor(i).is_some() {
-            return None;
+        match &self.src {
+            Src::Mem { .. } => None,
+            Src::Snap(s) if i < self.lay.n => s.check(&self.off, i),
+            Src::Snap(_) => None,
         }
-        Some(
-            self.raw(i)
-                .map_or(Some(AnchorDamage::Unreadable), |(a, r)| {
-                    anchor_damage(&a, &r)
-                })
-                .unwrap_or(AnchorDamage::Record),
-        )
     }
 
     /// Snapshot anchors found damaged so far (at a check or at first use); 0 for a
     /// built store.
     pub(crate) fn damaged_seen(&self) -> usize {
-        self.check.as_ref().map_or(0, Checker::bad_count)
+        self.snap().map_or(0, |s| s.damaged.load(Ordering::Relaxed))
     }
 
-    fn probe<'a>(
-        &'a self,
-        tab: usize,
-        cap: u32,
-        h: u64,
-        eq: impl Fn(&Anchor<'a>) -> bool,
-    ) -> Option<u32> {
+    /// Is there an anchor with this fingerprint? Compares recorded fingerprints only: a
+    /// snapshot store reads no DER for it (an anchor already found damaged does not count).
+    pub(crate) fn has_fingerprint(&self, sha256: &[u8; 32]) -> bool {
+        match self.probe(Key::Sha(sha256), hash_sha(sha256)) {
+            None => false,
+            Some(i) => !matches!(
+                self.snap().and_then(|s| s.verdicts.get(i as usize)),
+                Some(Verdict::Damaged(_))
+            ),
+        }
+    }
+
+    /// The recorded fingerprints of the anchors not found damaged, in store order.
+    pub(crate) fn fingerprints(&self) -> impl Iterator<Item = [u8; 32]> + '_ {
+        (0..self.lay.n).filter_map(move |i| {
+            if let Some(Verdict::Damaged(_)) = self.snap().and_then(|s| s.verdicts.get(i as usize))
+            {
+                return None;
+            }
+            self.sha(i)
+        })
+    }
+
+    /// Linear probing for `key`. A built store compares the key with each anchor it
+    /// reaches; a snapshot store first compares the slot's tag (subject and SKI tables) or
+    /// recorded fingerprint, so it reads (and verifies) only anchors that match.
+    fn probe(&self, key: Key<'_>, h: u64) -> Option<u32> {
+        let (tab, cap) = match key {
+            Key::Subject(_) => (self.off.subj_tab, self.lay.subj_cap),
+            Key::Ski(_) => (self.off.ski_tab, self.lay.ski_cap),
+            Key::Sha(_) => (self.off.sha_tab, self.lay.sha_cap),
+        };
         if cap == 0 {
             return None;
         }
         let mask = cap as usize - 1;
+        let tag = (h >> 32) as u32;
         let mut s = slot_of(h, cap as usize);
         for _ in 0..cap {
-            let v = rd_u32(self.tab(), tab + s * 4)?;
+            let v = self.word(tab + s * 4)?;
             if v == 0 {
                 return None;
             }
             let i = v - 1;
-            if let Some((a, _)) = self.raw(i) {
-                if eq(&a) {
-                    return Some(i);
+            let found = match (&self.src, key) {
+                (Src::Mem { .. }, _) => self.mem_anchor(i).is_some_and(|a| match key {
+                    Key::Subject(k) => a.subject == k,
+                    Key::Ski(k) => a.key_id == Some(k),
+                    Key::Sha(k) => a.sha256 == k,
+                }),
+                (Src::Snap(_), Key::Sha(k)) => self.sha(i).as_ref() == Some(k),
+                (Src::Snap(sn), Key::Subject(k)) => {
+                    sn.pages.u32_at(sn.parts.subj_tag + s * 4) == Some(tag)
+                        && self.anchor(i).is_some_and(|a| a.subject == k)
                 }
+                (Src::Snap(sn), Key::Ski(k)) => {
+                    sn.pages.u32_at(sn.parts.ski_tag + s * 4) == Some(tag)
+                        && self.anchor(i).is_some_and(|a| a.key_id == Some(k))
+                }
+            };
+            if found {
+                return Some(i);
             }
             s = (s + 1) & mask;
         }
@@ -365,11 +596,54 @@ impl Core {
     }
 
     fn next(&self, chain: usize, i: u32) -> u32 {
-        rd_u32(self.tab(), chain + i as usize * 4).unwrap_or(0)
+        self.word(chain + i as usize * 4).unwrap_or(0)
     }
 
     pub(crate) fn name_anchor(&self, j: u32) -> Option<u32> {
-        rd_u32(self.tab(), self.off.names + j as usize * 4)
+        self.word(self.off.names + j as usize * 4)
+    }
+
+    /// Anchors whose notAfter is before `now`: a built store scans its records, a
+    /// snapshot bisects its sorted expiry list (a few pages).
+    fn count_expired(&self, now: i64) -> usize {
+        match &self.src {
+            Src::Mem { .. } => (0..self.lay.n)
+                .filter_map(|i| self.rec(i))
+                .filter(|r| r.not_after < now)
+                .count(),
+            Src::Snap(s) => {
+                let (mut lo, mut hi) = (0usize, self.lay.n as usize);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match s.pages.i64_at(s.parts.expiry + mid * 8) {
+                        Some(t) if t < now => lo = mid + 1,
+                        Some(_) => hi = mid,
+                        // Unreadable now: count what is known.
+                        None => break,
+                    }
+                }
+                lo
+            }
+        }
+    }
+
+    fn der_bytes(&self) -> usize {
+        match &self.src {
+            Src::Mem { der, .. } => der.as_slice().len(),
+            Src::Snap(s) => s.der_len as usize,
+        }
+    }
+
+    fn memory(&self) -> usize {
+        match &self.src {
+            Src::Mem {
+                tables,
+                recs,
+                sha,
+                der,
+            } => tables.allocated() + recs.allocated() + sha.allocated() + der.allocated(),
+            Src::Snap(s) => s.memory(),
+        }
     }
 }
 
@@ -464,7 +738,7 @@ impl CaNames {
     /// Built stores know their figures; a snapshot store counts what passes the per-anchor
     /// checks once (this verifies the names' anchors, so it is not done at open).
     fn counts(&self) -> (usize, usize) {
-        if self.core.check.is_none() {
+        if self.core.snap().is_none() {
             return (self.core.lay.m as usize, self.core.lay.encoded_len as usize);
         }
         *self.checked.get_or_init(|| {
@@ -553,10 +827,8 @@ impl TrustStore {
     /// header), in insertion order.
     pub fn by_subject<'a>(&'a self, subject: &[u8]) -> impl Iterator<Item = Anchor<'a>> + 'a {
         let c = self.core();
-        let head = c.probe(c.off.subj_tab, c.lay.subj_cap, hash_bytes(subject), |a| {
-            a.subject == subject
-        });
-        let (next, want) = match head.and_then(|h| c.raw(h).map(|(a, _)| (h + 1, a.subject))) {
+        let head = c.probe(Key::Subject(subject), hash_bytes(subject));
+        let (next, want) = match head.and_then(|h| c.anchor(h).map(|a| (h + 1, a.subject))) {
             Some(x) => x,
             None => (0, &[][..]),
         };
@@ -572,11 +844,9 @@ impl TrustStore {
     /// Every anchor whose subjectKeyIdentifier is `key_id`.
     pub fn by_key_id<'a>(&'a self, key_id: &[u8]) -> impl Iterator<Item = Anchor<'a>> + 'a {
         let c = self.core();
-        let head = c.probe(c.off.ski_tab, c.lay.ski_cap, hash_bytes(key_id), |a| {
-            a.key_id == Some(key_id)
-        });
+        let head = c.probe(Key::Ski(key_id), hash_bytes(key_id));
         let (next, want) =
-            match head.and_then(|h| c.raw(h).and_then(|(a, _)| Some((h + 1, a.key_id?)))) {
+            match head.and_then(|h| c.anchor(h).and_then(|a| Some((h + 1, a.key_id?)))) {
                 Some(x) => x,
                 None => (0, &[][..]),
             };
@@ -592,30 +862,22 @@ impl TrustStore {
     /// The anchor with this SHA-256 fingerprint.
     pub fn by_fingerprint(&self, sha256: &[u8; 32]) -> Option<Anchor<'_>> {
         let c = self.core();
-        let i = c.probe(c.off.sha_tab, c.lay.sha_cap, hash_sha(sha256), |a| {
-            a.sha256 == sha256
-        })?;
+        let i = c.probe(Key::Sha(sha256), hash_sha(sha256))?;
         c.anchor(i)
     }
     /// The DN list a server sends in CertificateRequest (certificate_authorities).
     pub fn ca_names(&self) -> &CaNames {
         &self.names
     }
-    /// Bytes of certificate DER this store holds.
+    /// Bytes of certificate DER this store holds (for a snapshot store: in its file).
     pub fn der_bytes(&self) -> usize {
-        self.core().der.as_slice().len()
+        self.core().der_bytes()
     }
     /// Bytes this store occupies: DER arena (its allocated capacity, which may exceed the
-    /// DER it holds), records, fingerprints, indexes, integrity bits (for a snapshot store:
-    /// the sections of the file it uses).
+    /// DER it holds), records, fingerprints, indexes (for a snapshot store: the page sums,
+    /// the pages and the anchors read so far, and their slots).
     pub fn memory_bytes(&self) -> usize {
-        let c = self.core();
-        std::mem::size_of::<Self>()
-            + c.tables.allocated()
-            + c.recs.allocated()
-            + c.sha.allocated()
-            + c.der.allocated()
-            + c.check.as_ref().map_or(0, Checker::memory)
+        std::mem::size_of::<Self>() + self.core().memory()
     }
     /// Whether this store was read from a snapshot file.
     pub fn is_snapshot(&self) -> bool {
@@ -623,11 +885,7 @@ impl TrustStore {
     }
     /// Number of anchors at or past their notAfter at `now` (Unix seconds).
     pub fn count_expired(&self, now: i64) -> usize {
-        let c = self.core();
-        (0..c.lay.n)
-            .filter_map(|i| c.rec(i))
-            .filter(|r| r.not_after < now)
-            .count()
+        self.core().count_expired(now)
     }
 }
 

@@ -95,7 +95,7 @@ pub(crate) struct PruneArgs {
 /// Arguments of `tlskit bench store`.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  tlskit bench store bundle-10000.pem\n  tlskit bench store system --json --runs 15\n\nReports medians: load_ms (from the sources), snapshot_load_ms (opening a snapshot\nbuilt from them in a temporary directory: header and index checks, no per-certificate\nparse), lookup_ns (one subject lookup), plus anchors, der_bytes, memory_bytes."
+    after_help = "Examples:\n  tlskit bench store bundle-10000.pem\n  tlskit bench store system --json --runs 15\n\nReports medians: load_ms (from the sources), snapshot_load_ms (opening a snapshot\nbuilt from them in a temporary directory: header and page-sum checks, no anchor read), lookup_ns (one subject lookup), plus anchors, der_bytes, memory_bytes."
 )]
 pub(crate) struct BenchStoreArgs {
     #[arg(required = true, value_name = "SRC", help = SRC_HELP)]

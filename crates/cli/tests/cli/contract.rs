@@ -1221,7 +1221,7 @@ fn fish_completes_enumerated_values_not_files() {
     assert_eq!(complete("tlskit serve --respond "), ["echo", "http"]);
     assert_eq!(
         complete("tlskit serve --acme-challenge "),
-        ["http-01", "tls-alpn-01"]
+        ["dns-01", "http-01", "tls-alpn-01"]
     );
     assert_eq!(
         complete("tlskit serve --compress "),

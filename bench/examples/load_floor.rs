@@ -1,0 +1,149 @@
+//! Store loading against its floor and rustls, in one run (issue 29): for one PEM bundle,
+//! `RUNS` rounds (env, default 11), each timing in a rotating order
+//!
+//! * `tlskit`: `tlskit_store::load` of the file;
+//! * `rustls`: `RootCertStore::add` of every certificate, PEM decoding included (as
+//!   `rustls_peer`);
+//! * `floor1`: the least work any loader must do, on one thread: decode each certificate's
+//!   base64 body (its lines gathered, then base64-simd, the decoder tlskit uses) and hash
+//!   the DER with SHA-256 (sha2, as tlskit). The file is read, and the bodies found, once
+//!   per process before any timing: the floor holds no I/O, no allocation per load, no
+//!   parsing, no index;
+//! * `floor2`: the same on two threads (the file's bodies in two halves), as tlskit's bulk
+//!   loader uses both cores;
+//!
+//! and prints the medians and the ratios rustls / tlskit and tlskit / floor. `JOB=NAME`
+//! (env) runs only that one, `RUNS` times (for instruction counts under callgrind).
+//! `cargo run --release -p tlskit-bench --example load_floor -- BUNDLE.pem`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::CertificateDer;
+use sha2::Digest;
+
+/// The base64 bodies of the CERTIFICATE blocks, line breaks included.
+fn bodies(text: &[u8]) -> Vec<&[u8]> {
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(b) = memchr::memmem::find(&text[at..], BEGIN) {
+        let start = at + b + BEGIN.len();
+        let Some(e) = memchr::memmem::find(&text[start..], END) else {
+            break;
+        };
+        out.push(&text[start..start + e]);
+        at = start + e + END.len();
+    }
+    out
+}
+
+/// Decode and hash each body; returns a checksum of the hashes (so nothing is optimised
+/// away) and the count.
+fn decode_hash(bodies: &[&[u8]]) -> (u8, usize) {
+    let mut clean = Vec::with_capacity(4096);
+    let mut der = Vec::with_capacity(4096);
+    let mut x = 0u8;
+    for b in bodies {
+        // The lines without their breaks (one copy per line, as a decoder must gather
+        // them), then one SIMD decode of the whole body.
+        clean.clear();
+        let mut from = 0;
+        for nl in memchr::memchr_iter(b'\n', b).chain([b.len()]) {
+            let line = &b[from..nl];
+            clean.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            from = nl + 1;
+        }
+        der.clear();
+        der.resize(clean.len() / 4 * 3, 0);
+        let n = base64_simd::STANDARD
+            .decode(&clean, base64_simd::Out::from_slice(&mut der))
+            .unwrap()
+            .len();
+        der.truncate(n);
+        x ^= sha2::Sha256::digest(&der)[0];
+    }
+    (x, bodies.len())
+}
+
+fn floor(b: &[&[u8]], threads: usize) -> usize {
+    if threads == 1 {
+        return std::hint::black_box(decode_hash(b)).1;
+    }
+    let (l, r) = b.split_at(b.len() / 2);
+    std::thread::scope(|s| {
+        let t = s.spawn(|| decode_hash(r));
+        let a = decode_hash(l);
+        std::hint::black_box(a.1 + t.join().unwrap().1)
+    })
+}
+
+fn rustls(path: &str, _: &[&[u8]]) -> usize {
+    let bytes = std::fs::read(path).unwrap();
+    let mut store = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(&bytes) {
+        store.add(c.unwrap()).unwrap();
+    }
+    store.len()
+}
+
+fn tlskit(path: &str, _: &[&[u8]]) -> usize {
+    let (s, _) = tlskit_store::load(&[tlskit_store::Source::File(path.into())]).unwrap();
+    s.len()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: load_floor BUNDLE.pem");
+    let runs: usize = std::env::var("RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(11);
+    let text = std::fs::read(&path).unwrap();
+    let b = bodies(&text);
+    type Job = fn(&str, &[&[u8]]) -> usize;
+    let jobs: [(&str, Job); 4] = [
+        ("tlskit", tlskit),
+        ("rustls", rustls),
+        ("floor1", |_, b| floor(b, 1)),
+        ("floor2", |_, b| floor(b, 2)),
+    ];
+    if let Ok(only) = std::env::var("JOB") {
+        let (_, f) = jobs
+            .iter()
+            .find(|(n, _)| *n == only)
+            .expect("JOB: tlskit, rustls, floor1 or floor2");
+        for _ in 0..runs {
+            std::hint::black_box(f(&path, &b));
+        }
+        return;
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); jobs.len()];
+    let mut counts = vec![0usize; jobs.len()];
+    for round in 0..runs {
+        for k in 0..jobs.len() {
+            let j = (round + k) % jobs.len();
+            let t = Instant::now();
+            counts[j] = jobs[j].1(&path, &b);
+            times[j].push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let m: Vec<f64> = times.into_iter().map(median).collect();
+    for (k, (name, _)) in jobs.iter().enumerate() {
+        println!("{name:7} {:9.3} ms  ({} certificates)", m[k], counts[k]);
+    }
+    println!(
+        "rustls / tlskit {:.2}   tlskit / floor1 {:.2}   tlskit / floor2 {:.2}   ({runs} rounds, rotating order)",
+        m[1] / m[0],
+        m[0] / m[2],
+        m[0] / m[3]
+    );
+}
