@@ -112,6 +112,19 @@ impl Server {
     }
 
     fn request(&self, method: &str, path: &str, ctype: &str, body: &[u8]) -> Resp {
+        self.request_declaring(method, path, ctype, body, body.len())
+    }
+
+    /// A request whose Content-Length says `declared` (more than `body` is sent: the
+    /// server answers on the header alone).
+    fn request_declaring(
+        &self,
+        method: &str,
+        path: &str,
+        ctype: &str,
+        body: &[u8],
+        declared: usize,
+    ) -> Resp {
         let tcp = TcpStream::connect(self.addr).expect("connect");
         tcp.set_read_timeout(Some(Duration::from_secs(20)))
             .expect("timeout");
@@ -123,8 +136,7 @@ impl Server {
         let mut s = rustls::StreamOwned::new(conn, tcp);
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            self.addr,
-            body.len()
+            self.addr, declared
         );
         s.write_all(head.as_bytes()).expect("write");
         let _ = s.write_all(body);
@@ -306,9 +318,16 @@ fn jws_checks_nonces_and_bounds_answer_problem_documents() {
     );
     assert_eq!(r.problem(), "malformed");
     assert!(String::from_utf8_lossy(&r.body).contains("does not verify"));
-    // Oversized body: 413 with a problem document.
-    let big = vec![b'a'; 70 * 1024];
-    let r = srv.request("POST", "/acme/new-account", "application/jose+json", &big);
+    // Oversized body: 413 with a problem document, on the declared length alone (the
+    // body is not sent: a server that closes with unread bytes makes the kernel reset
+    // the connection, which could drop the answer before the client reads it).
+    let r = srv.request_declaring(
+        "POST",
+        "/acme/new-account",
+        "application/jose+json",
+        b"",
+        70 * 1024,
+    );
     assert_eq!((r.status, r.problem().as_str()), (413, "malformed"));
     // Wrong content type.
     let r = srv.request("POST", "/acme/new-account", "application/json", b"{}");
