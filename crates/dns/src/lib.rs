@@ -16,7 +16,7 @@ pub use error::DnsError;
 pub use key::{KeyFileError, TsigAlg, TsigKey};
 pub use propagate::wait_for_txt;
 pub use provider::{propagation_servers, DnsProvider, Exec, Rfc2136};
-pub use query::query_txt;
+pub use query::{query_addrs, query_txt};
 
 /// The owner name of the TXT record DNS-01 (RFC 8555 8.4) reads for `domain`:
 /// `_acme-challenge.DOMAIN.`, a wildcard's `*.` removed (`*.example.com` and

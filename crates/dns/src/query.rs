@@ -101,6 +101,23 @@ pub fn query_txt(
     Ok(txt_values(&answer, &qname))
 }
 
+/// The A and AAAA addresses of `name` as `server` answers (recursion desired), at most 4
+/// of each; empty when the name has none. An ACME server resolves identifiers with it
+/// (`tlskit ca serve --resolver`).
+pub fn query_addrs(
+    server: SocketAddr,
+    name: &str,
+    deadline: Instant,
+) -> Result<Vec<IpAddr>, DnsError> {
+    let qname = self::name(name)?;
+    let mut out = Vec::new();
+    for t in [RecordType::A, RecordType::AAAA] {
+        let answer = ask(server, &qname, t, true, deadline)?;
+        out.extend(glue(&answer, &qname));
+    }
+    Ok(out)
+}
+
 fn txt_values(answer: &Message, qname: &Name) -> Vec<String> {
     answer
         .answers

@@ -1045,6 +1045,13 @@ impl Ca {
         &self.dir
     }
 
+    /// Whether this CA may name these in a certificate (`ca serve` asks at order time):
+    /// [`PkiError::Refused`] with the constraint that excludes one (the CA's own or one of
+    /// its chain's) otherwise.
+    pub fn check_request_names(&self, sans: &[SanType]) -> Result<()> {
+        self.check_names(sans, None)
+    }
+
     fn issue_request(
         &self,
         csr: &Path,

@@ -1,6 +1,7 @@
 //! One module per command group.
 
 pub(crate) mod acme;
+pub(crate) mod ca_serve;
 pub(crate) mod ctl;
 pub(crate) mod doctor;
 pub(crate) mod install;

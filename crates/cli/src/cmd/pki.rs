@@ -108,6 +108,14 @@ pub(crate) enum CertCmd {
 /// `tlskit ca` subcommands.
 #[derive(clap::Subcommand)]
 pub(crate) enum CaCmd {
+    /// Serve an RFC 8555 ACME server on this CA (http-01, tls-alpn-01, profiles, EAB).
+    #[command(
+        after_help = "Examples:\n  tlskit ca serve ./myca --listen 127.0.0.1:14000\n  tlskit ca serve ./myca --listen 0.0.0.0:443 --metrics 127.0.0.1:9101\n  tlskit ca serve ./myca --listen 127.0.0.1:14000 --validation-http-port 5002 --validation-tls-port 5001\n\nThe directory is https://ADDR/directory, served with a certificate the CA issues to itself\nfor 127.0.0.1 and localhost (clients trust DIR/ca.pem). Profiles, EAB and limits are in\nDIR/acme.toml (see the tlskit-ca-server README); state is kept in DIR/acme/."
+    )]
+    Serve(super::ca_serve::ServeArgs),
+    /// External account binding keys of the ACME server.
+    #[command(subcommand)]
+    Eab(super::ca_serve::EabCmd),
     /// Create a CA in a new directory: ca.key (0600), ca.pem, serial, index.jsonl.
     #[command(
         after_help = "Examples:\n  tlskit ca init ./myca --subject 'CN=Example Root CA,O=Example'\n  tlskit ca init ./lab --type p384 --path-len 0 --permit-dns example.com --permit-dns example.net\n  tlskit ca init ./sub --parent ./myca --subject 'CN=Example Issuing CA'   # an intermediate\n  tlskit ca init ./pki --crl-url http://pki.example/ca.crl   # every certificate names its CRL\n\n--permit-dns example.com allows example.com and every name below it; .example.com only names below it."
@@ -437,6 +445,8 @@ pub(crate) fn cert(c: CertCmd) -> CmdResult {
 
 pub(crate) fn ca(c: CaCmd) -> CmdResult {
     match c {
+        CaCmd::Serve(a) => super::ca_serve::serve(a),
+        CaCmd::Eab(e) => super::ca_serve::eab(e),
         CaCmd::Init {
             dir,
             subject,

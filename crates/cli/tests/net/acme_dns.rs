@@ -21,11 +21,11 @@ fn s(p: &Path) -> String {
 
 /// `named` serving `example.test` (SOA, NS ns.example.test = 127.0.0.1) on a free port,
 /// accepting TSIG-signed updates of TXT records from the key in `key`; killed on drop.
-struct Named {
+pub(crate) struct Named {
     dir: tempfile::TempDir,
     child: Child,
     port: u16,
-    key: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 impl Drop for Named {
@@ -36,7 +36,7 @@ impl Drop for Named {
 }
 
 impl Named {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         require("named");
         require("tsig-keygen");
         require("dig");
@@ -127,11 +127,11 @@ impl Named {
         panic!("named did not answer: {}", n.log());
     }
 
-    fn addr(&self) -> String {
+    pub(crate) fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("named.log")).unwrap_or_default()
     }
 

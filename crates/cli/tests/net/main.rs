@@ -25,6 +25,8 @@ mod acme_dns;
 #[cfg(feature = "slow-tests")] // slow tier: Pebble
 mod acme_short;
 mod acme_hostile;
+#[cfg(feature = "slow-tests")] // slow tier: certbot, lego, OpenSSL
+mod ca_serve;
 mod hostile_ca;
 #[cfg(feature = "slow-tests")] // slow tier: python3, OpenSSL
 mod mozilla_shapes;
