@@ -95,9 +95,9 @@ impl DnsProvider for Rfc2136 {
 const MAX_STDERR: usize = 4096;
 
 /// A user's program run as `PROGRAM add NAME VALUE` / `PROGRAM remove NAME VALUE`
-/// (no shell; standard input empty, standard output discarded), which must exit 0 within
-/// its deadline; otherwise it is killed and its standard error (escaped, at most 4 KiB)
-/// is in the error.
+/// (no shell; standard input empty, standard output discarded; its own process group),
+/// which must exit 0 within its deadline; otherwise it is killed with every process of its
+/// group, and its standard error (escaped, at most 4 KiB) is in the error.
 #[derive(Debug, Clone)]
 pub struct Exec {
     program: PathBuf,
@@ -124,13 +124,17 @@ impl Exec {
             name: tlskit_x509::text::escape(name).into_owned(),
             reason,
         };
-        let mut child = Command::new(&self.program)
-            .arg(action)
+        let mut cmd = Command::new(&self.program);
+        cmd.arg(action)
             .arg(name)
             .arg(value)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group, so that the deadline stops what it started too (a shell
+        // hook's curl or sleep), not only the hook itself.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
             .spawn()
             .map_err(|e| fail(format!("cannot start it: {e}")))?;
         // Standard error is read on a thread so that a chatty hook cannot block on a full
@@ -157,6 +161,7 @@ impl Exec {
             match child.try_wait() {
                 Ok(Some(s)) => break s,
                 Ok(None) if Instant::now() >= deadline => {
+                    kill_group(child.id());
                     let _ = child.kill();
                     let _ = child.wait();
                     let stderr = rx
@@ -184,6 +189,16 @@ impl Exec {
             )))
         }
     }
+}
+
+/// Stop the process group `pid` leads (`kill -KILL -- -PID`: no unsafe code for a signal).
+fn kill_group(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn stderr_text(b: &[u8]) -> String {

@@ -99,6 +99,36 @@ fn exec_provider_kills_a_hook_past_its_deadline() {
             .contains("did not finish in time and was killed"),
         "{e}"
     );
+    // What the hook started is stopped with it: a background child of the shell.
+    let pid_file = dir.path().join("child.pid");
+    let hook = script(
+        dir.path(),
+        "forks",
+        &format!("sleep 30 & echo $! > {}; wait", pid_file.display()),
+    );
+    let e = Exec::new(&hook)
+        .add_txt("n.", "v", Instant::now() + Duration::from_millis(500))
+        .unwrap_err();
+    assert!(e.to_string().contains("was killed"), "{e}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = PathBuf::from(format!("/proc/{}/stat", pid.trim()));
+    let gone = |p: &Path| {
+        // Gone, or a zombie nobody has reaped yet: either way no longer running.
+        std::fs::read_to_string(p).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    let t = Instant::now();
+    while !gone(&stat) && t.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        gone(&stat),
+        "the hook's child {} outlived its deadline",
+        pid.trim()
+    );
     // Megabytes of standard error: kept to 4 KiB in the message.
     let hook = script(
         dir.path(),
