@@ -2,7 +2,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -17,7 +17,7 @@ const DEFAULT_CONTROL: &str = "/run/tlskit/control.sock";
 const RENEW_TIMEOUT: u64 = 300;
 
 /// Largest reply read (a server with many SNI pairs lists each).
-const MAX_REPLY: u64 = 64 << 20;
+const MAX_REPLY: usize = 64 << 20;
 
 /// `tlskit ctl`.
 #[derive(clap::Args)]
@@ -228,8 +228,8 @@ fn checked(path: &Path, reply: ControlReply, request: &str) -> anyhow::Result<Co
     Ok(reply)
 }
 
-/// Send one request, read the reply, waiting at most `wait` for it (the server answers a
-/// reload or a renewal once it ends, within its own deadline).
+/// Send one request, read the reply, waiting at most `wait` for all of it (the server
+/// answers a reload or a renewal once it ends, within its own deadline).
 fn ask(path: &Path, request: &str, wait: Duration) -> anyhow::Result<ControlReply> {
     let shown = path.display().to_string();
     let shown = Escaped(&shown);
@@ -239,10 +239,47 @@ fn ask(path: &Path, request: &str, wait: Duration) -> anyhow::Result<ControlRepl
     s.set_write_timeout(Some(tlskit_server::REQUEST_DEADLINE))?;
     s.write_all(format!("{request}\n").as_bytes())
         .with_context(|| format!("{shown}: cannot send the request"))?;
+    // One deadline for the whole reply, not one per read: a server that sends a byte now
+    // and then cannot hold the command past `wait`.
+    let deadline = Instant::now() + wait;
     let mut text = Vec::new();
-    s.take(MAX_REPLY)
-        .read_to_end(&mut text)
-        .with_context(|| format!("{shown}: no reply from the server"))?;
+    let mut buf = [0u8; 16 << 10];
+    loop {
+        let late = || {
+            anyhow::anyhow!(
+                "{shown}: no complete reply from the server within {} s",
+                wait.as_secs()
+            )
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        s.set_read_timeout(Some(left))?;
+        let n = match s.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(late())
+            }
+            Err(e) => return Err(e).with_context(|| format!("{shown}: no reply from the server")),
+        };
+        if n == 0 {
+            break;
+        }
+        if text.len() + n > MAX_REPLY {
+            bail!(
+                "{shown}: the server's reply is larger than {} MiB",
+                MAX_REPLY >> 20
+            );
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
     serde_json::from_slice(&text)
         .with_context(|| format!("{shown}: the reply is not a control reply"))
 }

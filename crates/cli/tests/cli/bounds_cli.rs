@@ -653,3 +653,48 @@ fn bounds_every_reader_refuses_devices_fifos_and_huge_files() {
         r.stderr()
     );
 }
+
+/// A control socket that answers one byte now and then, for ever: `ctl renew --timeout 1`
+/// gives up at its deadline (the timeout plus 5 s) instead of waiting for each byte in
+/// turn, and says so (exit 2).
+#[test]
+fn ctl_gives_up_on_a_control_socket_that_trickles() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("control.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::thread::spawn(move || {
+        let Ok((conn, _)) = listener.accept() else {
+            return;
+        };
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+        let mut conn = conn;
+        // One byte every 100 ms for a minute, unless the client goes away first.
+        for _ in 0..600 {
+            if conn.write_all(b" ").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let r = run_measured(
+        &[
+            "ctl",
+            "--control",
+            s(&sock),
+            "renew",
+            "www.example.test",
+            "--timeout",
+            "1",
+        ],
+        Duration::from_secs(40),
+    );
+    let err = String::from_utf8_lossy(&r.out.stderr);
+    assert_eq!(r.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no complete reply from the server within 6 s"),
+        "{err}"
+    );
+    assert!(r.wall < Duration::from_secs(20), "{:?}", r.wall);
+}
