@@ -187,7 +187,7 @@ pub(crate) enum CaCmd {
     /// Revoke a certificate this CA issued: recorded in its index (under the CA's lock);
     /// publish it with `tlskit ca crl`.
     #[command(
-        after_help = "Examples:\n  tlskit ca revoke ./myca --serial 5c:3a:9f:01 --reason keyCompromise\n  tlskit ca revoke ./myca --cert server.pem --reason superseded --json\n  tlskit ca crl ./myca -o crl.pem\n\n--serial takes hex as `ca list` and `show` print it, with or without colons or a\nleading 00. --reason: 0 unspecified (default), 1 keyCompromise, 3 affiliationChanged,\n4 superseded, 5 cessationOfOperation (the codes and names of `acme revoke --reason`).\nExit 0: revoked now; 1: it was already revoked (nothing recorded; the first reason and\ndate are shown); 2: an error, such as a serial this CA never issued. Revoking needs no\naccess to the CA key (no PIN for a token CA)."
+        after_help = "Examples:\n  tlskit ca revoke ./myca --serial 5c:3a:9f:01 --reason keyCompromise\n  tlskit ca revoke ./myca --cert server.pem --reason superseded --json\n  tlskit ca crl ./myca -o crl.pem\n\n--serial takes hex as `ca list` and `show` print it, with or without colons or a\nleading 00. --reason: 0 unspecified (default), 1 keyCompromise, 3 affiliationChanged,\n4 superseded, 5 cessationOfOperation (the codes and names of `acme revoke --reason`).\nExit 0: revoked now; 1: it was already revoked (nothing recorded; the first reason and\ndate are shown); 2: an error, such as a serial this CA never issued. Revoking needs no\naccess to the CA key (no PIN for a token CA). JSON: schema tlskit.ca.revoke/1."
     )]
     #[command(group(clap::ArgGroup::new("which").required(true).args(["serial", "cert"])))]
     Revoke {
@@ -203,14 +203,14 @@ pub(crate) enum CaCmd {
         /// Why (code or name; default unspecified).
         #[arg(long, value_name = "REASON", value_parser = super::reason_parser(), hide_possible_values = true)]
         reason: Option<tlskit_x509::RevocationReason>,
-        /// Print one JSON object.
+        /// Print JSON (schema tlskit.ca.revoke/1, docs/json.md).
         #[arg(long)]
         json: bool,
     },
     /// Write a CRL of every certificate this CA revoked (RFC 5280 v2: CRLNumber,
     /// authorityKeyIdentifier, reason codes), signed by the CA key.
     #[command(
-        after_help = "Examples:\n  tlskit ca crl ./myca -o crl.pem\n  tlskit ca crl ./myca -o /srv/www/pki/ca.crl --der --next-update 1\n  openssl crl -in crl.pem -noout -text\n\nEach run takes the next CRLNumber (kept in DIR/crlnumber) and replaces FILE atomically.\nServe it at the URL given to `ca init --crl-url` / `ca issue --crl-url`, and run this\nagain before --next-update days pass (clients refuse an expired CRL)."
+        after_help = "Examples:\n  tlskit ca crl ./myca -o crl.pem\n  tlskit ca crl ./myca -o /srv/www/pki/ca.crl --der --next-update 1\n  openssl crl -in crl.pem -noout -text\n\nEach run takes the next CRLNumber (kept in DIR/crlnumber) and replaces FILE atomically.\nServe it at the URL given to `ca init --crl-url` / `ca issue --crl-url`, and run this\nagain before --next-update days pass (clients refuse an expired CRL).\n\nExit status: 0 written, 2 error (FILE left as it was). JSON: schema tlskit.ca.crl/1."
     )]
     Crl {
         /// The CA directory.
@@ -224,7 +224,7 @@ pub(crate) enum CaCmd {
         /// Write DER instead of PEM.
         #[arg(long)]
         der: bool,
-        /// Print one JSON object.
+        /// Print JSON (schema tlskit.ca.crl/1, docs/json.md).
         #[arg(long)]
         json: bool,
     },
@@ -551,7 +551,7 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                     s.number,
                     s.revoked,
                     s.next_update,
-                    out.display()
+                    Escaped(&out.display().to_string())
                 );
             }
             Ok(Outcome::Success)
