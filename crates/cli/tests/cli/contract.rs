@@ -2,7 +2,8 @@
 //!
 //! - `serve` tells systemd READY=1 / RELOADING=1 / STOPPING=1 through NOTIFY_SOCKET
 //!   (a fake notify socket: a Unix datagram socket bound by the test);
-//! - every reporting command ends quietly with exit 0 when its stdout pipe is closed;
+//! - every reporting command ends quietly with exit 0 when its stdout pipe is closed
+//!   (`ctl`, `trust`, `ca revoke` and `ca crl` included; `acme` needs a CA: not here);
 //! - every `--json` document matches its JSON Schema in docs/schemas/ for one input,
 //!   several inputs and an error;
 //! - `completions` and `man` produce what shells and man(1) read;
@@ -185,10 +186,35 @@ fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
     let f = Fixture::new();
     let pki = Pki::new();
     let (c, k) = (s(&pki.path("chain.pem")), s(&pki.path("leaf.key")));
-    let serve = Serve::start(&["--cert", &c, "--key", &k, "--respond", "http", "--no-watch"]);
+    let control = s(&pki.path("control.sock"));
+    let serve = Serve::start(&[
+        "--cert",
+        &c,
+        "--key",
+        &k,
+        "--respond",
+        "http",
+        "--no-watch",
+        "--control",
+        &control,
+    ]);
     let addr = serve.addr().to_string();
     let ca_pem = s(&pki.path("ca.pem"));
     let p = |n: &str| s(&f.path(n));
+    // A root tree with a Fedora-like layout for `trust` (no external tool runs), and a
+    // second certificate so that `ca revoke` revokes something new in each form.
+    std::fs::create_dir_all(f.path("image/etc/pki/ca-trust/source/anchors")).expect("mkdir");
+    let image = p("image");
+    let issued = tlskit(&[
+        "ca",
+        "issue",
+        &p("ca"),
+        "--csr",
+        &p("leaf.csr"),
+        "-o",
+        &p("leaf2.pem"),
+    ]);
+    assert!(issued.status.success(), "{issued:?}");
     let commands: Vec<Vec<String>> = [
         vec!["doctor"],
         vec!["store", "show", "system", "--list"],
@@ -208,6 +234,18 @@ fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
         vec!["show", &p("leaf.pem")],
         vec!["lint", &p("leaf.pem")],
         vec!["ca", "list", &p("ca")],
+        vec!["ca", "crl", &p("ca"), "-o", &p("pipe.crl")],
+        vec!["trust", "list", "--root", &image],
+        vec![
+            "trust",
+            "install",
+            &p("ca/ca.pem"),
+            "--root",
+            &image,
+            "--dry-run",
+        ],
+        vec!["ctl", "--control", &control, "status"],
+        vec!["ctl", "--control", &control, "certs"],
         vec!["bench", "store", &p("roots"), "--runs", "1"],
         vec![
             "bench",
@@ -250,6 +288,24 @@ fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
         j.push("--json".into());
         all.push(j);
     }
+    // `ca revoke` answers 1 for a certificate revoked already: one certificate a form.
+    all.push(
+        ["ca", "revoke", &p("ca"), "--cert", &p("leaf.pem")]
+            .map(String::from)
+            .to_vec(),
+    );
+    all.push(
+        [
+            "ca",
+            "revoke",
+            &p("ca"),
+            "--cert",
+            &p("leaf2.pem"),
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
     all.push(vec!["completions".into(), "bash".into()]);
     all.push(vec!["man".into(), "--out-dir".into(), p("man")]);
     all.push(vec!["--help".into()]);
