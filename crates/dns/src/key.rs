@@ -173,15 +173,20 @@ impl TsigKey {
         tlskit_io::redact_known(text, &[self.secret_text.as_str()])
     }
 
-    pub(crate) fn signer(&self) -> Result<TSigner, String> {
-        let name = Name::from_ascii(&self.name).map_err(|e| e.to_string())?;
+    /// hickory-proto's signer for this key; its refusal in words (escaped, the secret
+    /// hidden).
+    pub(crate) fn signer(&self) -> Result<TSigner, KeyFileError> {
+        let said = |e: &dyn std::fmt::Display| {
+            KeyFileError(tlskit_x509::text::escape(&self.redact(&e.to_string())).into_owned())
+        };
+        let name = Name::from_ascii(&self.name).map_err(|e| said(&e))?;
         TSigner::new(
             self.secret.clone(),
             self.algorithm.hickory(),
             name,
             FUDGE_SECONDS,
         )
-        .map_err(|e| self.redact(&e.to_string()).into_owned())
+        .map_err(|e| said(&e))
     }
 }
 

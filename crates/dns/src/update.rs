@@ -69,7 +69,7 @@ pub(crate) fn update_txt(
         let signer = k.signer().map_err(|r| DnsError::Tsig {
             server,
             what: what.clone(),
-            reason: r,
+            reason: r.to_string(),
         })?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
