@@ -37,6 +37,37 @@ pub(crate) fn find(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Pebble's own TLS certificate in `dir`: a root (`roots.pem`, returned: what clients
+/// trust) and a leaf for 127.0.0.1 and localhost (`cert.pem`, `key.pem`, Pebble's
+/// `certificate` and `privateKey`).
+pub(crate) fn directory_certificate(dir: &Path) -> PathBuf {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "pebble directory test root");
+    ca.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let root = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root");
+    let mut leaf = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+        .expect("params");
+    leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+    // What the webpki profile asks of a server certificate: a key identifier of its
+    // issuer and a commonName that repeats a subjectAltName.
+    leaf.use_authority_key_identifier_extension = true;
+    leaf.distinguished_name = rcgen::DistinguishedName::new();
+    leaf.distinguished_name
+        .push(rcgen::DnType::CommonName, "localhost");
+    let leaf_key = KeyPair::generate().expect("key");
+    let leaf = leaf.signed_by(&leaf_key, &root).expect("leaf");
+    let roots = dir.join("roots.pem");
+    std::fs::write(&roots, root.pem()).expect("write");
+    std::fs::write(dir.join("cert.pem"), leaf.pem()).expect("write");
+    std::fs::write(dir.join("key.pem"), leaf_key.serialize_pem()).expect("write");
+    roots
+}
+
 /// Pebble + challtestsrv, killed on drop.
 pub(crate) struct Pebble {
     pub(crate) dir: tempfile::TempDir,
@@ -97,33 +128,7 @@ impl Pebble {
             panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
         };
         let dir = tempfile::tempdir().expect("tempdir");
-        // The directory's own TLS certificate: a root and a leaf for 127.0.0.1.
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(rcgen::DnType::CommonName, "pebble directory test root");
-        ca.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let root =
-            CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root");
-        let mut leaf =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .expect("params");
-        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        // What the webpki profile asks of a server certificate: a key identifier of its
-        // issuer and a commonName that repeats a subjectAltName.
-        leaf.use_authority_key_identifier_extension = true;
-        leaf.distinguished_name = rcgen::DistinguishedName::new();
-        leaf.distinguished_name
-            .push(rcgen::DnType::CommonName, "localhost");
-        let leaf_key = KeyPair::generate().expect("key");
-        let leaf = leaf.signed_by(&leaf_key, &root).expect("leaf");
-        let roots = dir.path().join("roots.pem");
-        std::fs::write(&roots, root.pem()).expect("write");
-        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).expect("write");
-        std::fs::write(dir.path().join("key.pem"), leaf_key.serialize_pem()).expect("write");
+        let roots = directory_certificate(dir.path());
         let mut p = Self {
             dir,
             children: Vec::new(),

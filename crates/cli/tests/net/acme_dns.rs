@@ -13,7 +13,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use net_support::{free_port, require, tlskit, Serve};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -208,39 +207,10 @@ impl Pebble {
     }
 
     fn try_start(dns: &str) -> Option<Self> {
-        let pebble = [
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go/bin/pebble")),
-            Some(PathBuf::from("/usr/local/bin/pebble")),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("pebble not installed (scripts/setup installs it)"));
+        let pebble = crate::acme::find("pebble")
+            .unwrap_or_else(|| panic!("pebble not installed (scripts/setup installs it)"));
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.distinguished_name
-            .push(rcgen::DnType::CommonName, "pebble directory test root");
-        ca.key_usages = vec![
-            rcgen::KeyUsagePurpose::KeyCertSign,
-            rcgen::KeyUsagePurpose::DigitalSignature,
-        ];
-        let root =
-            CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("key")).expect("root");
-        let mut leaf =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-                .expect("params");
-        leaf.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-        leaf.use_authority_key_identifier_extension = true;
-        leaf.distinguished_name = rcgen::DistinguishedName::new();
-        leaf.distinguished_name
-            .push(rcgen::DnType::CommonName, "localhost");
-        let leaf_key = KeyPair::generate().expect("key");
-        let leaf = leaf.signed_by(&leaf_key, &root).expect("leaf");
-        let roots = dir.path().join("roots.pem");
-        std::fs::write(&roots, root.pem()).expect("write");
-        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).expect("write");
-        std::fs::write(dir.path().join("key.pem"), leaf_key.serialize_pem()).expect("write");
+        let roots = crate::acme::directory_certificate(dir.path());
         let (port, mgmt_port) = (free_port(), free_port());
         let cfg = serde_json::json!({"pebble": {
             "listenAddress": format!("127.0.0.1:{port}"),
