@@ -65,7 +65,8 @@ Examples:
   tlskit acme account deactivate --directory URL --acme-storage DIR --yes
 
 Exit 0 done (show: the CA says the account is valid), 1 show: the CA says the account
-is deactivated or does not know it, 2 error.";
+is deactivated or does not know it, 2 error. JSON: schema tlskit.acme.account.show/1,
+tlskit.acme.account.rollover/1, tlskit.acme.account.deactivate/1 (docs/json.md).";
 
 /// `tlskit acme account ...`.
 #[derive(clap::Subcommand)]
@@ -114,7 +115,8 @@ pub(crate) struct CaArgs {
     directory: String,
     #[command(flatten)]
     account: super::AcmeArgs,
-    /// Print one JSON object.
+    /// Print JSON (schema tlskit.acme.COMMAND/1, e.g. tlskit.acme.account.show/1;
+    /// docs/json.md).
     #[arg(long)]
     json: bool,
     /// Log level on stderr: off, error, warn (default), info (each ACME step), debug.
