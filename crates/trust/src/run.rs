@@ -17,8 +17,9 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 /// command never blocks on a full pipe).
 pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
 
-/// One command to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One command to run. `Debug` shows the environment's names only: a value may be a
+/// secret (keytool's store password).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Cmd {
     /// The program (a path, or a name looked up on PATH).
     pub program: PathBuf,
@@ -26,6 +27,23 @@ pub struct Cmd {
     pub args: Vec<OsString>,
     /// Variables added to its environment.
     pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cmd")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field(
+                "env",
+                &self
+                    .env
+                    .iter()
+                    .map(|(k, _)| (k.as_str(), tlskit_io::redact::MASK))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl Cmd {
@@ -238,4 +256,18 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cmd;
+
+    #[test]
+    fn debug_hides_environment_values() {
+        let mut c = Cmd::new("keytool", ["-list", "-storepass:env", "PASS"]);
+        c.env.push(("PASS".into(), "s3cret-store-pass".into()));
+        let d = format!("{c:?}");
+        assert!(!d.contains("s3cret-store-pass"), "{d}");
+        assert!(d.contains("PASS") && d.contains("-list"), "{d}");
+    }
 }
