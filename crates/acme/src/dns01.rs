@@ -394,5 +394,9 @@ mod tests {
             Some("[::1]:53".parse().unwrap_or_else(|e| panic!("{e}")))
         );
         assert!(crate::settings::dns_server("ns.example").is_err());
+        for bad in ["127.0.0.1:0", "[::1]:0", "0.0.0.0", "[::]:53"] {
+            let e = crate::settings::dns_server(bad).map(|a| a.to_string());
+            assert!(e.is_err(), "{bad}: {e:?}");
+        }
     }
 }

@@ -285,21 +285,29 @@ impl DnsSettings {
 
 /// A DNS server address as given: `IP`, `IP:PORT` or `[IPv6]:PORT` (port 53 when none).
 pub fn dns_server(s: &str) -> Result<SocketAddr, AcmeError> {
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
+    let bad = |why: &str| AcmeError::Config(format!("{}: {why}", clean(s)));
+    let addr = match s.parse::<SocketAddr>() {
+        Ok(a) => a,
+        Err(_) => {
+            let ip = s
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .unwrap_or(s);
+            ip.parse::<std::net::IpAddr>()
+                .map(|ip| SocketAddr::new(ip, 53))
+                .map_err(|_| bad("not a DNS server address (IP, IP:PORT or [IPv6]:PORT)"))?
+        }
+    };
+    // Neither can be sent a question: refused here, not as an OS error at the first order.
+    if addr.port() == 0 {
+        return Err(bad("port 0 is not a DNS server's port"));
     }
-    let ip = s
-        .strip_prefix('[')
-        .and_then(|r| r.strip_suffix(']'))
-        .unwrap_or(s);
-    ip.parse::<std::net::IpAddr>()
-        .map(|ip| SocketAddr::new(ip, 53))
-        .map_err(|_| {
-            AcmeError::Config(format!(
-                "{}: not a DNS server address (IP, IP:PORT or [IPv6]:PORT)",
-                clean(s)
-            ))
-        })
+    if addr.ip().is_unspecified() {
+        return Err(bad(
+            "an unspecified address (0.0.0.0, ::) names no DNS server",
+        ));
+    }
+    Ok(addr)
 }
 
 impl AcmeSettings {
