@@ -6,7 +6,7 @@ use crate::cert::CaCert;
 use crate::error::{Result, TrustError};
 use crate::run::{run_ok, Runner};
 use crate::step::{java_cert, keytool_cmd, Step};
-use crate::target::{facts, Backups, Listed, Plan, Target, TargetKind, NAME_PREFIX};
+use crate::target::{listed_by_name, Backups, Listed, Plan, Target, TargetKind, NAME_PREFIX};
 
 /// One keystore.
 #[derive(Debug, Clone)]
@@ -120,23 +120,12 @@ impl Target for JavaKeystore {
             runner,
             &keytool_cmd(&self.keytool, &self.keystore, &["-list"]),
         )?;
-        let mut found = Vec::new();
-        for alias in aliases(&out.stdout) {
-            if !alias.starts_with(NAME_PREFIX) {
-                continue;
-            }
-            let der = java_cert(runner, &self.keytool, &self.keystore, &alias)?;
-            let (subject, sha256) = der.as_deref().map_or((None, None), facts);
-            found.push(Listed {
-                target: TargetKind::Java,
-                location: self.location(),
-                name: alias,
-                subject,
-                sha256,
-                in_bundle: None,
-            });
-        }
-        Ok(found)
+        listed_by_name(
+            TargetKind::Java,
+            &self.location(),
+            aliases(&out.stdout),
+            |alias| java_cert(runner, &self.keytool, &self.keystore, alias),
+        )
     }
 }
 

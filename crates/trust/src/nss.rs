@@ -7,7 +7,7 @@ use crate::cert::CaCert;
 use crate::error::{Result, TrustError};
 use crate::run::{run_ok, Cmd, Runner};
 use crate::step::{nss_cert, Step};
-use crate::target::{facts, Backups, Listed, Plan, Target, TargetKind, NAME_PREFIX};
+use crate::target::{listed_by_name, Backups, Listed, Plan, Target, TargetKind, NAME_PREFIX};
 
 /// The files of an `sql:` database that an add changes (copied first).
 const DB_FILES: [&str; 3] = ["cert9.db", "key4.db", "pkcs11.txt"];
@@ -153,23 +153,12 @@ impl Target for NssDb {
             runner,
             &Cmd::new(&self.certutil, vec!["-L".into(), "-d".into(), db]),
         )?;
-        let mut found = Vec::new();
-        for nick in nicknames(&out.stdout) {
-            if !nick.starts_with(NAME_PREFIX) {
-                continue;
-            }
-            let der = nss_cert(runner, &self.certutil, &self.db, &nick)?;
-            let (subject, sha256) = der.as_deref().map_or((None, None), facts);
-            found.push(Listed {
-                target: TargetKind::Nss,
-                location: self.location(),
-                name: nick,
-                subject,
-                sha256,
-                in_bundle: None,
-            });
-        }
-        Ok(found)
+        listed_by_name(
+            TargetKind::Nss,
+            &self.location(),
+            nicknames(&out.stdout),
+            |nick| nss_cert(runner, &self.certutil, &self.db, nick),
+        )
     }
 }
 

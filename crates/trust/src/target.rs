@@ -148,6 +148,34 @@ pub(crate) fn facts(der: &[u8]) -> (Option<String>, Option<String>) {
     }
 }
 
+/// The entries of a database's listing (`names`, an NSS nickname or a keystore alias
+/// each) that tlskit installed (named [`NAME_PREFIX`]...), each with the subject and
+/// hash of the certificate `fetch` reads for it (none when unreadable).
+pub(crate) fn listed_by_name(
+    target: TargetKind,
+    location: &str,
+    names: Vec<String>,
+    mut fetch: impl FnMut(&str) -> Result<Option<Vec<u8>>>,
+) -> Result<Vec<Listed>> {
+    let mut found = Vec::new();
+    for name in names {
+        if !name.starts_with(NAME_PREFIX) {
+            continue;
+        }
+        let der = fetch(&name)?;
+        let (subject, sha256) = der.as_deref().map_or((None, None), facts);
+        found.push(Listed {
+            target,
+            location: location.to_string(),
+            name,
+            subject,
+            sha256,
+            in_bundle: None,
+        });
+    }
+    Ok(found)
+}
+
 /// Whether a PEM file holds `der`.
 pub(crate) fn file_holds(path: &Path, der: &[u8]) -> bool {
     tlskit_io::read(path, crate::step::MAX_STORE_FILE_BYTES)
