@@ -113,7 +113,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, AcmeError> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| AcmeError::Config(e.to_string()))?
+        .map_err(|e| AcmeError::Config(format!("an account storage task ended: {e}")))?
 }
 
 /// The stored credentials, or an error naming where they were looked for.
@@ -233,7 +233,11 @@ pub fn account_rollover(o: &AccountOptions) -> Result<AccountReport, AcmeError> 
                 return Err(AcmeError::acme("key rollover", &id, e));
             }
         };
-        let json = serde_json::to_vec(&new).map_err(|e| AcmeError::Config(e.to_string()))?;
+        let json = serde_json::to_vec(&new).map_err(|e| {
+            AcmeError::Config(format!(
+                "the CA took the new account key, but its credentials cannot be encoded: {e}"
+            ))
+        })?;
         {
             let (s, d, j) = (storage.clone(), dir.clone(), json.clone());
             blocking(move || s.replace_account(&d, &j)).await?;
