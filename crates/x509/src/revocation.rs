@@ -128,7 +128,7 @@ impl fmt::Display for UnknownReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "revocation reason {:?}: use 0 (unspecified), 1 (keyCompromise), 3 \
+            "revocation reason \"{}\": use 0 (unspecified), 1 (keyCompromise), 3 \
              (affiliationChanged), 4 (superseded) or 5 (cessationOfOperation)",
             crate::text::escape(&self.input)
         )
@@ -174,6 +174,12 @@ mod tests {
         }
         let e = "7".parse::<RevocationReason>().unwrap_err().to_string();
         assert!(e.contains("1 (keyCompromise)"), "{e}");
+        // Escaped once, not escaped and then quoted as Debug (`\\x1b`).
+        let e = "k\x1b[31m"
+            .parse::<RevocationReason>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("revocation reason \"k\\x1b[31m\": "), "{e}");
         for (r, c) in RevocationReason::CHOOSABLE
             .iter()
             .zip(RevocationReason::CHOOSABLE_CODES)

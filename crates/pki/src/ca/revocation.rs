@@ -129,7 +129,7 @@ pub fn parse_serial(text: &str) -> Result<String> {
     let digits: String = t.chars().filter(|c| *c != ':').collect();
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) || digits.len() > 42 {
         return Err(PkiError::Other(format!(
-            "serial {:?}: expected hex digits (colons allowed), at most 20 bytes",
+            "serial \"{}\": expected hex digits (colons allowed), at most 20 bytes",
             tlskit_x509::text::escape(text)
         )));
     }
@@ -532,6 +532,9 @@ mod tests {
         for bad in ["", "zz", "12 34", &"ab".repeat(22)] {
             assert!(parse_serial(bad).is_err(), "{bad}");
         }
+        // Escaped once, not escaped and then quoted as Debug (`\\x1b`).
+        let e = parse_serial("5c\x1b").unwrap_err().to_string();
+        assert!(e.contains("serial \"5c\\x1b\": expected hex"), "{e}");
     }
 
     #[test]
