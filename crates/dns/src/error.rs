@@ -21,7 +21,7 @@ pub enum DnsError {
         reason: String,
     },
     /// A name is not a valid DNS name.
-    #[error("{name:?} is not a valid DNS name: {reason}")]
+    #[error("\"{name}\" is not a valid DNS name: {reason}")]
     Name {
         /// The name as given (escaped).
         name: String,

@@ -417,3 +417,16 @@ fn propagation_servers_are_the_zones_name_servers() {
         propagation_servers("_acme-challenge.other.test.", None, Some(none), soon(5)).unwrap_err();
     assert!(matches!(e, DnsError::NoZone { .. }), "{e}");
 }
+
+/// A name that is not one is refused before any packet is sent, quoted escaped once.
+#[test]
+fn an_invalid_name_is_quoted_escaped_once() {
+    let nobody: SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let e = query_txt(nobody, "a..\x1b[31m", soon(1)).unwrap_err();
+    assert!(matches!(e, DnsError::Name { .. }), "{e}");
+    let s = e.to_string();
+    assert!(
+        s.starts_with("\"a..\\x1b[31m\" is not a valid DNS name: "),
+        "{s}"
+    );
+}
