@@ -378,9 +378,12 @@ impl Step {
                 .map_err(|e| TrustError::io(path, "cannot create the directory", e)),
             Step::Backup { path, copy } => {
                 make_backup_dir(cx.backups)?;
-                std::fs::copy(path, copy)
-                    .map(drop)
-                    .map_err(|e| TrustError::io(path, "cannot copy it to the backups", e))
+                // Read as any other input (a regular file, opened without blocking, at
+                // most MAX_STORE_FILE_BYTES): a FIFO or a link to a device in a root tree
+                // is refused, not copied for ever. The copy is private (an NSS key4.db).
+                let bytes = tlskit_io::read(path, MAX_STORE_FILE_BYTES)?;
+                tlskit_io::replace(copy, &[&bytes], true)?;
+                Ok(())
             }
             Step::PutFile { path } => {
                 tlskit_io::write_atomic(path, cx.ca.pem.as_bytes(), false, false)?;
@@ -599,7 +602,7 @@ fn undo_append(path: &Path, copy: Option<&Path>, cx: &Ctx<'_>) -> Result<Option<
     };
     make_backup_dir(cx.backups)?;
     let keep = cx.backups.join("changed-bundle.pem");
-    std::fs::copy(path, &keep).map_err(|e| TrustError::io(path, "cannot copy it", e))?;
+    tlskit_io::replace(&keep, &[&cur], true)?;
     tlskit_io::replace(path, &[&cur[..at], &cur[at + pem.len()..]], false)?;
     Ok(Some(format!(
         "{} had changed since the install: the CA's block was taken out (previous file kept as {})",

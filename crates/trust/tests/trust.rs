@@ -456,3 +456,32 @@ fn a_journal_for_another_certificate_is_refused() {
     assert!(e.to_string().contains("records another certificate"), "{e}");
     assert_eq!(before, snapshot(r));
 }
+
+/// A bundle that is a FIFO (a hostile root tree): the backup refuses it at once, instead
+/// of blocking on it for ever, and the install fails with the file named.
+#[test]
+fn a_fifo_in_the_root_tree_is_refused_not_waited_on() {
+    let tree = root_tree();
+    let root = tree.path().to_path_buf();
+    let bundle = root.join("etc/ssl/certs/ca-certificates.crt");
+    std::fs::remove_file(&bundle).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&bundle)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ca = constrained_ca();
+        let fake = Fake::default();
+        let r = install_into(&targets(&root), &ca, &opts(&root), &fake)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the install blocked on the FIFO");
+    let e = r.unwrap_err();
+    assert!(e.contains("ca-certificates.crt"), "{e}");
+}
