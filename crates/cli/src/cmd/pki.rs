@@ -566,16 +566,18 @@ pub(crate) fn ca(c: CaCmd) -> CmdResult {
                     "issued": idx,
                 }))?;
             } else {
+                // Every field is the index file's text: escaped before the terminal.
+                let esc = tlskit_x509::text::escape;
                 for e in &idx {
                     let revoked = match (&e.revocation_reason, &e.revoked_at) {
-                        (Some(r), Some(at)) => format!("  REVOKED {at} ({r})"),
+                        (Some(r), Some(at)) => format!("  REVOKED {} ({r})", esc(at)),
                         _ => String::new(),
                     };
                     println!(
                         "{}  {}  {:<12}  {}  [{}]{revoked}",
-                        tlskit_x509::text::serial_from_hex(&e.serial),
-                        e.not_after,
-                        e.profile,
+                        esc(&tlskit_x509::text::serial_from_hex(&e.serial)),
+                        esc(&e.not_after),
+                        esc(&e.profile),
                         Escaped(&e.subject),
                         Escaped(&summarize_names(&e.sans))
                     );

@@ -1817,3 +1817,30 @@ fn ca_revoke_crl_and_verify_crl() {
         );
     }
 }
+
+/// `ca list` prints what the index file says: a revocation record written by hand (or by
+/// an attacker) with control characters in its time comes out escaped, never raw.
+#[test]
+fn ca_list_escapes_a_hostile_revocation_record() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ca_and_leaf(d, &["list.example"]);
+    let serial = json(d, &["ca", "list", "ca", "--json"])[0]["serial"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let index = d.join("ca/index.jsonl");
+    let mut lines = fs::read_to_string(&index).unwrap();
+    lines.push_str(&format!(
+        "{{\"revoke\":\"{serial}\",\"reason\":\"keyCompromise\",\"revoked_at\":\"\\u001b[31m2027\"}}\n"
+    ));
+    fs::write(&index, lines).unwrap();
+    let o = tlskit(d, &["ca", "list", "ca"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    hostile::assert_no_raw_controls("ca list", &o.stdout);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("REVOKED \\x1b[31m2027 (keyCompromise)"),
+        "{out}"
+    );
+}
