@@ -685,7 +685,7 @@ mod tests {
     #[test]
     fn connection_task_future_stays_small() {
         let n = super::connection_task_size();
-        eprintln!("connection task future: {n} bytes");
+        println!("connection task future: {n} bytes");
         assert!(n <= 1024, "connection task future of {n} bytes");
     }
 }
