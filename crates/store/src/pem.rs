@@ -39,6 +39,11 @@ static BEGIN: std::sync::LazyLock<memmem::Finder<'static>> =
 static END: std::sync::LazyLock<memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memmem::Finder::new(b"-----END "));
 
+static DASHES: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----"));
+static PRIVATE_KEY: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"PRIVATE KEY"));
+
 /// Does this buffer contain a PEM BEGIN line at all?
 pub(crate) fn looks_like_pem(buf: &[u8]) -> bool {
     BEGIN.find(buf).is_some()
@@ -80,6 +85,14 @@ impl<'a> Iterator for PemScanner<'a> {
         let b = match self.next_begin.take() {
             Some(Some(at)) if at >= self.pos => at,
             Some(None) => return None,
+            // The usual layout: the next BEGIN line right after the last END line's break
+            // (the first occurrence, as a search would find it).
+            _ if rest.starts_with(b"-----BEGIN ") => self.pos,
+            _ if rest.first() != Some(&b'-')
+                && rest.get(1..).is_some_and(|r| r.starts_with(b"-----BEGIN ")) =>
+            {
+                self.pos + 1
+            }
             _ => self.begin.find(rest)? + self.pos,
         };
         let label_start = b + 11;
@@ -87,12 +100,30 @@ impl<'a> Iterator for PemScanner<'a> {
         let line_end =
             memchr::memchr(b'\n', &text[label_start..]).map_or(text.len(), |i| label_start + i);
         let line = &text[label_start..line_end];
-        let Some(le) = memmem::find(line, b"-----") else {
+        // The usual label first; a searcher built once otherwise (`memmem::find` builds
+        // one per call, which cost more than the rest of the scan).
+        let le = if line.starts_with(b"CERTIFICATE-----") {
+            Some(11)
+        } else {
+            DASHES.find(line)
+        };
+        let Some(le) = le else {
             self.pos = line_end;
             return Some(Block::Bad("BEGIN line without closing dashes"));
         };
         let label = &line[..le];
         let body_start = (line_end + 1).min(text.len());
+        // The usual block: base64 holds no '-', so the first '-' after the BEGIN line
+        // starts this block's END line. Then no BEGIN lies before it (a BEGIN line starts
+        // with '-' too), and one pass over the body finds both; the next BEGIN is searched
+        // from after the END line (a BEGIN on the END line itself is skipped either way).
+        // Anything else (headers with '-', an unclosed block) takes the full search below.
+        let dash = memchr::memchr(b'-', &text[body_start..]).map(|i| i + body_start);
+        if let Some(e) = dash.filter(|&d| text[d..].starts_with(b"-----END ")) {
+            self.last_end = Some(e);
+            self.next_begin = None;
+            return Some(self.finish_block(label, body_start, e));
+        }
         let found = match self.last_end {
             Some(e) if e >= body_start => Some(e),
             _ => self.end.find(&text[body_start..]).map(|i| i + body_start),
@@ -111,6 +142,15 @@ impl<'a> Iterator for PemScanner<'a> {
             return Some(Block::Bad("BEGIN without matching END line"));
         }
         self.next_begin = Some(nb);
+        Some(self.finish_block(label, body_start, e))
+    }
+}
+
+impl<'a> PemScanner<'a> {
+    /// The block whose BEGIN label is `label`, body starts at `body_start` and END line
+    /// at `e`: checks the END label and moves past the END line.
+    fn finish_block(&mut self, label: &[u8], body_start: usize, e: usize) -> Block<'a> {
+        let text = self.text;
         let end_label_start = e + 9;
         let ok_end = text.get(end_label_start..end_label_start + label.len()) == Some(label)
             && text.get(end_label_start + label.len()..end_label_start + label.len() + 5)
@@ -118,17 +158,17 @@ impl<'a> Iterator for PemScanner<'a> {
         let after = memchr::memchr(b'\n', &text[e..]).map_or(text.len(), |i| e + i);
         self.pos = after;
         if !ok_end {
-            return Some(Block::Bad("END label does not match BEGIN label"));
+            return Block::Bad("END label does not match BEGIN label");
         }
         let body = &text[body_start..e];
         if label == b"CERTIFICATE" {
-            Some(Block::Certificate(body))
+            Block::Certificate(body)
         } else {
-            let private_key = memmem::find(label, b"PRIVATE KEY").is_some();
-            Some(Block::Other {
+            let private_key = PRIVATE_KEY.find(label).is_some();
+            Block::Other {
                 label: sanitize(label),
                 private_key,
-            })
+            }
         }
     }
 }
@@ -231,17 +271,7 @@ pub(crate) fn decode_body<B: ByteBuf + ?Sized>(
             }
             i = next;
         }
-        out.resize_zeroed(start + g.len() / 4 * 3);
-        let simd = base64_simd::STANDARD_NO_PAD
-            .decode(&g, base64_simd::Out::from_slice(&mut out[start..]))
-            .map(|d| d.len());
-        match simd {
-            Ok(n) if n == g.len() / 4 * 3 => Some(i),
-            _ => {
-                out.truncate(start);
-                None
-            }
-        }
+        out.append_base64(&g).then_some(i)
     });
     match done {
         Some(i) => decode_rest(body.get(i..).unwrap_or(&[]), out, start),
