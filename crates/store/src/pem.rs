@@ -556,6 +556,64 @@ mod tests {
 mod scan_tests {
     use super::*;
 
+    fn scan(t: &str) -> Vec<String> {
+        PemScanner::new(t.as_bytes())
+            .map(|b| match b {
+                Block::Certificate(body) => format!("cert {}", String::from_utf8_lossy(body)),
+                Block::Other { label, private_key } => format!("other {label} {private_key}"),
+                Block::Bad(why) => format!("bad {why}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_one_pass_path_and_the_full_search_agree_on_odd_layouts() {
+        const B: &str = "-----BEGIN CERTIFICATE-----";
+        const E: &str = "-----END CERTIFICATE-----";
+        // The usual layout, LF and CRLF, text around and between blocks.
+        assert_eq!(
+            scan(&format!("x\n{B}\nQUJD\n{E}\n{B}\r\nREVG\r\n{E}\r\nend\n")),
+            ["cert QUJD\n", "cert REVG\r\n"]
+        );
+        // A '-' in a header (full search), then a certificate.
+        assert_eq!(
+            scan(&format!(
+                "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nAAAA\n\
+                 -----END RSA PRIVATE KEY-----\n{B}\nQUJD\n{E}\n"
+            )),
+            ["other RSA PRIVATE KEY true", "cert QUJD\n"]
+        );
+        // A '-' inside a certificate body is kept for the decoder to refuse.
+        assert_eq!(
+            scan(&format!("{B}\nQU-D\n{E}\n{B}\nQUJD\n{E}\n")),
+            ["cert QU-D\n", "cert QUJD\n"]
+        );
+        // A BEGIN on the END line is not a block start; nor is one on the BEGIN line.
+        assert_eq!(
+            scan(&format!("{B}\nQUJD\n{E}{B}\nREVG\n{E}\n")),
+            ["cert QUJD\n"]
+        );
+        // An unclosed block, a mismatched END, a BEGIN line without closing dashes.
+        assert_eq!(
+            scan(&format!(
+                "{B}\nQUJD\n{B}\nREVG\n{E}\n-----BEGIN X509 CRL-----\nAAAA\n{E}\n\
+                 -----BEGIN CERTIFICATE\n{B}\nR0hJ\n{E}"
+            )),
+            [
+                "bad BEGIN without matching END line",
+                "cert REVG\n",
+                "bad END label does not match BEGIN label",
+                "bad BEGIN line without closing dashes",
+                "cert R0hJ\n",
+            ]
+        );
+        // A label with dashes of its own.
+        assert_eq!(
+            scan("-----BEGIN A-B-----\nAAAA\n-----END A-B-----\n"),
+            ["other A-B false"]
+        );
+    }
+
     #[test]
     fn unclosed_blocks_are_reported_and_scanning_stays_linear() {
         // 20,000 BEGIN lines before a single END: each is reported once; with the END
