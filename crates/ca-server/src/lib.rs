@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tlskit_tls::clock::Clock;
 
 // The public interface is:
-pub use config::{AcmeConfig, AcmeProfile, RateLimits};
+pub use config::{AcmeConfig, AcmeProfile, ExtendedKeyUsage, RateLimits, Retention};
 pub use error::ServerError;
 
 /// What `tlskit ca serve` was asked for.

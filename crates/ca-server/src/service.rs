@@ -339,13 +339,7 @@ impl Service {
             .config
             .profiles
             .iter()
-            .map(|(k, p)| {
-                let d = p
-                    .description
-                    .clone()
-                    .unwrap_or_else(|| format!("{} days", p.days));
-                (k.clone(), Value::String(d))
-            })
+            .map(|(k, p)| (k.clone(), Value::String(p.describe())))
             .collect();
         json!({
             "newNonce": format!("{base}/acme/new-nonce"),
@@ -1053,27 +1047,30 @@ impl Service {
                 "the csr's key is the account key; use another key for the certificate",
             ));
         }
-        let days = self
+        let profile = self
             .config
             .profiles
             .get(&o.profile)
-            .map(|p| p.days)
             .ok_or_else(|| internal("the order's profile is no longer configured"))?;
+        // The ACME profile maps onto `ca issue`'s: server (a SAN is required) unless the
+        // certificates are for clients only, with the profile's usages either way.
+        let issue_opts = tlskit_pki::ca::IssueOptions::new()
+            .days(Some(profile.days))
+            .profile(match profile.server_auth() {
+                true => tlskit_pki::ca::Profile::Server,
+                false => tlskit_pki::ca::Profile::Client,
+            })
+            .extended_key_usage(Some(profile.extended_key_usage.clone()))
+            .no_crl_url(!profile.crl_distribution_point);
         o.status = Status::Processing;
         lock(&self.state)
             .save_order(&o)
             .map_err(|e| internal(format!("saving the order: {e}")))?;
         let ca = self.ca.clone();
         let origin = PathBuf::from(format!("order {id}"));
-        let issued = tokio::task::spawn_blocking(move || {
-            ca.issue_csr(
-                &origin,
-                &csr,
-                &tlskit_pki::ca::IssueOptions::new().days(Some(days)),
-            )
-        })
-        .await
-        .map_err(|_| internal("the issuing task failed"))?;
+        let issued = tokio::task::spawn_blocking(move || ca.issue_csr(&origin, &csr, &issue_opts))
+            .await
+            .map_err(|_| internal("the issuing task failed"))?;
         let (chain, entry) = match issued {
             Ok(x) => x,
             Err(e) => {

@@ -259,7 +259,10 @@ impl<'a> Client<'a> {
 fn jws_checks_nonces_and_bounds_answer_problem_documents() {
     let srv = start("");
     let d = srv.request("GET", "/directory", "text/plain", b"").json();
-    assert_eq!(d["meta"]["profiles"]["shortlived"], "6 days", "{d}");
+    assert_eq!(
+        d["meta"]["profiles"]["shortlived"], "6 days, serverAuth",
+        "{d}"
+    );
     assert!(d["renewalInfo"]
         .as_str()
         .is_some_and(|u| u.ends_with("/acme/renewal-info")));
@@ -336,7 +339,16 @@ fn jws_checks_nonces_and_bounds_answer_problem_documents() {
 
 #[test]
 fn orders_constraints_profiles_http01_finalize_and_download() {
-    let srv = start("[acme_profile.default]\ndays = 30\n[acme_profile.shortlived]\ndays = 6\n");
+    let srv = start(
+        "[acme_profile.default]\ndays = 30\n[acme_profile.shortlived]\ndays = 6\n\
+         extended_key_usage = [\"serverAuth\", \"clientAuth\"]\ndescription = \"mTLS, 6 days\"\n",
+    );
+    let d = srv.request("GET", "/directory", "text/plain", b"").json();
+    assert_eq!(d["meta"]["profiles"]["shortlived"], "mTLS, 6 days", "{d}");
+    assert_eq!(
+        d["meta"]["profiles"]["default"], "30 days, serverAuth",
+        "{d}"
+    );
     let c = Client::new(&srv);
     // Outside the CA's name constraints: refused at order time, saying which.
     let r = c.post(
@@ -469,6 +481,13 @@ fn orders_constraints_profiles_http01_finalize_and_download() {
     let v = leaf.validity();
     let days = (v.not_after.timestamp() - v.not_before.timestamp()) / 86_400;
     assert!((5..=6).contains(&days), "shortlived gave {days} days");
+    // The profile's extended key usages: this one is for both ends of mTLS.
+    let eku = leaf
+        .extended_key_usage()
+        .expect("eku")
+        .expect("an EKU extension")
+        .value;
+    assert!(eku.server_auth && eku.client_auth, "{eku:?}");
     // Through the CA's own index, as `ca issue` writes it.
     let idx = tlskit_pki::ca::index(&srv.ca).expect("index");
     assert!(idx.iter().any(|e| e.sans == ["dns:localhost"]), "{idx:?}");
