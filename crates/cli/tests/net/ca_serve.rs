@@ -147,12 +147,18 @@ impl CaServe {
 
     /// `tlskit acme issue` for `domain` over http-01.
     fn tlskit_issue(&self, domain: &str, out: &Path) -> Output {
+        self.tlskit_issue_with(domain, out, &[])
+    }
+
+    /// `tlskit acme issue` for `domain` over http-01, with more arguments.
+    fn tlskit_issue_with(&self, domain: &str, out: &Path, extra: &[&str]) -> Output {
         let storage = s(&self.path("tlskit-acme"));
         let key = s(&self.path(&format!("{domain}.key")));
         let http = format!("127.0.0.1:{}", self.http);
         let dir = self.directory();
         let ca = self.ca_pem();
-        tlskit(&[
+        let out = s(out);
+        let mut args = vec![
             "acme",
             "issue",
             "--directory",
@@ -166,10 +172,12 @@ impl CaServe {
             "--key",
             &key,
             "-o",
-            &s(out),
+            &out,
             "--http-listen",
             &http,
-        ])
+        ];
+        args.extend(extra);
+        tlskit(&args)
     }
 
     /// certbot with its directories in the test's temp dir.
@@ -277,7 +285,10 @@ fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
             d["newOrder"].as_str().is_some_and(|u| u.contains(host)),
             "{d}"
         );
-        assert_eq!(d["meta"]["profiles"]["shortlived"], "6 days", "{d}");
+        assert_eq!(
+            d["meta"]["profiles"]["shortlived"], "6 days, serverAuth",
+            "{d}"
+        );
     }
     let chain = srv.path("chain.pem");
     let o = srv.tlskit_issue("localhost", &chain);
@@ -328,6 +339,44 @@ fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
         "{m}"
     );
     assert!(srv.log().contains("event=acme_problem"), "{}", srv.log());
+}
+
+/// The reason this server exists: public CAs stopped clientAuth, so an internal one
+/// issues it per profile. `openssl x509 -text` reads the usages tlskit's client got.
+#[test]
+fn ca_serve_client_profile_issues_tls_web_client_authentication() {
+    let srv = CaServe::start(
+        &["localhost"],
+        Some(
+            "[acme_profile.default]\ndays = 90\n\
+             [acme_profile.client]\ndays = 30\nextended_key_usage = [\"clientAuth\"]\n\
+             crl_distribution_point = false\n",
+        ),
+    );
+    let usages = |pem: &Path| {
+        let o = Command::new("openssl")
+            .args(["x509", "-noout", "-text", "-in"])
+            .arg(pem)
+            .output()
+            .expect("openssl");
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let client = srv.path("client.pem");
+    let o = srv.tlskit_issue_with("localhost", &client, &["--acme-profile", "client"]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    srv.assert_verifies(&client);
+    let t = usages(&client);
+    assert!(t.contains("TLS Web Client Authentication"), "{t}");
+    assert!(!t.contains("TLS Web Server Authentication"), "{t}");
+    assert!(srv.log().contains("profile=client"), "{}", srv.log());
+    // The default profile stays a server certificate.
+    let server = srv.path("server.pem");
+    let o = srv.tlskit_issue("localhost", &server);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = usages(&server);
+    assert!(t.contains("TLS Web Server Authentication"), "{t}");
+    assert!(!t.contains("TLS Web Client Authentication"), "{t}");
 }
 
 #[test]
