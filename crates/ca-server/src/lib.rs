@@ -115,6 +115,8 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
         state,
         opts.listen.to_string(),
     ));
+    // Expired state goes before the first request (and then every interval).
+    service.sweep_if_due();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

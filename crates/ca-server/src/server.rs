@@ -229,6 +229,17 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         tokio::spawn(metrics_loop(ml, r.service.clone()));
     }
 
+    // The sweep of expired state, when an idle server's clock says it is due.
+    {
+        let svc = r.service.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                svc.sweep_if_due();
+            }
+        });
+    }
+
     // Renewal of the server's own certificate.
     {
         let own = own.clone();

@@ -74,6 +74,8 @@ pub(crate) struct Service {
     /// Recent newOrder / newAccount times per account or client address.
     recent: Mutex<HashMap<String, VecDeque<u64>>>,
     pub(crate) counters: Counters,
+    /// When (clock seconds) the next sweep of expired state is due.
+    next_sweep: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,6 +180,40 @@ impl Service {
             nonces: Mutex::new(Nonces::default()),
             recent: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            next_sweep: AtomicU64::new(0),
+        }
+    }
+
+    /// Sweep expired orders, authorizations and certificate records from the state when
+    /// the configured interval has passed on the clock (at start, then from the timer
+    /// and from requests). One caller sweeps; the others go on.
+    pub(crate) fn sweep_if_due(&self) {
+        let now = self.now();
+        let due = self.next_sweep.load(Ordering::Relaxed);
+        if now < due {
+            return;
+        }
+        let next = now.saturating_add(self.config.retention.sweep_interval_secs);
+        if self
+            .next_sweep
+            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let keep = u64::from(self.config.retention.valid_days) * 86_400;
+        let result = lock(&self.state).sweep(now, keep);
+        match result {
+            Ok(s) => log::event(
+                Level::Info,
+                "acme_state_swept",
+                &[
+                    ("orders", &s.orders),
+                    ("authorizations", &s.authzs),
+                    ("certificates", &s.certs),
+                ],
+            ),
+            Err(e) => log::event(Level::Warn, "acme_state_sweep_failed", &[("reason", &e)]),
         }
     }
 
@@ -245,6 +281,7 @@ impl Service {
         peer: SocketAddr,
     ) -> Response<Body> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.sweep_if_due();
         let host = req
             .headers()
             .get(header::HOST)

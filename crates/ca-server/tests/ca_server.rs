@@ -34,6 +34,11 @@ fn free_port() -> u16 {
 
 /// A CA permitted `localhost` and `example.test`, with `acme_toml`, served in a thread.
 fn start(acme_toml: &str) -> Server {
+    start_at(acme_toml, tlskit_tls::clock::system())
+}
+
+/// [`start`] with the server's clock.
+fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server {
     let t = tempfile::tempdir().expect("tempdir");
     let ca = t.path().join("ca");
     tlskit_pki::ca::init(
@@ -45,9 +50,10 @@ fn start(acme_toml: &str) -> Server {
     .expect("ca init");
     std::fs::write(ca.join("acme.toml"), acme_toml).expect("acme.toml");
     let http_port = free_port();
-    let opts =
+    let mut opts =
         tlskit_ca_server::ServeOptions::new(ca.clone(), "127.0.0.1:0".parse().expect("addr"))
             .validation_ports(http_port, free_port());
+    opts.clock = clock;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let r = tlskit_ca_server::serve(opts, |a| {
@@ -593,4 +599,53 @@ fn key_rollover_deactivation_and_the_order_rate_limit() {
     assert_eq!(r.json()["status"], "deactivated");
     let r = c.post(&c.kid.clone(), None);
     assert_eq!((r.status, r.problem().as_str()), (403, "unauthorized"));
+}
+
+/// Expired state is swept on the server's clock: a pending order and its authorization
+/// go once they expire and the sweep interval has passed; the account stays.
+#[test]
+fn expired_orders_and_authorizations_are_swept_on_the_clock() {
+    let clock = Arc::new(tlskit_tls::clock::ManualClock::new(
+        std::time::SystemTime::now(),
+    ));
+    let srv = start_at("[retention]\nsweep_interval_secs = 600\n", clock.clone());
+    let c = Client::new(&srv);
+    let r = c.post(
+        "/acme/new-order",
+        Some(&json!({"identifiers":[{"type":"dns","value":"localhost"}]})),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let order_url = r.header("Location").expect("location").to_string();
+    let acme = srv.ca.join("acme");
+    let count = |kind: &str| {
+        std::fs::read_dir(acme.join(kind))
+            .expect("state dir")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .count()
+    };
+    assert_eq!(
+        (count("orders"), count("authz"), count("accounts")),
+        (1, 1, 1)
+    );
+    // Six days on: not expired yet, nothing goes.
+    clock.advance(Duration::from_secs(6 * 86_400));
+    assert_eq!(c.post(&order_url, None).json()["status"], "pending");
+    assert_eq!((count("orders"), count("authz")), (1, 1));
+    // Past the order's seven days (and the sweep interval): the next request sweeps.
+    clock.advance(Duration::from_secs(86_400 + 1));
+    let _ = srv.nonce();
+    assert_eq!(
+        (count("orders"), count("authz"), count("accounts")),
+        (0, 0, 1)
+    );
+    let r = c.post(&order_url, None);
+    assert_eq!(
+        (r.status, r.problem().as_str()),
+        (404, "malformed"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
 }
