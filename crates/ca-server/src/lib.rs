@@ -166,6 +166,58 @@ pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
     Ok(text)
 }
 
+/// One enrolled external account binding key, as `ca eab list` shows it (never the key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EabEntry {
+    /// The key id.
+    pub kid: String,
+    /// When it was enrolled (its key file's modification time), Unix seconds.
+    pub created: i64,
+}
+
+/// The external account binding keys enrolled in the CA directory, by key id (none when
+/// nothing was ever enrolled).
+pub fn eab_list(dir: &Path) -> Result<Vec<EabEntry>, ServerError> {
+    if !dir.join("ca.pem").is_file() {
+        return Err(ServerError::file(
+            dir,
+            "not a CA directory (no ca.pem); create one with `tlskit ca init`",
+        ));
+    }
+    let eab = acme_dir(dir).join("eab");
+    let rd = match std::fs::read_dir(&eab) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ServerError::file(&eab, e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| ServerError::file(&eab, e))?;
+        let name = entry.file_name();
+        let Some(kid) = name.to_str().and_then(|n| n.strip_suffix(".key")) else {
+            continue; // temporary files of an interrupted enrolment, and anything else
+        };
+        if !state::valid_kid(kid) {
+            continue;
+        }
+        let meta = entry
+            .metadata()
+            .map_err(|e| ServerError::file(entry.path(), e))?;
+        let created = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        out.push(EabEntry {
+            kid: kid.to_string(),
+            created,
+        });
+    }
+    out.sort_by(|a, b| a.kid.cmp(&b.kid));
+    Ok(out)
+}
+
 /// The CA certificate's subjectKeyIdentifier (empty when it has none).
 fn ca_key_id(dir: &Path) -> Result<Vec<u8>, ServerError> {
     use rustls::pki_types::pem::PemObject;
