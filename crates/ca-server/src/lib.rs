@@ -42,6 +42,9 @@ pub struct ServeOptions {
     pub server_names: Vec<String>,
     /// Where "now" comes from (tests move a manual clock).
     pub clock: Arc<dyn Clock>,
+    /// How often (real time) the server checks whether its own certificate is due for
+    /// renewal on `clock` (10 minutes by default).
+    pub renewal_check: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -56,6 +59,7 @@ impl ServeOptions {
             metrics: None,
             server_names: Vec::new(),
             clock: tlskit_tls::clock::system(),
+            renewal_check: std::time::Duration::from_secs(600),
         }
     }
     /// The ports challenge validation connects to: http-01, then tls-alpn-01.
@@ -72,6 +76,11 @@ impl ServeOptions {
     /// More names for the server's own certificate (DNS names or IP addresses).
     pub fn server_names(mut self, names: Vec<String>) -> Self {
         self.server_names = names;
+        self
+    }
+    /// Check this often whether the server's own certificate is due (at least 10 ms).
+    pub fn renewal_check(mut self, every: std::time::Duration) -> Self {
+        self.renewal_check = every.max(std::time::Duration::from_millis(10));
         self
     }
     /// Serve metrics on this address.
@@ -128,6 +137,7 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
             metrics: opts.metrics,
             server_names: opts.server_names,
             acme_dir: acme,
+            renewal_check: opts.renewal_check,
         },
         ready,
     ))

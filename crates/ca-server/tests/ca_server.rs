@@ -37,7 +37,7 @@ fn start(acme_toml: &str) -> Server {
     start_at(acme_toml, tlskit_tls::clock::system())
 }
 
-/// [`start`] with the server's clock.
+/// [`start`] with the server's clock, checking its own certificate every 50 ms.
 fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server {
     let t = tempfile::tempdir().expect("tempdir");
     let ca = t.path().join("ca");
@@ -52,7 +52,8 @@ fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server
     let http_port = free_port();
     let mut opts =
         tlskit_ca_server::ServeOptions::new(ca.clone(), "127.0.0.1:0".parse().expect("addr"))
-            .validation_ports(http_port, free_port());
+            .validation_ports(http_port, free_port())
+            .renewal_check(Duration::from_millis(50));
     opts.clock = clock;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -648,4 +649,61 @@ fn expired_orders_and_authorizations_are_swept_on_the_clock() {
         "{}",
         String::from_utf8_lossy(&r.body)
     );
+}
+
+impl Server {
+    /// The serial of the certificate the server presents (the handshake verifies it
+    /// against the CA on the real clock).
+    fn served_serial(&self) -> Vec<u8> {
+        let mut tcp = TcpStream::connect(self.addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut conn = rustls::ClientConnection::new(
+            self.tls.clone(),
+            rustls::pki_types::ServerName::IpAddress(self.addr.ip().into()),
+        )
+        .expect("tls");
+        while conn.is_handshaking() {
+            conn.complete_io(&mut tcp).expect("handshake");
+        }
+        let leaf = conn.peer_certificates().expect("certificates")[0].clone();
+        let (_, x) = x509_parser::parse_x509_certificate(leaf.as_ref()).expect("leaf");
+        x.raw_serial().to_vec()
+    }
+}
+
+/// The server's own certificate (7 days) is renewed, on its clock, once a third of its
+/// life is left: the new one is served without a restart and written to
+/// `acme/https.pem`; one that is not due stays.
+#[test]
+fn the_servers_own_certificate_is_renewed_when_due_on_the_clock() {
+    let clock = Arc::new(tlskit_tls::clock::ManualClock::new(
+        std::time::SystemTime::now(),
+    ));
+    let srv = start_at("", clock.clone());
+    let first = srv.served_serial();
+    let pem = srv.ca.join("acme/https.pem");
+    let first_pem = std::fs::read(&pem).expect("https.pem");
+    // Four days on, three of seven left: not due.
+    clock.advance(Duration::from_secs(4 * 86_400));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.served_serial(), first, "renewed before it was due");
+    // Five days on, two of seven left: due, renewed within a check.
+    clock.advance(Duration::from_secs(86_400));
+    let t0 = Instant::now();
+    let renewed = loop {
+        let now = srv.served_serial();
+        if now != first || t0.elapsed() > Duration::from_secs(20) {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(renewed, first, "not renewed within 20 s");
+    assert_ne!(std::fs::read(&pem).expect("https.pem"), first_pem);
+    // Back to the real time: the new certificate is not due and stays.
+    clock.set_wall(std::time::SystemTime::now());
+    std::thread::sleep(Duration::from_millis(200));
+    let settled = srv.served_serial();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.served_serial(), settled);
 }
