@@ -41,7 +41,7 @@ pub(crate) enum EabCmd {
     /// Enrol an external account binding key; prints its HMAC key once (stored 0600 in
     /// DIR/acme/eab/).
     #[command(
-        after_help = "Examples:\n  tlskit ca eab add ./myca --kid web-01\n  tlskit ca eab add ./myca --kid web-02 --json | jq -r .hmac_key\n\nGive the key id and the HMAC key to the machine's ACME client (certbot --eab-kid ID\n--eab-hmac-key KEY, lego --eab --kid ID --hmac KEY). Set eab_required = true in\nDIR/acme.toml to refuse accounts without one. The key is shown this once, on stdout\n(in the JSON document under --json); an existing key id is refused."
+        after_help = "Examples:\n  tlskit ca eab add ./myca --kid web-01\n  tlskit ca eab add ./myca --kid web-02 --json | jq -r .hmac_key\n\nGive the key id and the HMAC key to the machine's ACME client (certbot --eab-kid ID\n--eab-hmac-key KEY, lego --eab --eab.kid ID --eab.hmac KEY). Set eab_required = true in\nDIR/acme.toml to refuse accounts without one. The key is shown this once, on stdout\n(in the JSON document under --json); an existing key id is refused."
     )]
     Add {
         /// The CA directory.
