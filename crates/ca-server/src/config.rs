@@ -223,7 +223,7 @@ impl AcmeConfig {
             {
                 return Err(format!(
                     "profile name {:?} must be 1 to 64 letters, digits, - or _",
-                    crate::problem::show(name)
+                    show(name)
                 ));
             }
             if p.extended_key_usage.is_empty() {
@@ -255,11 +255,17 @@ impl AcmeConfig {
         if !cfg.profiles.contains_key(&cfg.default_profile) {
             return Err(format!(
                 "default_profile {:?} is not one of the [acme_profile.NAME] tables",
-                crate::problem::show(&cfg.default_profile)
+                show(&cfg.default_profile)
             ));
         }
         Ok(cfg)
     }
+}
+
+/// Text from the file, cut to 200 characters, control characters escaped.
+fn show(s: &str) -> String {
+    let cut: String = s.chars().take(200).collect();
+    tlskit_x509::text::escape(&cut).into_owned()
 }
 
 /// A TOML error as a sentence with its line and the key on it (the file's text is
@@ -278,7 +284,7 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     let line = text.lines().nth(line_no - 1).unwrap_or("");
     let key = line.split('=').next().unwrap_or("").trim();
     if line.contains('=') && !key.is_empty() && key.len() <= 64 {
-        format!("line {line_no}, key {}: {msg}", crate::problem::show(key))
+        format!("line {line_no}, key {}: {msg}", show(key))
     } else {
         format!("line {line_no}: {msg}")
     }
