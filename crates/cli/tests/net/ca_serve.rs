@@ -50,6 +50,8 @@ struct CaServe {
     started: Instant,
     /// More `ca serve` arguments.
     extra: Vec<String>,
+    /// More environment for `ca serve`.
+    env: Vec<(String, String)>,
 }
 
 impl Drop for CaServe {
@@ -68,6 +70,15 @@ impl CaServe {
     }
 
     fn start_with(permit: &[&str], acme_toml: Option<&str>, extra: &[&str]) -> Self {
+        Self::start_env(permit, acme_toml, extra, &[])
+    }
+
+    fn start_env(
+        permit: &[&str],
+        acme_toml: Option<&str>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let t = tempfile::tempdir().expect("tempdir");
         let ca = t.path().join("ca");
         let mut args = vec!["ca".to_string(), "init".into(), s(&ca)];
@@ -88,6 +99,10 @@ impl CaServe {
             tls: free_port(),
             started: Instant::now(),
             extra: extra.iter().map(|a| a.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         for _ in 0..4 {
             me.port = free_port();
@@ -110,6 +125,7 @@ impl CaServe {
             .args(["--validation-http-port", &self.http.to_string()])
             .args(["--validation-tls-port", &self.tls.to_string()])
             .args(&self.extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -842,4 +858,73 @@ fn ca_serve_resolver_resolves_http01_and_validates_dns01_wildcards_with_named() 
         .output()
         .expect("openssl");
     assert!(String::from_utf8_lossy(&o.stdout).contains("DNS:*.example.test"));
+}
+
+/// libfaketime's multi-threaded library (the `faketime` package of scripts/setup).
+fn libfaketime() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/faketime/libfaketimeMT.so.1",
+        "/usr/local/lib/faketime/libfaketimeMT.so.1",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("libfaketimeMT.so.1 not found in {candidates:?}: run scripts/setup")
+        })
+}
+
+/// The server's own certificate at the process level: `ca serve` runs under libfaketime
+/// with its offset in a file; moved five days on (two of the certificate's seven left),
+/// the process renews it and serves the new one without a restart, issued by the CA.
+#[test]
+fn ca_serve_renews_its_own_certificate_when_its_clock_moves_on() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let offset = t.path().join("faketime");
+    std::fs::write(&offset, "+0\n").expect("offset");
+    let lib = libfaketime();
+    let srv = CaServe::start_env(
+        &["localhost"],
+        None,
+        &[],
+        &[
+            ("LD_PRELOAD", &s(&lib)),
+            ("FAKETIME_TIMESTAMP_FILE", &s(&offset)),
+            ("FAKETIME_NO_CACHE", "1"),
+        ],
+    );
+    let first = served_serial(srv.port, "localhost").expect("a served certificate");
+    std::fs::write(&offset, "+5d\n").expect("offset");
+    // The renewal timer fires when the process next wakes (a connection wakes it).
+    let renewed = until(Duration::from_secs(30), || {
+        served_serial(srv.port, "localhost").filter(|s| *s != first)
+    });
+    assert!(
+        renewed.is_some(),
+        "still {first} after the clock moved 5 days\n{}",
+        srv.log()
+    );
+    let log = srv.log();
+    assert_eq!(
+        log.matches("event=acme_server_certificate_issued").count(),
+        2,
+        "{log}"
+    );
+    // Issued by the CA, into its index, as any certificate.
+    let pem = srv.ca().join("acme/https.pem");
+    let o = Command::new("openssl")
+        .args(["verify", "-CAfile", &srv.ca_pem(), "-attime"])
+        .arg((time::OffsetDateTime::now_utc().unix_timestamp() + 6 * 86_400).to_string())
+        .arg(&pem)
+        .output()
+        .expect("openssl");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        Some(serial(&pem)),
+        renewed,
+        "https.pem holds the served certificate"
+    );
 }
