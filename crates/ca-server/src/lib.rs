@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tlskit_tls::clock::Clock;
 
 // The public interface is:
-pub use config::{AcmeConfig, AcmeProfile, RateLimits};
+pub use config::{AcmeConfig, AcmeProfile, ExtendedKeyUsage, RateLimits, Retention};
 pub use error::ServerError;
 
 /// What `tlskit ca serve` was asked for.
@@ -42,6 +42,9 @@ pub struct ServeOptions {
     pub server_names: Vec<String>,
     /// Where "now" comes from (tests move a manual clock).
     pub clock: Arc<dyn Clock>,
+    /// How often (real time) the server checks whether its own certificate is due for
+    /// renewal on `clock` (10 minutes by default).
+    pub renewal_check: std::time::Duration,
 }
 
 impl ServeOptions {
@@ -56,6 +59,7 @@ impl ServeOptions {
             metrics: None,
             server_names: Vec::new(),
             clock: tlskit_tls::clock::system(),
+            renewal_check: std::time::Duration::from_secs(600),
         }
     }
     /// The ports challenge validation connects to: http-01, then tls-alpn-01.
@@ -72,6 +76,11 @@ impl ServeOptions {
     /// More names for the server's own certificate (DNS names or IP addresses).
     pub fn server_names(mut self, names: Vec<String>) -> Self {
         self.server_names = names;
+        self
+    }
+    /// Check this often whether the server's own certificate is due (at least 10 ms).
+    pub fn renewal_check(mut self, every: std::time::Duration) -> Self {
+        self.renewal_check = every.max(std::time::Duration::from_millis(10));
         self
     }
     /// Serve metrics on this address.
@@ -115,6 +124,8 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
         state,
         opts.listen.to_string(),
     ));
+    // Expired state goes before the first request (and then every interval).
+    service.sweep_if_due();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -126,6 +137,7 @@ pub fn serve(opts: ServeOptions, ready: impl FnOnce(SocketAddr)) -> Result<(), S
             metrics: opts.metrics,
             server_names: opts.server_names,
             acme_dir: acme,
+            renewal_check: opts.renewal_check,
         },
         ready,
     ))
@@ -162,6 +174,58 @@ pub fn eab_add(dir: &Path, kid: &str) -> Result<String, ServerError> {
     tlskit_io::write_atomic(&path, format!("{text}\n").as_bytes(), true, false)
         .map_err(|e| ServerError::file(&path, e))?;
     Ok(text)
+}
+
+/// One enrolled external account binding key, as `ca eab list` shows it (never the key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EabEntry {
+    /// The key id.
+    pub kid: String,
+    /// When it was enrolled (its key file's modification time), Unix seconds.
+    pub created: i64,
+}
+
+/// The external account binding keys enrolled in the CA directory, by key id (none when
+/// nothing was ever enrolled).
+pub fn eab_list(dir: &Path) -> Result<Vec<EabEntry>, ServerError> {
+    if !dir.join("ca.pem").is_file() {
+        return Err(ServerError::file(
+            dir,
+            "not a CA directory (no ca.pem); create one with `tlskit ca init`",
+        ));
+    }
+    let eab = acme_dir(dir).join("eab");
+    let rd = match std::fs::read_dir(&eab) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ServerError::file(&eab, e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| ServerError::file(&eab, e))?;
+        let name = entry.file_name();
+        let Some(kid) = name.to_str().and_then(|n| n.strip_suffix(".key")) else {
+            continue; // temporary files of an interrupted enrolment, and anything else
+        };
+        if !state::valid_kid(kid) {
+            continue;
+        }
+        let meta = entry
+            .metadata()
+            .map_err(|e| ServerError::file(entry.path(), e))?;
+        let created = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        out.push(EabEntry {
+            kid: kid.to_string(),
+            created,
+        });
+    }
+    out.sort_by(|a, b| a.kid.cmp(&b.kid));
+    Ok(out)
 }
 
 /// The CA certificate's subjectKeyIdentifier (empty when it has none).

@@ -185,6 +185,7 @@ pub(crate) struct Run {
     pub(crate) metrics: Option<SocketAddr>,
     pub(crate) server_names: Vec<String>,
     pub(crate) acme_dir: PathBuf,
+    pub(crate) renewal_check: Duration,
 }
 
 /// Bind, then serve until SIGINT or SIGTERM. `ready` is called once both listeners
@@ -229,15 +230,27 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         tokio::spawn(metrics_loop(ml, r.service.clone()));
     }
 
+    // The sweep of expired state, when an idle server's clock says it is due.
+    {
+        let svc = r.service.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                svc.sweep_if_due();
+            }
+        });
+    }
+
     // Renewal of the server's own certificate.
     {
         let own = own.clone();
         let provider = provider.clone();
         let (acme_dir, svc) = (r.acme_dir.clone(), r.service.clone());
         let extra = r.server_names.clone();
+        let every = r.renewal_check;
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(Duration::from_secs(600)).await;
+                tokio::time::sleep(every).await;
                 let now = i64::try_from(svc.clock.unix_secs()).unwrap_or(i64::MAX);
                 let life = (current_not.1 - current_not.0).max(1);
                 if now < current_not.1 - life / 3 {

@@ -74,6 +74,8 @@ pub(crate) struct Service {
     /// Recent newOrder / newAccount times per account or client address.
     recent: Mutex<HashMap<String, VecDeque<u64>>>,
     pub(crate) counters: Counters,
+    /// When (clock seconds) the next sweep of expired state is due.
+    next_sweep: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -178,6 +180,40 @@ impl Service {
             nonces: Mutex::new(Nonces::default()),
             recent: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            next_sweep: AtomicU64::new(0),
+        }
+    }
+
+    /// Sweep expired orders, authorizations and certificate records from the state when
+    /// the configured interval has passed on the clock (at start, then from the timer
+    /// and from requests). One caller sweeps; the others go on.
+    pub(crate) fn sweep_if_due(&self) {
+        let now = self.now();
+        let due = self.next_sweep.load(Ordering::Relaxed);
+        if now < due {
+            return;
+        }
+        let next = now.saturating_add(self.config.retention.sweep_interval_secs);
+        if self
+            .next_sweep
+            .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let keep = u64::from(self.config.retention.valid_days) * 86_400;
+        let result = lock(&self.state).sweep(now, keep);
+        match result {
+            Ok(s) => log::event(
+                Level::Info,
+                "acme_state_swept",
+                &[
+                    ("orders", &s.orders),
+                    ("authorizations", &s.authzs),
+                    ("certificates", &s.certs),
+                ],
+            ),
+            Err(e) => log::event(Level::Warn, "acme_state_sweep_failed", &[("reason", &e)]),
         }
     }
 
@@ -245,6 +281,7 @@ impl Service {
         peer: SocketAddr,
     ) -> Response<Body> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        self.sweep_if_due();
         let host = req
             .headers()
             .get(header::HOST)
@@ -339,13 +376,7 @@ impl Service {
             .config
             .profiles
             .iter()
-            .map(|(k, p)| {
-                let d = p
-                    .description
-                    .clone()
-                    .unwrap_or_else(|| format!("{} days", p.days));
-                (k.clone(), Value::String(d))
-            })
+            .map(|(k, p)| (k.clone(), Value::String(p.describe())))
             .collect();
         json!({
             "newNonce": format!("{base}/acme/new-nonce"),
@@ -1053,27 +1084,30 @@ impl Service {
                 "the csr's key is the account key; use another key for the certificate",
             ));
         }
-        let days = self
+        let profile = self
             .config
             .profiles
             .get(&o.profile)
-            .map(|p| p.days)
             .ok_or_else(|| internal("the order's profile is no longer configured"))?;
+        // The ACME profile maps onto `ca issue`'s: server (a SAN is required) unless the
+        // certificates are for clients only, with the profile's usages either way.
+        let issue_opts = tlskit_pki::ca::IssueOptions::new()
+            .days(Some(profile.days))
+            .profile(match profile.server_auth() {
+                true => tlskit_pki::ca::Profile::Server,
+                false => tlskit_pki::ca::Profile::Client,
+            })
+            .extended_key_usage(Some(profile.extended_key_usage.clone()))
+            .no_crl_url(!profile.crl_distribution_point);
         o.status = Status::Processing;
         lock(&self.state)
             .save_order(&o)
             .map_err(|e| internal(format!("saving the order: {e}")))?;
         let ca = self.ca.clone();
         let origin = PathBuf::from(format!("order {id}"));
-        let issued = tokio::task::spawn_blocking(move || {
-            ca.issue_csr(
-                &origin,
-                &csr,
-                &tlskit_pki::ca::IssueOptions::new().days(Some(days)),
-            )
-        })
-        .await
-        .map_err(|_| internal("the issuing task failed"))?;
+        let issued = tokio::task::spawn_blocking(move || ca.issue_csr(&origin, &csr, &issue_opts))
+            .await
+            .map_err(|_| internal("the issuing task failed"))?;
         let (chain, entry) = match issued {
             Ok(x) => x,
             Err(e) => {

@@ -3,9 +3,10 @@
 //! crash leaves each object either old or new). A restart reads them back and continues
 //! pending orders (a validation that was running is offered again). `DIR/acme/lock` is
 //! held for the life of the process: a second `ca serve` on the same directory refuses to
-//! start instead of writing beside the first.
+//! start instead of writing beside the first. [`State::sweep`] forgets what no client can
+//! use any more, so the directory does not grow forever; accounts always stay.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
@@ -127,6 +128,14 @@ pub(crate) struct State {
 
 const KINDS: [&str; 5] = ["accounts", "orders", "authz", "certs", "eab"];
 
+/// What one [`State::sweep`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Swept {
+    pub(crate) orders: usize,
+    pub(crate) authzs: usize,
+    pub(crate) certs: usize,
+}
+
 impl State {
     /// Open (creating) `acme_dir`, take its lock, read every object back.
     pub(crate) fn open(acme_dir: &Path) -> Result<Self, ServerError> {
@@ -217,6 +226,85 @@ impl State {
             .insert(c.serial.to_ascii_lowercase(), c.id.clone());
         self.certs.insert(c.id.clone(), c.clone());
         Ok(())
+    }
+
+    /// Remove, from disk then from memory, what has expired at `now`:
+    /// - an order that is not valid, once past its `expires` (it can only be invalid
+    ///   then); a valid (or processing) one `keep_valid` seconds later;
+    /// - an authorization no remaining order names, on the same terms;
+    /// - a certificate's record `keep_valid` seconds after the certificate expired (until
+    ///   then revokeCert, renewalInfo and `replaces` need it), unless an order still names it.
+    ///
+    /// Orders go first: they name the others, so a crash midway leaves only files that
+    /// nothing names, which the next sweep removes. Accounts are never removed.
+    pub(crate) fn sweep(&mut self, now: u64, keep_valid: u64) -> Result<Swept, ServerError> {
+        let over = |expires: u64, kept: bool| {
+            now >= expires.saturating_add(if kept { keep_valid } else { 0 })
+        };
+        let mut swept = Swept::default();
+        let orders: Vec<String> = self
+            .orders
+            .values()
+            .filter(|o| {
+                over(
+                    o.expires,
+                    matches!(o.status, Status::Valid | Status::Processing),
+                )
+            })
+            .map(|o| o.id.clone())
+            .collect();
+        for id in orders {
+            self.remove("orders", &id)?;
+            self.orders.remove(&id);
+            swept.orders += 1;
+        }
+        let named: HashSet<&str> = self
+            .orders
+            .values()
+            .flat_map(|o| o.authzs.iter().map(String::as_str))
+            .collect();
+        let authzs: Vec<String> = self
+            .authzs
+            .values()
+            .filter(|a| {
+                !named.contains(a.id.as_str()) && over(a.expires, a.status == Status::Valid)
+            })
+            .map(|a| a.id.clone())
+            .collect();
+        for id in authzs {
+            self.remove("authz", &id)?;
+            self.authzs.remove(&id);
+            swept.authzs += 1;
+        }
+        let named: HashSet<&str> = self
+            .orders
+            .values()
+            .filter_map(|o| o.cert.as_deref())
+            .collect();
+        let certs: Vec<(String, String)> = self
+            .certs
+            .values()
+            .filter(|c| !named.contains(c.id.as_str()) && over(c.not_after, true))
+            .map(|c| (c.id.clone(), c.serial.to_ascii_lowercase()))
+            .collect();
+        for (id, serial) in certs {
+            self.remove("certs", &id)?;
+            self.certs.remove(&id);
+            if self.by_serial.get(&serial) == Some(&id) {
+                self.by_serial.remove(&serial);
+            }
+            swept.certs += 1;
+        }
+        Ok(swept)
+    }
+
+    fn remove(&self, kind: &str, id: &str) -> Result<(), ServerError> {
+        let path = self.root.join(kind).join(format!("{id}.json"));
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(ServerError::file(&path, e)),
+        }
     }
 
     /// An order's status as the client sees it: `ready` once every authorization is
@@ -362,5 +450,105 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    fn authz(id: &str, status: Status, expires: u64) -> Authz {
+        Authz {
+            id: id.into(),
+            account: "acct1".into(),
+            identifier: Identifier {
+                kind: "dns".into(),
+                value: "a.example".into(),
+            },
+            status,
+            expires,
+            wildcard: false,
+            challenges: Vec::new(),
+        }
+    }
+
+    fn order(id: &str, status: Status, expires: u64, authz: &str, cert: Option<&str>) -> Order {
+        Order {
+            id: id.into(),
+            account: "acct1".into(),
+            status,
+            expires,
+            identifiers: Vec::new(),
+            authzs: vec![authz.into()],
+            profile: "default".into(),
+            cert: cert.map(str::to_string),
+            error: None,
+            replaces: None,
+        }
+    }
+
+    fn cert(id: &str, serial: &str, not_after: u64) -> Cert {
+        Cert {
+            id: id.into(),
+            account: "acct1".into(),
+            serial: serial.into(),
+            not_before: 0,
+            not_after,
+            chain: String::new(),
+            spki: String::new(),
+            identifiers: Vec::new(),
+        }
+    }
+
+    /// Pending and invalid objects go at their expiry, valid ones `keep` later, a
+    /// certificate's record `keep` after the certificate expired; accounts stay; what an
+    /// order still names stays with it; a second sweep finds nothing.
+    #[test]
+    fn sweep_forgets_expired_objects_and_keeps_what_is_named() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let dir = t.path().join("acme");
+        let mut st = State::open(&dir).expect("open");
+        let keep = 7 * 86_400;
+        let acct = Account {
+            id: "acct1".into(),
+            status: Status::Valid,
+            jwk: Value::Null,
+            thumbprint: "tp".into(),
+            contact: Vec::new(),
+            created: 0,
+            eab_kid: None,
+        };
+        st.save_account(&acct).expect("account");
+        st.save_authz(&authz("azp", Status::Pending, 100))
+            .expect("a");
+        st.save_order(&order("op", Status::Pending, 100, "azp", None))
+            .expect("o");
+        st.save_authz(&authz("azv", Status::Valid, 100)).expect("a");
+        st.save_order(&order("ov", Status::Valid, 100, "azv", Some("c1")))
+            .expect("o");
+        st.save_cert(&cert("c1", "0A", 50)).expect("c");
+        st.save_cert(&cert("c2", "0B", 150)).expect("c");
+        // An authorization left behind by a crash between an order's removal and its own.
+        st.save_authz(&authz("orphan", Status::Invalid, 100))
+            .expect("a");
+
+        assert_eq!(st.sweep(99, keep).expect("sweep"), Swept::default());
+        let s = st.sweep(100, keep).expect("sweep");
+        assert_eq!((s.orders, s.authzs, s.certs), (1, 2, 0));
+        assert!(!dir.join("orders/op.json").exists());
+        assert!(!dir.join("authz/azp.json").exists() && !dir.join("authz/orphan.json").exists());
+        // The valid order keeps its authorization and its (expired) certificate.
+        assert!(dir.join("authz/azv.json").exists() && dir.join("certs/c1.json").exists());
+
+        let s = st.sweep(100 + keep, keep).expect("sweep");
+        assert_eq!((s.orders, s.authzs, s.certs), (1, 1, 1));
+        assert!(!dir.join("certs/c1.json").exists());
+        assert!(!st.by_serial.contains_key("0a"));
+        // c2 expires at 150: its record stays until 150 + keep, for revocation and ARI.
+        assert!(st.by_serial.contains_key("0b"));
+        let s = st.sweep(150 + keep, keep).expect("sweep");
+        assert_eq!(s.certs, 1);
+        assert!(st.certs.is_empty() && st.orders.is_empty() && st.authzs.is_empty());
+        assert_eq!(st.sweep(u64::MAX, keep).expect("sweep"), Swept::default());
+        // The account stays, on disk and after a restart.
+        drop(st);
+        let st = State::open(&dir).expect("reopen");
+        assert_eq!(st.accounts.len(), 1);
+        assert!(st.orders.is_empty() && st.certs.is_empty());
     }
 }

@@ -34,6 +34,11 @@ fn free_port() -> u16 {
 
 /// A CA permitted `localhost` and `example.test`, with `acme_toml`, served in a thread.
 fn start(acme_toml: &str) -> Server {
+    start_at(acme_toml, tlskit_tls::clock::system())
+}
+
+/// [`start`] with the server's clock, checking its own certificate every 50 ms.
+fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server {
     let t = tempfile::tempdir().expect("tempdir");
     let ca = t.path().join("ca");
     tlskit_pki::ca::init(
@@ -45,9 +50,11 @@ fn start(acme_toml: &str) -> Server {
     .expect("ca init");
     std::fs::write(ca.join("acme.toml"), acme_toml).expect("acme.toml");
     let http_port = free_port();
-    let opts =
+    let mut opts =
         tlskit_ca_server::ServeOptions::new(ca.clone(), "127.0.0.1:0".parse().expect("addr"))
-            .validation_ports(http_port, free_port());
+            .validation_ports(http_port, free_port())
+            .renewal_check(Duration::from_millis(50));
+    opts.clock = clock;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let r = tlskit_ca_server::serve(opts, |a| {
@@ -259,7 +266,10 @@ impl<'a> Client<'a> {
 fn jws_checks_nonces_and_bounds_answer_problem_documents() {
     let srv = start("");
     let d = srv.request("GET", "/directory", "text/plain", b"").json();
-    assert_eq!(d["meta"]["profiles"]["shortlived"], "6 days", "{d}");
+    assert_eq!(
+        d["meta"]["profiles"]["shortlived"], "6 days, serverAuth",
+        "{d}"
+    );
     assert!(d["renewalInfo"]
         .as_str()
         .is_some_and(|u| u.ends_with("/acme/renewal-info")));
@@ -336,7 +346,16 @@ fn jws_checks_nonces_and_bounds_answer_problem_documents() {
 
 #[test]
 fn orders_constraints_profiles_http01_finalize_and_download() {
-    let srv = start("[acme_profile.default]\ndays = 30\n[acme_profile.shortlived]\ndays = 6\n");
+    let srv = start(
+        "[acme_profile.default]\ndays = 30\n[acme_profile.shortlived]\ndays = 6\n\
+         extended_key_usage = [\"serverAuth\", \"clientAuth\"]\ndescription = \"mTLS, 6 days\"\n",
+    );
+    let d = srv.request("GET", "/directory", "text/plain", b"").json();
+    assert_eq!(d["meta"]["profiles"]["shortlived"], "mTLS, 6 days", "{d}");
+    assert_eq!(
+        d["meta"]["profiles"]["default"], "30 days, serverAuth",
+        "{d}"
+    );
     let c = Client::new(&srv);
     // Outside the CA's name constraints: refused at order time, saying which.
     let r = c.post(
@@ -469,6 +488,13 @@ fn orders_constraints_profiles_http01_finalize_and_download() {
     let v = leaf.validity();
     let days = (v.not_after.timestamp() - v.not_before.timestamp()) / 86_400;
     assert!((5..=6).contains(&days), "shortlived gave {days} days");
+    // The profile's extended key usages: this one is for both ends of mTLS.
+    let eku = leaf
+        .extended_key_usage()
+        .expect("eku")
+        .expect("an EKU extension")
+        .value;
+    assert!(eku.server_auth && eku.client_auth, "{eku:?}");
     // Through the CA's own index, as `ca issue` writes it.
     let idx = tlskit_pki::ca::index(&srv.ca).expect("index");
     assert!(idx.iter().any(|e| e.sans == ["dns:localhost"]), "{idx:?}");
@@ -574,4 +600,110 @@ fn key_rollover_deactivation_and_the_order_rate_limit() {
     assert_eq!(r.json()["status"], "deactivated");
     let r = c.post(&c.kid.clone(), None);
     assert_eq!((r.status, r.problem().as_str()), (403, "unauthorized"));
+}
+
+/// Expired state is swept on the server's clock: a pending order and its authorization
+/// go once they expire and the sweep interval has passed; the account stays.
+#[test]
+fn expired_orders_and_authorizations_are_swept_on_the_clock() {
+    let clock = Arc::new(tlskit_tls::clock::ManualClock::new(
+        std::time::SystemTime::now(),
+    ));
+    let srv = start_at("[retention]\nsweep_interval_secs = 600\n", clock.clone());
+    let c = Client::new(&srv);
+    let r = c.post(
+        "/acme/new-order",
+        Some(&json!({"identifiers":[{"type":"dns","value":"localhost"}]})),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let order_url = r.header("Location").expect("location").to_string();
+    let acme = srv.ca.join("acme");
+    let count = |kind: &str| {
+        std::fs::read_dir(acme.join(kind))
+            .expect("state dir")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".json"))
+            })
+            .count()
+    };
+    assert_eq!(
+        (count("orders"), count("authz"), count("accounts")),
+        (1, 1, 1)
+    );
+    // Six days on: not expired yet, nothing goes.
+    clock.advance(Duration::from_secs(6 * 86_400));
+    assert_eq!(c.post(&order_url, None).json()["status"], "pending");
+    assert_eq!((count("orders"), count("authz")), (1, 1));
+    // Past the order's seven days (and the sweep interval): the next request sweeps.
+    clock.advance(Duration::from_secs(86_400 + 1));
+    let _ = srv.nonce();
+    assert_eq!(
+        (count("orders"), count("authz"), count("accounts")),
+        (0, 0, 1)
+    );
+    let r = c.post(&order_url, None);
+    assert_eq!(
+        (r.status, r.problem().as_str()),
+        (404, "malformed"),
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+}
+
+impl Server {
+    /// The serial of the certificate the server presents (the handshake verifies it
+    /// against the CA on the real clock).
+    fn served_serial(&self) -> Vec<u8> {
+        let mut tcp = TcpStream::connect(self.addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut conn = rustls::ClientConnection::new(
+            self.tls.clone(),
+            rustls::pki_types::ServerName::IpAddress(self.addr.ip().into()),
+        )
+        .expect("tls");
+        while conn.is_handshaking() {
+            conn.complete_io(&mut tcp).expect("handshake");
+        }
+        let leaf = conn.peer_certificates().expect("certificates")[0].clone();
+        let (_, x) = x509_parser::parse_x509_certificate(leaf.as_ref()).expect("leaf");
+        x.raw_serial().to_vec()
+    }
+}
+
+/// The server's own certificate (7 days) is renewed, on its clock, once a third of its
+/// life is left: the new one is served without a restart and written to
+/// `acme/https.pem`; one that is not due stays.
+#[test]
+fn the_servers_own_certificate_is_renewed_when_due_on_the_clock() {
+    let clock = Arc::new(tlskit_tls::clock::ManualClock::new(
+        std::time::SystemTime::now(),
+    ));
+    let srv = start_at("", clock.clone());
+    let first = srv.served_serial();
+    let pem = srv.ca.join("acme/https.pem");
+    let first_pem = std::fs::read(&pem).expect("https.pem");
+    // Four days on, three of seven left: not due.
+    clock.advance(Duration::from_secs(4 * 86_400));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.served_serial(), first, "renewed before it was due");
+    // Five days on, two of seven left: due, renewed within a check.
+    clock.advance(Duration::from_secs(86_400));
+    let t0 = Instant::now();
+    let renewed = loop {
+        let now = srv.served_serial();
+        if now != first || t0.elapsed() > Duration::from_secs(20) {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_ne!(renewed, first, "not renewed within 20 s");
+    assert_ne!(std::fs::read(&pem).expect("https.pem"), first_pem);
+    // Back to the real time: the new certificate is not due and stays.
+    clock.set_wall(std::time::SystemTime::now());
+    std::thread::sleep(Duration::from_millis(200));
+    let settled = srv.served_serial();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(srv.served_serial(), settled);
 }

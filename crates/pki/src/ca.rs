@@ -858,6 +858,33 @@ pub struct IssueOptions {
     /// The CRL distribution point to put in the certificate (`None`: the CA's default,
     /// `DIR/crl-url`, if it has one).
     pub crl_url: Option<String>,
+    /// Leave the CRL distribution point out, even the CA's default.
+    pub no_crl_url: bool,
+    /// The extended key usages of a server or client certificate (`None`: the profile's,
+    /// serverAuth or clientAuth). An intermediate refuses them.
+    pub extended_key_usage: Option<Vec<ExtendedKeyUsage>>,
+}
+
+/// An extended key usage a leaf certificate may carry (`ca serve`'s profiles choose
+/// them; `ca issue --profile server|client` has one each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ExtendedKeyUsage {
+    /// TLS server authentication (id-kp-serverAuth).
+    ServerAuth,
+    /// TLS client authentication (id-kp-clientAuth), for mTLS.
+    ClientAuth,
+}
+
+impl ExtendedKeyUsage {
+    /// The name as configuration files write it (`serverAuth`, `clientAuth`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExtendedKeyUsage::ServerAuth => "serverAuth",
+            ExtendedKeyUsage::ClientAuth => "clientAuth",
+        }
+    }
 }
 
 impl IssueOptions {
@@ -888,6 +915,16 @@ impl IssueOptions {
     /// The CRL distribution point (`None`: the CA's default).
     pub fn crl_url(mut self, crl_url: Option<String>) -> Self {
         self.crl_url = crl_url;
+        self
+    }
+    /// Leave the CRL distribution point out (`true`), even the CA's default.
+    pub fn no_crl_url(mut self, no_crl_url: bool) -> Self {
+        self.no_crl_url = no_crl_url;
+        self
+    }
+    /// The extended key usages of a leaf (`None`: the profile's).
+    pub fn extended_key_usage(mut self, eku: Option<Vec<ExtendedKeyUsage>>) -> Self {
+        self.extended_key_usage = eku;
         self
     }
 }
@@ -1077,15 +1114,38 @@ impl Ca {
         p.distinguished_name = req.subject;
         p.subject_alt_names = sans;
         (p.not_before, p.not_after) = cert::validity(days)?;
-        if let Some(url) = opts.crl_url.as_ref().or(ca.crl_url.as_ref()) {
+        let crl_url = match opts.no_crl_url {
+            true => None,
+            false => opts.crl_url.as_ref().or(ca.crl_url.as_ref()),
+        };
+        if let Some(url) = crl_url {
             check_crl_url(url).map_err(|e| PkiError::Refused(format!("refusing to issue: {e}")))?;
             p.crl_distribution_points = vec![rcgen::CrlDistributionPoint {
                 uris: vec![url.clone()],
             }];
         }
+        let (server, client) = match (&opts.extended_key_usage, opts.profile) {
+            (Some(_), Profile::Intermediate) => {
+                return Err(PkiError::Refused(
+                    "refusing to issue: an intermediate carries no extended key usage".into(),
+                ))
+            }
+            (Some(eku), _) if eku.is_empty() => {
+                return Err(PkiError::Refused(
+                    "refusing to issue: a leaf needs serverAuth, clientAuth or both".into(),
+                ))
+            }
+            (Some(eku), _) => (
+                eku.contains(&ExtendedKeyUsage::ServerAuth),
+                eku.contains(&ExtendedKeyUsage::ClientAuth),
+            ),
+            (None, Profile::Server) => (true, false),
+            (None, _) => (false, true),
+        };
         match opts.profile {
-            Profile::Server => cert::set_leaf_usages(&mut p, req.rsa, true, false),
-            Profile::Client => cert::set_leaf_usages(&mut p, req.rsa, false, true),
+            Profile::Server | Profile::Client => {
+                cert::set_leaf_usages(&mut p, req.rsa, server, client)
+            }
             Profile::Intermediate => cert::set_ca_usages(&mut p, Some(opts.path_len.unwrap_or(0))),
         }
         let issued = ca.sign_locked(p, &req.spki, opts.profile, opts.on_lock_wait)?;
@@ -1340,6 +1400,68 @@ mod tests {
         init(&plain, &InitOptions::new().days(365)).unwrap();
         let (pem, _) = issue(&plain, &r, &IssueOptions::new()).unwrap();
         assert!(cdp_uris(&pem).is_empty());
+    }
+
+    fn ekus(pem: &str) -> (bool, bool) {
+        let der = key::pem_blocks(pem.as_bytes()).unwrap().unwrap()[0]
+            .1
+            .clone();
+        let (_, x) = X509Certificate::from_der(&der).unwrap();
+        let e = x
+            .extended_key_usage()
+            .unwrap()
+            .expect("an EKU extension")
+            .value;
+        (e.server_auth, e.client_auth)
+    }
+
+    /// `ca serve`'s profiles: explicit extended key usages, and no distribution point
+    /// even where the CA has a default.
+    #[test]
+    fn extended_key_usage_and_no_crl_url_options() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("ca");
+        let url = "http://crl.example/ca.crl";
+        init(
+            &dir,
+            &InitOptions::new().days(365).crl_url(Some(url.into())),
+        )
+        .unwrap();
+        let r = csr(t.path(), "m.example", &["dns:m.example"]);
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new()).unwrap();
+        assert_eq!(ekus(&pem), (true, false));
+        let (pem, _) = issue(&dir, &r, &IssueOptions::new().profile(Profile::Client)).unwrap();
+        assert_eq!(ekus(&pem), (false, true));
+        use ExtendedKeyUsage::*;
+        let (pem, e) = issue(
+            &dir,
+            &r,
+            &IssueOptions::new().extended_key_usage(Some(vec![ServerAuth, ClientAuth])),
+        )
+        .unwrap();
+        assert_eq!(ekus(&pem), (true, true));
+        assert_eq!(e.profile, "server");
+        assert_eq!(cdp_uris(&pem), vec![url]);
+        let (pem, _) = issue(
+            &dir,
+            &r,
+            &IssueOptions::new()
+                .profile(Profile::Client)
+                .extended_key_usage(Some(vec![ClientAuth]))
+                .no_crl_url(true),
+        )
+        .unwrap();
+        assert_eq!(ekus(&pem), (false, true));
+        assert!(cdp_uris(&pem).is_empty());
+        for bad in [
+            IssueOptions::new().extended_key_usage(Some(vec![])),
+            IssueOptions::new()
+                .profile(Profile::Intermediate)
+                .extended_key_usage(Some(vec![ServerAuth])),
+        ] {
+            let e = issue(&dir, &r, &bad).unwrap_err();
+            assert!(matches!(e, PkiError::Refused(_)), "{e}");
+        }
     }
 
     /// A request as DER bytes (an ACME finalize), through the open handle.

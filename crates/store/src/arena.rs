@@ -345,6 +345,20 @@ pub(crate) trait ByteBuf: DerefMut<Target = [u8]> {
     fn resize_zeroed(&mut self, len: usize);
     /// Shorten to `len` (no effect when already shorter).
     fn truncate(&mut self, len: usize);
+    /// Append the bytes of `b64`, unpadded standard base64 of a multiple of 4 characters
+    /// (`base64-simd`). On error (a character outside the alphabet) the length is
+    /// unchanged.
+    fn append_base64(&mut self, b64: &[u8]) -> bool {
+        let start = self.len();
+        self.resize_zeroed(start + b64.len() / 4 * 3);
+        let ok = base64_simd::STANDARD_NO_PAD
+            .decode(b64, base64_simd::Out::from_slice(&mut self[start..]))
+            .is_ok_and(|d| d.len() == b64.len() / 4 * 3);
+        if !ok {
+            self.truncate(start);
+        }
+        ok
+    }
 }
 
 impl ByteBuf for Vec<u8> {
@@ -356,6 +370,17 @@ impl ByteBuf for Vec<u8> {
     }
     fn truncate(&mut self, len: usize) {
         Vec::truncate(self, len);
+    }
+    /// Decoded into the spare capacity: no zeroing first.
+    fn append_base64(&mut self, b64: &[u8]) -> bool {
+        let start = self.len();
+        let ok = base64_simd::STANDARD_NO_PAD
+            .decode_append(b64, self)
+            .is_ok_and(|()| self.len() == start + b64.len() / 4 * 3);
+        if !ok {
+            Vec::truncate(self, start);
+        }
+        ok
     }
 }
 

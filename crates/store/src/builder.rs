@@ -295,7 +295,10 @@ impl StoreBuilder {
                 self.duplicates += 1;
                 Ok((Added::Duplicate, i))
             }
-            None => self.insert_new(start, &p).map(|i| (Added::New, i)),
+            None => {
+                let len = self.der.len() - start;
+                self.insert_new(start, len, &p).map(|i| (Added::New, i))
+            }
         });
         if !matches!(result, Ok((Added::New, _))) {
             self.der.truncate(start);
@@ -319,12 +322,16 @@ impl StoreBuilder {
         std::hint::black_box(acc);
     }
 
-    /// Index the certificate at `self.der[start..]`, prepared by [`prepare`] and known not
-    /// to be present (see [`Self::find_sha`]). On error the caller truncates the arena.
-    /// Returns the new anchor's index.
-    pub(crate) fn insert_new(&mut self, start: usize, p: &Prepared) -> Result<u32, IssueKind> {
+    /// Index the certificate at `self.der[start..start + cert_len]`, prepared by
+    /// [`prepare`] and known not to be present (see [`Self::find_sha`]). On error the
+    /// caller truncates the arena. Returns the new anchor's index.
+    pub(crate) fn insert_new(
+        &mut self,
+        start: usize,
+        cert_len: usize,
+        p: &Prepared,
+    ) -> Result<u32, IssueKind> {
         let f = &p.fields;
-        let cert_len = self.der.len() - start;
         let (Ok(der_off), Ok(der_len)) = (u32::try_from(start), u32::try_from(cert_len)) else {
             return Err(IssueKind::Unreadable(
                 "store full: DER arena exceeds 4 GiB".into(),

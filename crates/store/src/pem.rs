@@ -39,6 +39,11 @@ static BEGIN: std::sync::LazyLock<memmem::Finder<'static>> =
 static END: std::sync::LazyLock<memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memmem::Finder::new(b"-----END "));
 
+static DASHES: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"-----"));
+static PRIVATE_KEY: std::sync::LazyLock<memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memmem::Finder::new(b"PRIVATE KEY"));
+
 /// Does this buffer contain a PEM BEGIN line at all?
 pub(crate) fn looks_like_pem(buf: &[u8]) -> bool {
     BEGIN.find(buf).is_some()
@@ -80,6 +85,14 @@ impl<'a> Iterator for PemScanner<'a> {
         let b = match self.next_begin.take() {
             Some(Some(at)) if at >= self.pos => at,
             Some(None) => return None,
+            // The usual layout: the next BEGIN line right after the last END line's break
+            // (the first occurrence, as a search would find it).
+            _ if rest.starts_with(b"-----BEGIN ") => self.pos,
+            _ if rest.first() != Some(&b'-')
+                && rest.get(1..).is_some_and(|r| r.starts_with(b"-----BEGIN ")) =>
+            {
+                self.pos + 1
+            }
             _ => self.begin.find(rest)? + self.pos,
         };
         let label_start = b + 11;
@@ -87,12 +100,30 @@ impl<'a> Iterator for PemScanner<'a> {
         let line_end =
             memchr::memchr(b'\n', &text[label_start..]).map_or(text.len(), |i| label_start + i);
         let line = &text[label_start..line_end];
-        let Some(le) = memmem::find(line, b"-----") else {
+        // The usual label first; a searcher built once otherwise (`memmem::find` builds
+        // one per call, which cost more than the rest of the scan).
+        let le = if line.starts_with(b"CERTIFICATE-----") {
+            Some(11)
+        } else {
+            DASHES.find(line)
+        };
+        let Some(le) = le else {
             self.pos = line_end;
             return Some(Block::Bad("BEGIN line without closing dashes"));
         };
         let label = &line[..le];
         let body_start = (line_end + 1).min(text.len());
+        // The usual block: base64 holds no '-', so the first '-' after the BEGIN line
+        // starts this block's END line. Then no BEGIN lies before it (a BEGIN line starts
+        // with '-' too), and one pass over the body finds both; the next BEGIN is searched
+        // from after the END line (a BEGIN on the END line itself is skipped either way).
+        // Anything else (headers with '-', an unclosed block) takes the full search below.
+        let dash = memchr::memchr(b'-', &text[body_start..]).map(|i| i + body_start);
+        if let Some(e) = dash.filter(|&d| text[d..].starts_with(b"-----END ")) {
+            self.last_end = Some(e);
+            self.next_begin = None;
+            return Some(self.finish_block(label, body_start, e));
+        }
         let found = match self.last_end {
             Some(e) if e >= body_start => Some(e),
             _ => self.end.find(&text[body_start..]).map(|i| i + body_start),
@@ -111,6 +142,15 @@ impl<'a> Iterator for PemScanner<'a> {
             return Some(Block::Bad("BEGIN without matching END line"));
         }
         self.next_begin = Some(nb);
+        Some(self.finish_block(label, body_start, e))
+    }
+}
+
+impl<'a> PemScanner<'a> {
+    /// The block whose BEGIN label is `label`, body starts at `body_start` and END line
+    /// at `e`: checks the END label and moves past the END line.
+    fn finish_block(&mut self, label: &[u8], body_start: usize, e: usize) -> Block<'a> {
+        let text = self.text;
         let end_label_start = e + 9;
         let ok_end = text.get(end_label_start..end_label_start + label.len()) == Some(label)
             && text.get(end_label_start + label.len()..end_label_start + label.len() + 5)
@@ -118,17 +158,17 @@ impl<'a> Iterator for PemScanner<'a> {
         let after = memchr::memchr(b'\n', &text[e..]).map_or(text.len(), |i| e + i);
         self.pos = after;
         if !ok_end {
-            return Some(Block::Bad("END label does not match BEGIN label"));
+            return Block::Bad("END label does not match BEGIN label");
         }
         let body = &text[body_start..e];
         if label == b"CERTIFICATE" {
-            Some(Block::Certificate(body))
+            Block::Certificate(body)
         } else {
-            let private_key = memmem::find(label, b"PRIVATE KEY").is_some();
-            Some(Block::Other {
+            let private_key = PRIVATE_KEY.find(label).is_some();
+            Block::Other {
                 label: sanitize(label),
                 private_key,
-            })
+            }
         }
     }
 }
@@ -231,17 +271,7 @@ pub(crate) fn decode_body<B: ByteBuf + ?Sized>(
             }
             i = next;
         }
-        out.resize_zeroed(start + g.len() / 4 * 3);
-        let simd = base64_simd::STANDARD_NO_PAD
-            .decode(&g, base64_simd::Out::from_slice(&mut out[start..]))
-            .map(|d| d.len());
-        match simd {
-            Ok(n) if n == g.len() / 4 * 3 => Some(i),
-            _ => {
-                out.truncate(start);
-                None
-            }
-        }
+        out.append_base64(&g).then_some(i)
     });
     match done {
         Some(i) => decode_rest(body.get(i..).unwrap_or(&[]), out, start),
@@ -525,6 +555,64 @@ mod tests {
 #[cfg(test)]
 mod scan_tests {
     use super::*;
+
+    fn scan(t: &str) -> Vec<String> {
+        PemScanner::new(t.as_bytes())
+            .map(|b| match b {
+                Block::Certificate(body) => format!("cert {}", String::from_utf8_lossy(body)),
+                Block::Other { label, private_key } => format!("other {label} {private_key}"),
+                Block::Bad(why) => format!("bad {why}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_one_pass_path_and_the_full_search_agree_on_odd_layouts() {
+        const B: &str = "-----BEGIN CERTIFICATE-----";
+        const E: &str = "-----END CERTIFICATE-----";
+        // The usual layout, LF and CRLF, text around and between blocks.
+        assert_eq!(
+            scan(&format!("x\n{B}\nQUJD\n{E}\n{B}\r\nREVG\r\n{E}\r\nend\n")),
+            ["cert QUJD\n", "cert REVG\r\n"]
+        );
+        // A '-' in a header (full search), then a certificate.
+        assert_eq!(
+            scan(&format!(
+                "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nAAAA\n\
+                 -----END RSA PRIVATE KEY-----\n{B}\nQUJD\n{E}\n"
+            )),
+            ["other RSA PRIVATE KEY true", "cert QUJD\n"]
+        );
+        // A '-' inside a certificate body is kept for the decoder to refuse.
+        assert_eq!(
+            scan(&format!("{B}\nQU-D\n{E}\n{B}\nQUJD\n{E}\n")),
+            ["cert QU-D\n", "cert QUJD\n"]
+        );
+        // A BEGIN on the END line is not a block start; nor is one on the BEGIN line.
+        assert_eq!(
+            scan(&format!("{B}\nQUJD\n{E}{B}\nREVG\n{E}\n")),
+            ["cert QUJD\n"]
+        );
+        // An unclosed block, a mismatched END, a BEGIN line without closing dashes.
+        assert_eq!(
+            scan(&format!(
+                "{B}\nQUJD\n{B}\nREVG\n{E}\n-----BEGIN X509 CRL-----\nAAAA\n{E}\n\
+                 -----BEGIN CERTIFICATE\n{B}\nR0hJ\n{E}"
+            )),
+            [
+                "bad BEGIN without matching END line",
+                "cert REVG\n",
+                "bad END label does not match BEGIN label",
+                "bad BEGIN line without closing dashes",
+                "cert R0hJ\n",
+            ]
+        );
+        // A label with dashes of its own.
+        assert_eq!(
+            scan("-----BEGIN A-B-----\nAAAA\n-----END A-B-----\n"),
+            ["other A-B false"]
+        );
+    }
 
     #[test]
     fn unclosed_blocks_are_reported_and_scanning_stays_linear() {

@@ -984,16 +984,25 @@ impl StoreBuilder {
         block
     }
 
-    /// Index one prepared chunk; block numbers continue from `base`. Returns its blocks.
+    /// Index one prepared chunk; block numbers continue from `base_block`. Returns its
+    /// blocks.
     fn absorb_chunk(
         &mut self,
         c: &Chunk,
-        base: u32,
+        base_block: u32,
         path: &Path,
         file: Option<u32>,
         report: &mut LoadReport,
     ) -> u32 {
         const BATCH: usize = 64;
+        // The chunk's certificates lie back to back in its arena: copied in one piece (one
+        // large copy streams into the arena; a copy per certificate stalled on every cache
+        // line it wrote). Each kept certificate then sits at `base + off`, or is moved down
+        // to `kept` once an earlier one was dropped (a duplicate, an error); `kept` never
+        // passes the next certificate's bytes, so none is overwritten before it is moved.
+        let base = self.der.len();
+        self.der.extend_from_slice(&c.arena);
+        let mut kept = base;
         for (n, item) in c.items.iter().enumerate() {
             if n % BATCH == 0 {
                 // Warm the table slots of the next batch (small enough to stay in cache).
@@ -1010,18 +1019,22 @@ impl StoreBuilder {
                     prep,
                     block,
                 } => {
-                    let block = base + block;
+                    let block = base_block + block;
                     if let Some(i) = self.find_sha(&prep.sha) {
                         self.duplicates += 1;
                         self.track_occurrence(file, i, block, false);
                         continue;
                     }
-                    let start = self.der.len();
-                    self.der.extend_from_slice(&c.arena[*off..off + len]);
-                    match self.insert_new(start, prep) {
-                        Ok(i) => self.track_occurrence(file, i, block, true),
+                    let (at, len) = (base + off, *len);
+                    if at != kept {
+                        self.der.copy_within(at..at + len, kept);
+                    }
+                    match self.insert_new(kept, len, prep) {
+                        Ok(i) => {
+                            kept += len;
+                            self.track_occurrence(file, i, block, true);
+                        }
                         Err(kind) => {
-                            self.der.truncate(start);
                             self.push_issue(report, file, LoadIssue::at(path, block, kind));
                         }
                     }
@@ -1030,11 +1043,12 @@ impl StoreBuilder {
                     self.push_issue(
                         report,
                         file,
-                        LoadIssue::at(path, base + block, kind.clone()),
+                        LoadIssue::at(path, base_block + block, kind.clone()),
                     );
                 }
             }
         }
+        self.der.truncate(kept);
         c.blocks
     }
 

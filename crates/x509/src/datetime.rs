@@ -4,6 +4,7 @@
 //! every command prints and every JSON field carries.
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
+#[inline]
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = if y >= 0 { y } else { y - 399 } / 400;

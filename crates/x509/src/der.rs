@@ -113,6 +113,8 @@ impl<'a> Reader<'a> {
         self.buf.get(self.pos).copied()
     }
     /// Read one TLV; returns (tag, start of the whole TLV, start of content, end).
+    /// Inlined: a certificate's parse is mostly these calls (issue 29's load profile).
+    #[inline(always)]
     fn tlv(&mut self) -> R<(u8, usize, usize, usize)> {
         let start = self.pos;
         let tag = *self.buf.get(self.pos).ok_or(DerError("truncated (tag)"))?;
@@ -158,6 +160,7 @@ impl<'a> Reader<'a> {
         self.pos = end;
         Ok((tag, start, p, end))
     }
+    #[inline(always)]
     fn expect(&mut self, want: u8, what: &'static str) -> R<(usize, usize, usize)> {
         let (tag, s, c, e) = self.tlv()?;
         if tag != want {
@@ -165,6 +168,7 @@ impl<'a> Reader<'a> {
         }
         Ok((s, c, e))
     }
+    #[inline(always)]
     fn sub(&self, c: usize, e: usize) -> Reader<'a> {
         // c..e was produced by tlv() and lies within buf.
         Reader {
@@ -389,6 +393,7 @@ pub fn sequence_contents(der: &[u8]) -> Option<(&[u8], &[u8])> {
     (p.tag == 0x30).then_some((p.contents, rest))
 }
 
+#[inline]
 fn digits(b: &[u8]) -> R<i64> {
     let mut v = 0i64;
     for &c in b {
@@ -400,6 +405,7 @@ fn digits(b: &[u8]) -> R<i64> {
     Ok(v)
 }
 
+#[inline]
 fn read_time(r: &mut Reader<'_>, der: &[u8]) -> R<i64> {
     let (tag, _, c, e) = r.tlv()?;
     let s = &der[c..e];

@@ -1,10 +1,10 @@
 //! `tlskit ca serve` (the ACME server on a file CA, tlskit-ca-server) and
-//! `tlskit ca eab add`: argument parsing and output only.
+//! `tlskit ca eab add|list`: argument parsing and output only.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::output::{CmdResult, Outcome};
+use crate::output::{print_json, CmdResult, Outcome};
 
 /// `tlskit ca serve` arguments.
 #[derive(clap::Args)]
@@ -41,7 +41,7 @@ pub(crate) enum EabCmd {
     /// Enrol an external account binding key; prints its HMAC key once (stored 0600 in
     /// DIR/acme/eab/).
     #[command(
-        after_help = "Examples:\n  tlskit ca eab add ./myca --kid web-01\n\nGive the key id and the HMAC key to the machine's ACME client (certbot --eab-kid ID\n--eab-hmac-key KEY, lego --eab --kid ID --hmac KEY). Set eab_required = true in\nDIR/acme.toml to refuse accounts without one."
+        after_help = "Examples:\n  tlskit ca eab add ./myca --kid web-01\n  tlskit ca eab add ./myca --kid web-02 --json | jq -r .hmac_key\n\nGive the key id and the HMAC key to the machine's ACME client (certbot --eab-kid ID\n--eab-hmac-key KEY, lego --eab --eab.kid ID --eab.hmac KEY). Set eab_required = true in\nDIR/acme.toml to refuse accounts without one. The key is shown this once, on stdout\n(in the JSON document under --json); an existing key id is refused."
     )]
     Add {
         /// The CA directory.
@@ -49,6 +49,20 @@ pub(crate) enum EabCmd {
         /// The key id (1 to 64 letters, digits, - or _).
         #[arg(long, value_name = "ID")]
         kid: String,
+        /// Print one JSON object (schema tlskit.ca.eab.add/1), the HMAC key included.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the enrolled key ids and when each was enrolled (never the keys).
+    #[command(
+        after_help = "Examples:\n  tlskit ca eab list ./myca\n  tlskit ca eab list ./myca --json | jq -r '.keys[].kid'"
+    )]
+    List {
+        /// The CA directory.
+        dir: PathBuf,
+        /// Print one JSON object (schema tlskit.ca.eab.list/1).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -81,10 +95,51 @@ pub(crate) fn serve(a: ServeArgs) -> CmdResult {
 
 pub(crate) fn eab(c: EabCmd) -> CmdResult {
     match c {
-        EabCmd::Add { dir, kid } => {
+        EabCmd::Add { dir, kid, json } => {
             let key = tlskit_ca_server::eab_add(&dir, &kid)?;
-            eprintln!("enrolled EAB key id {kid}; its HMAC key follows (shown only this once):");
-            println!("{key}");
+            if json {
+                let created = tlskit_ca_server::eab_list(&dir)?
+                    .into_iter()
+                    .find(|e| e.kid == kid)
+                    .map(|e| e.created)
+                    .unwrap_or_default();
+                print_json(&serde_json::json!({
+                    "ca": dir.display().to_string(),
+                    "kid": kid,
+                    "hmac_key": key,
+                    "created": tlskit_x509::datetime::rfc3339(created),
+                }))?;
+            } else {
+                eprintln!(
+                    "enrolled EAB key id {kid}; its HMAC key follows (shown only this once):"
+                );
+                println!("{key}");
+            }
+            Ok(Outcome::Success)
+        }
+        EabCmd::List { dir, json } => {
+            let keys = tlskit_ca_server::eab_list(&dir)?;
+            if json {
+                let keys: Vec<serde_json::Value> = keys
+                    .iter()
+                    .map(|e| {
+                        serde_json::json!({
+                            "kid": e.kid,
+                            "created": tlskit_x509::datetime::rfc3339(e.created),
+                        })
+                    })
+                    .collect();
+                print_json(&serde_json::json!({
+                    "ca": dir.display().to_string(),
+                    "count": keys.len(),
+                    "keys": keys,
+                }))?;
+            } else {
+                // Key ids are 1 to 64 letters, digits, - or _: nothing to escape.
+                for e in &keys {
+                    println!("{}  {}", e.kid, tlskit_x509::datetime::rfc3339(e.created));
+                }
+            }
             Ok(Outcome::Success)
         }
     }

@@ -628,6 +628,19 @@ fn every_json_document_matches_its_schema() {
         ),
         case("error", 2, &["ca", "revoke", &p("ca"), "--serial", "01"]),
         case("ca.crl", 0, &["ca", "crl", &p("ca"), "-o", &p("ca.crl")]),
+        // EAB keys: enrolled (the key in the document), a repeated key id refused, listed.
+        case(
+            "ca.eab.add",
+            0,
+            &["ca", "eab", "add", &p("ca"), "--kid", "contract-01"],
+        ),
+        case(
+            "error",
+            2,
+            &["ca", "eab", "add", &p("ca"), "--kid", "contract-01"],
+        ),
+        case("ca.eab.list", 0, &["ca", "eab", "list", &p("ca")]),
+        case("error", 2, &["ca", "eab", "list", &p("missing")]),
         case(
             "error",
             2,

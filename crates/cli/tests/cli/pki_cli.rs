@@ -1844,3 +1844,63 @@ fn ca_list_escapes_a_hostile_revocation_record() {
         "{out}"
     );
 }
+
+/// Issue 25: `ca eab add DIR --kid ID` prints the HMAC key once (the one stdout line, or
+/// `hmac_key` under --json: the same key the file holds); a repeated key id is refused;
+/// `ca eab list` shows key ids and enrolment times, never a key.
+#[test]
+fn ca_eab_add_shows_the_key_once_and_list_never_does() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["ca", "init", "ca"]);
+    let o = tlskit(d, &["ca", "eab", "add", "ca", "--kid", "web-01"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let key1 = stdout.trim().to_string();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert_eq!(key1.len(), 43, "{key1}");
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains("web-01") && !stderr.contains(&key1),
+        "{stderr}"
+    );
+    let file = fs::read_to_string(d.join("ca/acme/eab/web-01.key")).unwrap();
+    assert_eq!(file.trim(), key1);
+    assert_eq!(mode(&d.join("ca/acme/eab/web-01.key")) & 0o777, 0o600);
+
+    let v = json(d, &["ca", "eab", "add", "ca", "--kid", "db-01", "--json"]);
+    assert_eq!(v["schema"], "tlskit.ca.eab.add/1");
+    assert_eq!(v["kid"], "db-01");
+    let key2 = v["hmac_key"].as_str().unwrap().to_string();
+    assert_eq!(
+        fs::read_to_string(d.join("ca/acme/eab/db-01.key"))
+            .unwrap()
+            .trim(),
+        key2
+    );
+    assert_ne!(key1, key2);
+    let err = fails(d, &["ca", "eab", "add", "ca", "--kid", "db-01"]);
+    assert!(err.contains("db-01"), "{err}");
+    fails(d, &["ca", "eab", "add", "ca", "--kid", "../x"]);
+
+    let o = tlskit(d, &["ca", "eab", "list", "ca"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let all = text(&o);
+    let lines: Vec<&str> = all.lines().filter(|l| l.contains("-01")).collect();
+    assert_eq!(lines.len(), 2, "{all}");
+    assert!(
+        lines[0].starts_with("db-01  20") && lines[1].starts_with("web-01  20"),
+        "{all}"
+    );
+    let v = json(d, &["ca", "eab", "list", "ca", "--json"]);
+    assert_eq!(v["count"], 2);
+    assert_eq!(v["keys"][1]["kid"], "web-01");
+    let created = v["keys"][1]["created"].as_str().unwrap();
+    assert!(created.len() == 20 && created.ends_with('Z'), "{created}");
+    for listing in [all, v.to_string()] {
+        assert!(
+            !listing.contains(&key1) && !listing.contains(&key2),
+            "{listing}"
+        );
+    }
+}

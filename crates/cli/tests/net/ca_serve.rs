@@ -50,6 +50,8 @@ struct CaServe {
     started: Instant,
     /// More `ca serve` arguments.
     extra: Vec<String>,
+    /// More environment for `ca serve`.
+    env: Vec<(String, String)>,
 }
 
 impl Drop for CaServe {
@@ -68,6 +70,15 @@ impl CaServe {
     }
 
     fn start_with(permit: &[&str], acme_toml: Option<&str>, extra: &[&str]) -> Self {
+        Self::start_env(permit, acme_toml, extra, &[])
+    }
+
+    fn start_env(
+        permit: &[&str],
+        acme_toml: Option<&str>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let t = tempfile::tempdir().expect("tempdir");
         let ca = t.path().join("ca");
         let mut args = vec!["ca".to_string(), "init".into(), s(&ca)];
@@ -88,6 +99,10 @@ impl CaServe {
             tls: free_port(),
             started: Instant::now(),
             extra: extra.iter().map(|a| a.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         for _ in 0..4 {
             me.port = free_port();
@@ -110,6 +125,7 @@ impl CaServe {
             .args(["--validation-http-port", &self.http.to_string()])
             .args(["--validation-tls-port", &self.tls.to_string()])
             .args(&self.extra)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -147,12 +163,18 @@ impl CaServe {
 
     /// `tlskit acme issue` for `domain` over http-01.
     fn tlskit_issue(&self, domain: &str, out: &Path) -> Output {
+        self.tlskit_issue_with(domain, out, &[])
+    }
+
+    /// `tlskit acme issue` for `domain` over http-01, with more arguments.
+    fn tlskit_issue_with(&self, domain: &str, out: &Path, extra: &[&str]) -> Output {
         let storage = s(&self.path("tlskit-acme"));
         let key = s(&self.path(&format!("{domain}.key")));
         let http = format!("127.0.0.1:{}", self.http);
         let dir = self.directory();
         let ca = self.ca_pem();
-        tlskit(&[
+        let out = s(out);
+        let mut args = vec![
             "acme",
             "issue",
             "--directory",
@@ -166,10 +188,12 @@ impl CaServe {
             "--key",
             &key,
             "-o",
-            &s(out),
+            &out,
             "--http-listen",
             &http,
-        ])
+        ];
+        args.extend(extra);
+        tlskit(&args)
     }
 
     /// certbot with its directories in the test's temp dir.
@@ -277,7 +301,10 @@ fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
             d["newOrder"].as_str().is_some_and(|u| u.contains(host)),
             "{d}"
         );
-        assert_eq!(d["meta"]["profiles"]["shortlived"], "6 days", "{d}");
+        assert_eq!(
+            d["meta"]["profiles"]["shortlived"], "6 days, serverAuth",
+            "{d}"
+        );
     }
     let chain = srv.path("chain.pem");
     let o = srv.tlskit_issue("localhost", &chain);
@@ -328,6 +355,44 @@ fn ca_serve_tlskit_acme_issue_http01_and_refusal_outside_constraints() {
         "{m}"
     );
     assert!(srv.log().contains("event=acme_problem"), "{}", srv.log());
+}
+
+/// The reason this server exists: public CAs stopped clientAuth, so an internal one
+/// issues it per profile. `openssl x509 -text` reads the usages tlskit's client got.
+#[test]
+fn ca_serve_client_profile_issues_tls_web_client_authentication() {
+    let srv = CaServe::start(
+        &["localhost"],
+        Some(
+            "[acme_profile.default]\ndays = 90\n\
+             [acme_profile.client]\ndays = 30\nextended_key_usage = [\"clientAuth\"]\n\
+             crl_distribution_point = false\n",
+        ),
+    );
+    let usages = |pem: &Path| {
+        let o = Command::new("openssl")
+            .args(["x509", "-noout", "-text", "-in"])
+            .arg(pem)
+            .output()
+            .expect("openssl");
+        assert!(o.status.success(), "{}", text(&o));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let client = srv.path("client.pem");
+    let o = srv.tlskit_issue_with("localhost", &client, &["--acme-profile", "client"]);
+    assert!(o.status.success(), "{}\nserver: {}", text(&o), srv.log());
+    srv.assert_verifies(&client);
+    let t = usages(&client);
+    assert!(t.contains("TLS Web Client Authentication"), "{t}");
+    assert!(!t.contains("TLS Web Server Authentication"), "{t}");
+    assert!(srv.log().contains("profile=client"), "{}", srv.log());
+    // The default profile stays a server certificate.
+    let server = srv.path("server.pem");
+    let o = srv.tlskit_issue("localhost", &server);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = usages(&server);
+    assert!(t.contains("TLS Web Server Authentication"), "{t}");
+    assert!(!t.contains("TLS Web Client Authentication"), "{t}");
 }
 
 #[test]
@@ -793,4 +858,73 @@ fn ca_serve_resolver_resolves_http01_and_validates_dns01_wildcards_with_named() 
         .output()
         .expect("openssl");
     assert!(String::from_utf8_lossy(&o.stdout).contains("DNS:*.example.test"));
+}
+
+/// libfaketime's multi-threaded library (the `faketime` package of scripts/setup).
+fn libfaketime() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
+        "/usr/lib/faketime/libfaketimeMT.so.1",
+        "/usr/local/lib/faketime/libfaketimeMT.so.1",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("libfaketimeMT.so.1 not found in {candidates:?}: run scripts/setup")
+        })
+}
+
+/// The server's own certificate at the process level: `ca serve` runs under libfaketime
+/// with its offset in a file; moved five days on (two of the certificate's seven left),
+/// the process renews it and serves the new one without a restart, issued by the CA.
+#[test]
+fn ca_serve_renews_its_own_certificate_when_its_clock_moves_on() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let offset = t.path().join("faketime");
+    std::fs::write(&offset, "+0\n").expect("offset");
+    let lib = libfaketime();
+    let srv = CaServe::start_env(
+        &["localhost"],
+        None,
+        &[],
+        &[
+            ("LD_PRELOAD", &s(&lib)),
+            ("FAKETIME_TIMESTAMP_FILE", &s(&offset)),
+            ("FAKETIME_NO_CACHE", "1"),
+        ],
+    );
+    let first = served_serial(srv.port, "localhost").expect("a served certificate");
+    std::fs::write(&offset, "+5d\n").expect("offset");
+    // The renewal timer fires when the process next wakes (a connection wakes it).
+    let renewed = until(Duration::from_secs(30), || {
+        served_serial(srv.port, "localhost").filter(|s| *s != first)
+    });
+    assert!(
+        renewed.is_some(),
+        "still {first} after the clock moved 5 days\n{}",
+        srv.log()
+    );
+    let log = srv.log();
+    assert_eq!(
+        log.matches("event=acme_server_certificate_issued").count(),
+        2,
+        "{log}"
+    );
+    // Issued by the CA, into its index, as any certificate.
+    let pem = srv.ca().join("acme/https.pem");
+    let o = Command::new("openssl")
+        .args(["verify", "-CAfile", &srv.ca_pem(), "-attime"])
+        .arg((time::OffsetDateTime::now_utc().unix_timestamp() + 6 * 86_400).to_string())
+        .arg(&pem)
+        .output()
+        .expect("openssl");
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        Some(serial(&pem)),
+        renewed,
+        "https.pem holds the served certificate"
+    );
 }

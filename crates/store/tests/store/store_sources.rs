@@ -400,6 +400,22 @@ fn many_rounds_match_the_whole_buffer_path() {
                 .collect::<Vec<_>>()
         };
         assert_eq!(shas(&b), shas(&s), "seed {seed}");
+        // Each anchor's DER is whole where it was indexed (rounds are copied in one piece
+        // and the certificates after a duplicate or a refused one moved down): it hashes
+        // to its fingerprint, and the arena holds exactly the kept certificates.
+        for x in [&b, &s] {
+            use sha2::Digest;
+            let mut total = 0;
+            for a in x.anchors() {
+                assert_eq!(
+                    sha2::Sha256::digest(a.der())[..],
+                    a.sha256()[..],
+                    "seed {seed}"
+                );
+                total += a.der().len();
+            }
+            assert_eq!(x.der_bytes(), total, "seed {seed}");
+        }
         assert_eq!(br.duplicates, sr.duplicates, "seed {seed}");
         assert!(br.duplicates > 0);
         let issues = |r: &LoadReport| {
