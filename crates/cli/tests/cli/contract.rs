@@ -3,7 +3,8 @@
 //! - `serve` tells systemd READY=1 / RELOADING=1 / STOPPING=1 through NOTIFY_SOCKET
 //!   (a fake notify socket: a Unix datagram socket bound by the test);
 //! - every reporting command ends quietly with exit 0 when its stdout pipe is closed
-//!   (`ctl`, `trust`, `ca revoke` and `ca crl` included; `acme` needs a CA: not here);
+//!   (`ctl`, `trust`, `ca revoke`, `ca crl` and `ca eab` included; `acme` needs a CA:
+//!   not here);
 //! - every `--json` document matches its JSON Schema in docs/schemas/ for one input,
 //!   several inputs and an error;
 //! - `completions` and `man` produce what shells and man(1) read;
@@ -306,6 +307,23 @@ fn every_reporting_command_ends_quietly_on_a_closed_pipe() {
         .map(String::from)
         .to_vec(),
     );
+    // `ca eab add` refuses a key id it has: one id a form; then the list, in both.
+    for (kid, json) in [("pipe-01", false), ("pipe-02", true)] {
+        let mut add = ["ca", "eab", "add", &p("ca"), "--kid", kid]
+            .map(String::from)
+            .to_vec();
+        if json {
+            add.push("--json".into());
+        }
+        all.push(add);
+    }
+    for json in [false, true] {
+        let mut list = ["ca", "eab", "list", &p("ca")].map(String::from).to_vec();
+        if json {
+            list.push("--json".into());
+        }
+        all.push(list);
+    }
     all.push(vec!["completions".into(), "bash".into()]);
     all.push(vec!["man".into(), "--out-dir".into(), p("man")]);
     all.push(vec!["--help".into()]);
