@@ -102,6 +102,17 @@ impl Dns01 {
                 list.push(r.clone());
             }
         }
+        // What storage reads back is at most MAX_DNS_RECORDS: refuse to write more (a
+        // longer list would be refused as corrupt at the next read, and every order after).
+        if list.len() > crate::storage::MAX_DNS_RECORDS {
+            return Err(AcmeError::Config(format!(
+                "{} DNS-01 records are already waiting to be removed (at most {} are \
+                 remembered): their removal keeps failing (event acme_dns_cleanup_failed \
+                 says why); fix the DNS provider before ordering again",
+                list.len() - add.len(),
+                crate::storage::MAX_DNS_RECORDS
+            )));
+        }
         self.storage.set_dns_records(&self.name, &list)
     }
 
@@ -336,6 +347,27 @@ mod tests {
             .is_empty());
         assert!(!file.exists());
         assert_eq!(again.remove_leftovers().await.unwrap_or(99), 0);
+        // Never more remembered than storage reads back: the 1001st record is refused
+        // and the 1,000 stay readable.
+        let full: Vec<DnsRecord> = (0..crate::storage::MAX_DNS_RECORDS)
+            .map(|i| rec("_acme-challenge.example.test.", &format!("v{i}")))
+            .collect();
+        storage
+            .set_dns_records("_.example.test", &full)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let one_more = [rec("_acme-challenge.example.test.", "extra")];
+        let e = dns
+            .remember(&one_more, &[])
+            .map(|()| "remembered".to_string());
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.to_string().contains("1000 DNS-01 records")),
+            "{e:?}"
+        );
+        assert_eq!(
+            storage.dns_records("_.example.test").map(|l| l.len()).ok(),
+            Some(crate::storage::MAX_DNS_RECORDS)
+        );
         // A hostile bookkeeping file is an error, not a panic or a huge list.
         std::fs::write(&file, "[{\"name\":\"\",\"value\":\"x\"}]")
             .unwrap_or_else(|e| panic!("{e}"));
