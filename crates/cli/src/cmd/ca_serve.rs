@@ -17,10 +17,12 @@ pub(crate) struct ServeArgs {
     pub(crate) listen: SocketAddr,
     /// The port http-01 validation connects to on the identifier's address (not a listen
     /// address).
-    #[arg(long, value_name = "N", default_value_t = 80)]
+    #[arg(long, value_name = "N", default_value_t = 80,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) validation_http_port: u16,
     /// The port tls-alpn-01 validation connects to on the identifier's address.
-    #[arg(long, value_name = "N", default_value_t = 443)]
+    #[arg(long, value_name = "N", default_value_t = 443,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) validation_tls_port: u16,
     /// Resolve identifiers through this DNS server (IP or IP:PORT, port 53 by default)
     /// instead of the system resolver; it also answers dns-01 (and so wildcards).
@@ -67,16 +69,13 @@ pub(crate) enum EabCmd {
 }
 
 pub(crate) fn serve(a: ServeArgs) -> CmdResult {
+    // The same parsing and checks as the ACME client's DNS flags (no port 0, no 0.0.0.0).
     let resolver = match &a.resolver {
         None => None,
-        Some(r) => Some(
-            r.parse::<SocketAddr>()
-                .or_else(|_| {
-                    r.parse::<std::net::IpAddr>()
-                        .map(|ip| SocketAddr::new(ip, 53))
-                })
-                .map_err(|_| anyhow::anyhow!("--resolver {r:?}: not an IP address or IP:PORT"))?,
-        ),
+        Some(r) => Some(tlskit_acme::dns_server(r).map_err(|e| match e {
+            tlskit_acme::AcmeError::Config(why) => anyhow::anyhow!("--resolver {why}"),
+            e => anyhow::anyhow!("--resolver: {e}"),
+        })?),
     };
     let opts = tlskit_ca_server::ServeOptions::new(a.dir, a.listen)
         .validation_ports(a.validation_http_port, a.validation_tls_port)

@@ -1845,6 +1845,41 @@ fn ca_list_escapes_a_hostile_revocation_record() {
     );
 }
 
+/// `ca serve` refuses a resolver or validation port that can name no peer (port 0, an
+/// unspecified address) before it opens anything: exit 2 and a sentence naming the flag.
+#[test]
+fn ca_serve_refuses_resolvers_and_ports_that_name_no_peer() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path();
+    ok(d, &["ca", "init", "ca"]);
+    for (args, want) in [
+        (
+            &["--resolver", "127.0.0.1:0"][..],
+            "--resolver 127.0.0.1:0: port 0",
+        ),
+        (
+            &["--resolver", "0.0.0.0"][..],
+            "--resolver 0.0.0.0: an unspecified",
+        ),
+        (
+            &["--resolver", "name.example"][..],
+            "not a DNS server address",
+        ),
+        (
+            &["--validation-http-port", "0"][..],
+            "--validation-http-port",
+        ),
+        (&["--validation-tls-port", "0"][..], "--validation-tls-port"),
+    ] {
+        let mut argv = vec!["ca", "serve", "ca", "--listen", "127.0.0.1:0"];
+        argv.extend_from_slice(args);
+        let o = tlskit(d, &argv);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(text(&o).contains(want), "{args:?}: {}", text(&o));
+        assert!(!d.join("ca/acme").exists(), "{args:?}: state was written");
+    }
+}
+
 /// Issue 25: `ca eab add DIR --kid ID` prints the HMAC key once (the one stdout line, or
 /// `hmac_key` under --json: the same key the file holds); a repeated key id is refused;
 /// `ca eab list` shows key ids and enrolment times, never a key.
