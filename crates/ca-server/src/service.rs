@@ -76,6 +76,18 @@ pub(crate) struct Service {
     pub(crate) counters: Counters,
     /// When (clock seconds) the next sweep of expired state is due.
     next_sweep: AtomicU64,
+    /// The CA's revocations, for renewalInfo.
+    revoked: Mutex<Revoked>,
+}
+
+/// The CA's revocations by serial, read again only when its index changed (its size or
+/// modification time): renewalInfo asks once per certificate and client, and the index
+/// grows with every certificate the CA issues, so reading it per request would make each
+/// answer cost more as the CA ages.
+#[derive(Debug, Default)]
+struct Revoked {
+    seen: Option<(u64, std::time::SystemTime)>,
+    by_serial: HashMap<String, tlskit_pki::ca::RevokedEntry>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -181,7 +193,30 @@ impl Service {
             recent: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             next_sweep: AtomicU64::new(0),
+            revoked: Mutex::new(Revoked::default()),
         }
+    }
+
+    /// The revocation of the certificate with this serial (canonical hex), from the
+    /// index read when it last changed (`ca revoke`, revokeCert and issuance append to it).
+    fn revocation(
+        &self,
+        serial_hex: &str,
+    ) -> Result<Option<tlskit_pki::ca::RevokedEntry>, tlskit_pki::PkiError> {
+        let seen = std::fs::metadata(self.ca_dir.join("index.jsonl"))
+            .ok()
+            .map(|m| (m.len(), m.modified().unwrap_or(std::time::UNIX_EPOCH)));
+        let mut r = lock(&self.revoked);
+        if seen.is_none() || r.seen != seen {
+            r.by_serial = self
+                .ca
+                .revocations()?
+                .into_iter()
+                .map(|e| (e.serial.clone(), e))
+                .collect();
+            r.seen = seen;
+        }
+        Ok(r.by_serial.get(serial_hex).cloned())
     }
 
     /// Sweep expired orders, authorizations and certificate records from the state when
@@ -1278,8 +1313,7 @@ impl Service {
             (c.not_before, c.not_after)
         };
         let revoked = self
-            .ca
-            .revocation(&serial)
+            .revocation(&hex)
             .map_err(|e| internal(format!("reading the CA's revocations: {e}")))?;
         let (start, end) = match revoked {
             Some(r) => {
