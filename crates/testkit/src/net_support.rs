@@ -270,6 +270,11 @@ impl Serve {
         self.lines.lock().expect("lines").join("\n")
     }
 
+    /// The process id of what was started (a wrapper such as strace when there is one).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Send signal `sig` (`HUP`, `TERM`, ...) with `kill`; panics when `kill` fails.
     pub fn signal(&self, sig: &str) {
         let st = Command::new("kill")
