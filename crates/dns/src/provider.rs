@@ -15,6 +15,9 @@ use crate::key::TsigKey;
 use crate::query::{find_zone, name, show, zone_servers};
 use crate::update::update_txt;
 
+/// How long to wait before trying again to start a hook that is busy being written.
+const BUSY_RETRY: Duration = Duration::from_millis(20);
+
 /// Something that adds and removes TXT records. Names are absolute
 /// (`_acme-challenge.example.com.`); each call ends by `deadline`.
 pub trait DnsProvider: Send + Sync {
@@ -134,9 +137,21 @@ impl Exec {
         // Its own process group, so that the deadline stops what it started too (a shell
         // hook's curl or sleep), not only the hook itself.
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| fail(format!("cannot start it: {e}")))?;
+        // "Text file busy": the hook is still open for writing somewhere, typically in a
+        // process forked while it was being written (an editor's or a deploy's save, or a
+        // test writing it). That passes within moments, so try again until the deadline.
+        let mut child = loop {
+            match cmd.spawn() {
+                Ok(child) => break child,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                        && Instant::now() + BUSY_RETRY < deadline =>
+                {
+                    std::thread::sleep(BUSY_RETRY);
+                }
+                Err(e) => return Err(fail(format!("cannot start it: {e}"))),
+            }
+        };
         // Standard error is read on a thread so that a chatty hook cannot block on a full
         // pipe; a grandchild that keeps the pipe open cannot hold us: the result is awaited
         // with a deadline.
