@@ -53,6 +53,41 @@ fn der_file_and_concatenated_der() {
     assert!(report.errors.is_empty());
 }
 
+/// A DER file over the streaming threshold: the first round finds no PEM, the worker
+/// (already preparing the second round) is stopped, and the whole file takes the DER
+/// path: every certificate, duplicates counted once. A large binary file that is neither
+/// is reported as such, not read as PEM.
+#[test]
+fn large_concatenated_der_file_takes_the_der_path() {
+    let d = tempfile::tempdir().unwrap();
+    let cas = many(4, "BigDer");
+    let mut cat = Vec::new();
+    let mut copies = 0usize;
+    while cat.len() < (3 << 20) {
+        cat.extend_from_slice(&cas[copies % 4].1);
+        copies += 1;
+    }
+    let p = d.path().join("big.der");
+    fs::write(&p, &cat).unwrap();
+    let (store, report) = load(&[Source::File(p)]).unwrap();
+    assert_eq!(store.len(), 4);
+    assert_eq!(report.duplicates, copies - 4);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for (_, der) in &cas {
+        assert!(store.anchors().any(|a| a.der() == der.as_slice()));
+    }
+
+    let junk = d.path().join("junk.bin");
+    fs::write(&junk, vec![0x5au8; 2 << 20]).unwrap();
+    let Err(tlskit_store::StoreError::NothingLoadable { issues, .. }) = load(&[Source::File(junk)])
+    else {
+        panic!("a junk file loaded");
+    };
+    let tags: Vec<_> = issues.iter().map(|e| e.reason.tag()).collect();
+    assert_eq!(tags, vec!["no-certificates"]);
+    assert!(issues[0].path.ends_with("junk.bin"));
+}
+
 #[test]
 fn private_key_is_skipped_reported_and_never_echoed() {
     let d = tempfile::tempdir().unwrap();
