@@ -3,20 +3,15 @@
 //! VALUE`, like lego's exec provider and dehydrated's hooks); and where their effect is
 //! checked (`propagation_servers`).
 
-use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::DnsError;
 use crate::key::TsigKey;
 use crate::query::{find_zone, name, show, zone_servers};
 use crate::update::update_txt;
-
-/// How long to wait before trying again to start a hook that is busy being written.
-const BUSY_RETRY: Duration = Duration::from_millis(20);
 
 /// Something that adds and removes TXT records. Names are absolute
 /// (`_acme-challenge.example.com.`); each call ends by `deadline`.
@@ -128,92 +123,26 @@ impl Exec {
             reason,
         };
         let mut cmd = Command::new(&self.program);
-        cmd.arg(action)
-            .arg(name)
-            .arg(value)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        // Its own process group, so that the deadline stops what it started too (a shell
-        // hook's curl or sleep), not only the hook itself.
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        // "Text file busy": the hook is still open for writing somewhere, typically in a
-        // process forked while it was being written (an editor's or a deploy's save, or a
-        // test writing it). That passes within moments, so try again until the deadline.
-        let mut child = loop {
-            match cmd.spawn() {
-                Ok(child) => break child,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::ExecutableFileBusy
-                        && Instant::now() + BUSY_RETRY < deadline =>
-                {
-                    std::thread::sleep(BUSY_RETRY);
-                }
-                Err(e) => return Err(fail(format!("cannot start it: {e}"))),
-            }
-        };
-        // Standard error is read on a thread so that a chatty hook cannot block on a full
-        // pipe; a grandchild that keeps the pipe open cannot hold us: the result is awaited
-        // with a deadline.
-        let (tx, rx) = mpsc::channel();
-        if let Some(mut err) = child.stderr.take() {
-            std::thread::spawn(move || {
-                let mut kept = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    match err.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            let room = MAX_STDERR.saturating_sub(kept.len());
-                            kept.extend_from_slice(&buf[..n.min(room)]);
-                        }
-                    }
-                }
-                let _ = tx.send(kept);
-            });
-        }
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if Instant::now() >= deadline => {
-                    kill_group(child.id());
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    let stderr = rx
-                        .recv_timeout(Duration::from_millis(200))
-                        .unwrap_or_default();
-                    return Err(fail(format!(
-                        "it did not finish in time and was killed{}",
-                        stderr_text(&stderr)
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
-            }
-        };
-        let left = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(200));
-        let stderr = rx.recv_timeout(left).unwrap_or_default();
-        if status.success() {
-            Ok(())
-        } else {
-            Err(fail(format!(
-                "it exited with {status}{}",
+        cmd.arg(action).arg(name).arg(value).stdout(Stdio::null());
+        // tlskit-io runs it in its own process group, so that the deadline stops what it
+        // started too (a shell hook's curl or sleep), not only the hook itself; starts it
+        // again while it is busy being written ("Text file busy": an editor's or a
+        // deploy's save a moment ago); and reads standard error bounded, on a thread, so
+        // that neither a chatty hook nor a grandchild holding the pipe can block us.
+        match tlskit_io::child::run(&mut cmd, deadline, MAX_STDERR) {
+            Ok(f) if f.status.success() => Ok(()),
+            Ok(f) => Err(fail(format!(
+                "it exited with {}{}",
+                f.status,
+                stderr_text(&f.stderr)
+            ))),
+            Err(tlskit_io::child::ChildError::Deadline { stderr }) => Err(fail(format!(
+                "it did not finish in time and was killed{}",
                 stderr_text(&stderr)
-            )))
+            ))),
+            Err(e) => Err(fail(e.to_string())),
         }
     }
-}
-
-/// Stop the process group `pid` leads (`kill -KILL -- -PID`: no unsafe code for a signal).
-fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }
 
 fn stderr_text(b: &[u8]) -> String {

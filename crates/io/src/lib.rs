@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod child;
 pub mod redact;
 pub use redact::{redact, redact_known, Redacted};
 

@@ -2,7 +2,6 @@
 //! their output read bounded and escaped before it reaches a message.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -106,21 +105,6 @@ impl Default for SystemRunner {
     }
 }
 
-fn read_bounded(mut r: impl Read) -> String {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = MAX_OUTPUT_BYTES.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    String::from_utf8_lossy(&kept).into_owned()
-}
-
 impl Runner for SystemRunner {
     fn run(&self, cmd: &Cmd) -> Result<CmdOutput> {
         let program = cmd.program.display().to_string();
@@ -129,73 +113,29 @@ impl Runner for SystemRunner {
             reason,
         };
         let mut c = Command::new(&cmd.program);
-        c.args(&cmd.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // Its own process group, so that the deadline stops what it started too
-        // (update-ca-certificates runs openssl and the hooks).
-        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c.args(&cmd.args).stdout(Stdio::piped());
         for (k, v) in &cmd.env {
             c.env(k, v);
         }
-        let mut child = c
-            .spawn()
-            .map_err(|e| fail(format!("cannot start it: {e}")))?;
-        let out = child
-            .stdout
-            .take()
-            .map(|o| std::thread::spawn(move || read_bounded(o)));
-        let err = child
-            .stderr
-            .take()
-            .map(|o| std::thread::spawn(move || read_bounded(o)));
-        let start = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if start.elapsed() >= self.deadline => {
-                    kill_group(child.id());
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(fail(format!(
-                        "still running after {} s: stopped",
-                        self.deadline.as_secs()
-                    )));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => return Err(fail(format!("cannot wait for it: {e}"))),
-            }
-        };
-        // A grandchild that outlives the command may hold the pipes open: wait for the
-        // readers no longer than the deadline, then go on without that output.
-        let join = |h: Option<std::thread::JoinHandle<String>>| {
-            let h = h?;
-            while !h.is_finished() {
-                if start.elapsed() >= self.deadline {
-                    return None;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            h.join().ok()
-        };
-        Ok(CmdOutput {
-            success: status.success(),
-            code: status.code(),
-            stdout: join(out).unwrap_or_default(),
-            stderr: join(err).unwrap_or_default(),
-        })
+        // tlskit-io runs it in its own process group, so that the deadline stops what it
+        // started too (update-ca-certificates runs openssl and the hooks), and reads its
+        // output bounded; a grandchild that outlives it and holds the pipes open is
+        // waited for no longer than the deadline.
+        let deadline = Instant::now() + self.deadline;
+        match tlskit_io::child::run(&mut c, deadline, MAX_OUTPUT_BYTES) {
+            Ok(f) => Ok(CmdOutput {
+                success: f.status.success(),
+                code: f.status.code(),
+                stdout: String::from_utf8_lossy(&f.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&f.stderr).into_owned(),
+            }),
+            Err(tlskit_io::child::ChildError::Deadline { .. }) => Err(fail(format!(
+                "still running after {} s: stopped",
+                self.deadline.as_secs()
+            ))),
+            Err(e) => Err(fail(e.to_string())),
+        }
     }
-}
-
-/// Stop the process group `pid` leads (`kill -KILL -- -PID`: no unsafe code for a signal).
-fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }
 
 /// Run `cmd` and require exit status 0; otherwise an error quoting the end of its output
