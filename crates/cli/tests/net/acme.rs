@@ -81,6 +81,8 @@ pub(crate) struct Pebble {
     pub(crate) exe: PathBuf,
     pub(crate) dns_port: u16,
     pub(crate) mgmt_port: u16,
+    /// The DNS server Pebble asks (`-dnsserver`): its challtestsrv, or the caller's.
+    pub(crate) dns: String,
 }
 
 impl Drop for Pebble {
@@ -113,17 +115,38 @@ impl Pebble {
         profiles: serde_json::Value,
         extra: serde_json::Value,
     ) -> Option<Self> {
+        Some(Self::start_full(&profiles, &extra, None))
+    }
+
+    /// Pebble with the one 90-day profile, validating DNS-01 (and resolving every name)
+    /// against the caller's DNS server `dns` (BIND's named in acme_dns.rs) instead of a
+    /// challtestsrv of its own.
+    pub(crate) fn start_dns(dns: &str) -> Self {
+        let profiles =
+            serde_json::json!({"default": {"description": "90 days", "validityPeriod": 7776000}});
+        Self::start_full(&profiles, &serde_json::json!({}), Some(dns))
+    }
+
+    fn start_full(
+        profiles: &serde_json::Value,
+        extra: &serde_json::Value,
+        dns: Option<&str>,
+    ) -> Self {
         // Ports are picked free, then bound by Pebble: another test may take one in
         // between (Pebble then exits with "address already in use"), so try again.
         for _ in 0..4 {
-            if let Some(p) = Self::try_start_with(&profiles, &extra) {
-                return Some(p);
+            if let Some(p) = Self::try_start_with(profiles, extra, dns) {
+                return p;
             }
         }
         panic!("pebble did not start in 4 tries (ports taken?)");
     }
 
-    fn try_start_with(profiles: &serde_json::Value, extra: &serde_json::Value) -> Option<Self> {
+    fn try_start_with(
+        profiles: &serde_json::Value,
+        extra: &serde_json::Value,
+        dns: Option<&str>,
+    ) -> Option<Self> {
         let (Some(pebble), Some(chall)) = (find("pebble"), find("pebble-challtestsrv")) else {
             panic!("pebble / pebble-challtestsrv not installed (scripts/setup installs them)");
         };
@@ -139,6 +162,11 @@ impl Pebble {
             exe: pebble,
             dns_port: free_port(),
             mgmt_port: free_port(),
+            dns: String::new(),
+        };
+        p.dns = match dns {
+            Some(d) => d.to_string(),
+            None => format!("127.0.0.1:{}", p.dns_port),
         };
         let mut cfg = serde_json::json!({"pebble": {
             "listenAddress": format!("127.0.0.1:{}", p.port),
@@ -157,7 +185,20 @@ impl Pebble {
             c.extend(e.clone());
         }
         std::fs::write(p.dir.path().join("pebble.json"), cfg.to_string()).expect("write");
-        let dns = format!("127.0.0.1:{}", p.dns_port);
+        if dns.is_none() {
+            p.start_challtestsrv(&chall);
+        }
+        if p.spawn_pebble() {
+            Some(p)
+        } else {
+            eprintln!("pebble did not come up, trying other ports: {}", p.log());
+            None
+        }
+    }
+
+    /// Pebble's own DNS: challtestsrv answering every name with 127.0.0.1.
+    fn start_challtestsrv(&mut self, chall: &Path) {
+        let dns = self.dns.clone();
         let chall = Command::new(chall)
             .args([
                 "-dnsserver",
@@ -173,13 +214,7 @@ impl Pebble {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn pebble-challtestsrv");
-        p.children.push(chall);
-        if p.spawn_pebble() {
-            Some(p)
-        } else {
-            eprintln!("pebble did not come up, trying other ports: {}", p.log());
-            None
-        }
+        self.children.push(chall);
     }
 
     /// (Re)start Pebble itself on the same ports (a new CA each time, as Pebble does).
@@ -193,7 +228,7 @@ impl Pebble {
         let child = Command::new(&self.exe)
             .arg("-config")
             .arg(self.dir.path().join("pebble.json"))
-            .args(["-dnsserver", &format!("127.0.0.1:{}", self.dns_port)])
+            .args(["-dnsserver", &self.dns])
             .env("PEBBLE_VA_NOSLEEP", "1")
             // Every order is validated (Pebble reuses half of the valid authorizations
             // by default): a node answering with a stale validation certificate fails.

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::acme::Pebble;
 use net_support::{free_port, require, tlskit, Serve};
 
 fn s(p: &Path) -> String {
@@ -179,109 +180,6 @@ impl Named {
     }
 }
 
-/// Pebble validating DNS-01 against `dns` (`-dnsserver`), on free ports, with its own
-/// directory certificate (rcgen); killed on drop.
-struct Pebble {
-    dir: tempfile::TempDir,
-    child: Child,
-    port: u16,
-    mgmt_port: u16,
-    roots: PathBuf,
-}
-
-impl Drop for Pebble {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Pebble {
-    fn start(dns: &str) -> Self {
-        for _ in 0..4 {
-            if let Some(p) = Self::try_start(dns) {
-                return p;
-            }
-        }
-        panic!("pebble did not start in 4 tries (ports taken?)");
-    }
-
-    fn try_start(dns: &str) -> Option<Self> {
-        let pebble = crate::acme::find("pebble")
-            .unwrap_or_else(|| panic!("pebble not installed (scripts/setup installs it)"));
-        let dir = tempfile::tempdir().expect("tempdir");
-        let roots = crate::acme::directory_certificate(dir.path());
-        let (port, mgmt_port) = (free_port(), free_port());
-        let cfg = serde_json::json!({"pebble": {
-            "listenAddress": format!("127.0.0.1:{port}"),
-            "managementListenAddress": format!("127.0.0.1:{mgmt_port}"),
-            "certificate": s(&dir.path().join("cert.pem")),
-            "privateKey": s(&dir.path().join("key.pem")),
-            "httpPort": free_port(),
-            "tlsPort": free_port(),
-            "ocspResponderURL": "",
-            "externalAccountBindingRequired": false,
-            "retryAfter": {"authz": 1, "order": 1},
-            "keyAlgorithm": "ecdsa",
-            "profiles": {"default": {"description": "90 days", "validityPeriod": 7776000}}
-        }});
-        std::fs::write(dir.path().join("pebble.json"), cfg.to_string()).expect("write");
-        let log = std::fs::File::create(dir.path().join("pebble.log")).expect("log");
-        let child = Command::new(pebble)
-            .arg("-config")
-            .arg(dir.path().join("pebble.json"))
-            .args(["-dnsserver", dns])
-            .env("PEBBLE_VA_NOSLEEP", "1")
-            .env("PEBBLE_AUTHZREUSE", "0")
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn pebble");
-        let mut p = Self {
-            dir,
-            child,
-            port,
-            mgmt_port,
-            roots,
-        };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(20) {
-            if p.child.try_wait().ok().flatten().is_some() {
-                eprintln!("pebble exited: {}", p.log());
-                return None;
-            }
-            let up = |port: u16| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
-            if up(p.port) && up(p.mgmt_port) {
-                return Some(p);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default()
-    }
-
-    fn directory(&self) -> String {
-        format!("https://127.0.0.1:{}/dir", self.port)
-    }
-
-    /// Pebble's issuing root, from its management API.
-    fn issuing_root(&self, out: &Path) {
-        require("curl");
-        let o = Command::new("curl")
-            .args(["-sS", "--fail", "--cacert"])
-            .arg(&self.roots)
-            .arg(format!("https://127.0.0.1:{}/roots/0", self.mgmt_port))
-            .arg("-o")
-            .arg(out)
-            .output()
-            .expect("curl");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-}
-
 /// `tlskit ARGS` → (exit code, stdout, stderr), stderr checked to be sentences.
 fn run(args: &[&str]) -> (i32, String, String) {
     let o = tlskit(args);
@@ -316,7 +214,7 @@ fn sans(pem: &Path) -> Vec<String> {
 #[test]
 fn acme_dns01_wildcard_via_rfc2136_exact_form() {
     let named = Named::start();
-    let p = Pebble::start(&named.addr());
+    let p = Pebble::start_dns(&named.addr());
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let cert = t.path().join("cert.pem");
@@ -522,7 +420,7 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
 fn acme_dns01_failed_validation_and_leftovers_are_cleaned_up() {
     let named = Named::start();
     // Nothing listens there: Pebble's DNS queries fail.
-    let p = Pebble::start(&format!("127.0.0.1:{}", free_port()));
+    let p = Pebble::start_dns(&format!("127.0.0.1:{}", free_port()));
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     std::fs::create_dir_all(storage.join("dns")).expect("mkdir");
@@ -593,7 +491,7 @@ fn acme_dns01_failed_validation_and_leftovers_are_cleaned_up() {
 fn acme_dns01_exec_hook_with_nsupdate() {
     require("nsupdate");
     let named = Named::start();
-    let p = Pebble::start(&named.addr());
+    let p = Pebble::start_dns(&named.addr());
     let t = tempfile::tempdir().expect("tempdir");
     let calls = t.path().join("calls.log");
     let hook = t.path().join("dns-hook");
@@ -706,7 +604,7 @@ fn acme_dns01_exec_hook_with_nsupdate() {
 fn acme_dns01_serve_wildcard_verified_by_curl() {
     require("curl");
     let named = Named::start();
-    let p = Pebble::start(&named.addr());
+    let p = Pebble::start_dns(&named.addr());
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     // A record a crashed run left: in the zone and remembered; removed at start.
@@ -793,7 +691,7 @@ fn acme_dns01_fleet_one_writer() {
     require("redis-server");
     require("nsupdate");
     let named = Named::start();
-    let p = Pebble::start(&named.addr());
+    let p = Pebble::start_dns(&named.addr());
     let t = tempfile::tempdir().expect("tempdir");
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
