@@ -75,6 +75,8 @@ pub struct Challenges {
     /// Held while fetching: lookups meanwhile (a CA validates from several places at
     /// once) wait for that fetch, at most [`FETCH_WAIT`], instead of asking again.
     fetching: tokio::sync::Mutex<()>,
+    /// How long a lookup waits for the storage ([`FETCH_WAIT`]; tests shorten it).
+    fetch_wait: Duration,
     /// How old a fetched answer is (monotonic).
     clock: Arc<dyn Clock>,
 }
@@ -99,8 +101,17 @@ impl Challenges {
             fetched_for: FETCHED_FOR,
             cache: Mutex::new(HashMap::new()),
             fetching: tokio::sync::Mutex::new(()),
+            fetch_wait: FETCH_WAIT,
             clock: tlskit_tls::clock::system(),
         }
+    }
+
+    /// The same, waiting at most `wait` for the storage (tests that must not spend
+    /// [`FETCH_WAIT`] of real time).
+    #[cfg(test)]
+    pub(crate) fn with_fetch_wait(mut self, wait: Duration) -> Self {
+        self.fetch_wait = wait;
+        self
     }
 
     /// The same, with the age of fetched answers read from `clock`.
@@ -131,7 +142,7 @@ impl Challenges {
         self.cache().remove(&key);
         let s = self.storage.clone();
         let _ = tokio::time::timeout(
-            FETCH_WAIT,
+            self.fetch_wait,
             tokio::task::spawn_blocking(move || s.remove_challenge(&key)),
         )
         .await;
@@ -190,7 +201,7 @@ impl Challenges {
     /// another's takes its result.
     async fn fetch(&self, key: &str, domain: Option<&str>) -> Option<String> {
         // One deadline for waiting on another fetch and for this one.
-        let deadline = tokio::time::Instant::now() + FETCH_WAIT;
+        let deadline = tokio::time::Instant::now() + self.fetch_wait;
         let Ok(_one) = tokio::time::timeout_at(deadline, self.fetching.lock()).await else {
             return self.usable(key).and_then(|(a, _)| a);
         };
@@ -726,8 +737,12 @@ mod tests {
         assert!(other.alpn_cert("b.test").is_none());
     }
 
-    /// A storage that answers nothing for 5 s (Redis dropping packets).
-    struct BlackHole(std::sync::atomic::AtomicUsize);
+    /// A storage that answers nothing (Redis dropping packets) until the test drops the
+    /// sender of `release` (at its end, or when it panics), at most 20 s.
+    struct BlackHole {
+        asked: std::sync::atomic::AtomicUsize,
+        release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    }
     impl AcmeStorage for BlackHole {
         fn load_account(&self, _: &str) -> Result<Option<Vec<u8>>, AcmeError> {
             Ok(None)
@@ -745,8 +760,13 @@ mod tests {
             Ok(())
         }
         fn challenge(&self, _: &str) -> Option<String> {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            std::thread::sleep(Duration::from_secs(5));
+            self.asked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = self
+                .release
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .recv_timeout(Duration::from_secs(20));
             None
         }
         fn remove_challenge(&self, _: &str) {}
@@ -770,17 +790,20 @@ mod tests {
     }
 
     /// A storage that never answers: lookups for names not managed here cost nothing, a
-    /// managed name waits at most FETCH_WAIT once per period, and the runtime's (single)
-    /// worker thread is never held.
+    /// managed name waits at most the fetch wait once per period, and the runtime's
+    /// (single) worker thread is never held. The wait is 500 ms here (3 s in service).
     #[tokio::test(flavor = "current_thread")]
     async fn a_silent_storage_holds_no_worker_thread() {
-        let hole = Arc::new(BlackHole(std::sync::atomic::AtomicUsize::new(0)));
+        let wait = Duration::from_millis(500);
+        let (_release, silent) = std::sync::mpsc::channel();
+        let hole = Arc::new(BlackHole {
+            asked: std::sync::atomic::AtomicUsize::new(0),
+            release: std::sync::Mutex::new(silent),
+        });
         let storage: Arc<dyn AcmeStorage> = hole.clone();
-        let ch = Arc::new(Challenges::new(
-            storage,
-            provider(),
-            &["a.test".to_string()],
-        ));
+        let ch = Arc::new(
+            Challenges::new(storage, provider(), &["a.test".to_string()]).with_fetch_wait(wait),
+        );
         let t0 = Instant::now();
         for i in 0..50 {
             ch.refresh_alpn(&format!("n{i}.other.test")).await;
@@ -791,7 +814,7 @@ mod tests {
             "{:?}",
             t0.elapsed()
         );
-        assert_eq!(hole.0.load(std::sync::atomic::Ordering::Relaxed), 0);
+        assert_eq!(hole.asked.load(std::sync::atomic::Ordering::Relaxed), 0);
         // A managed name: one bounded lookup; meanwhile the worker thread keeps running.
         let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let ticker = {
@@ -807,11 +830,12 @@ mod tests {
         ch.refresh_alpn("a.test").await;
         let waited = t0.elapsed();
         assert!(
-            waited <= FETCH_WAIT + Duration::from_millis(500),
+            waited >= wait && waited <= wait + Duration::from_millis(500),
             "{waited:?}"
         );
+        // A held worker would tick at most once (after the wait); 50 ticks fit in it.
         assert!(
-            ticks.load(std::sync::atomic::Ordering::Relaxed) > 50,
+            ticks.load(std::sync::atomic::Ordering::Relaxed) > 10,
             "the worker thread was held"
         );
         // The miss is remembered: the next handshakes do not wait.
@@ -821,7 +845,7 @@ mod tests {
         }
         assert!(t0.elapsed() < Duration::from_millis(100));
         assert!(ch.alpn_cert("a.test").is_none());
-        assert_eq!(hole.0.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(hole.asked.load(std::sync::atomic::Ordering::Relaxed), 1);
         ticker.abort();
     }
 }

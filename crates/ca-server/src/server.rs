@@ -86,10 +86,10 @@ fn load(provider: &rustls::crypto::CryptoProvider, chain: &[u8], key: &[u8]) -> 
     })
 }
 
-/// Due for renewal: less than a third of the lifetime left.
-fn due(l: &Loaded, now: i64) -> bool {
-    let life = (l.not_after - l.not_before).max(1);
-    now >= l.not_after - life / 3
+/// Due for renewal: less than a third of the lifetime (`not_before`, `not_after`) left.
+fn due((not_before, not_after): (i64, i64), now: i64) -> bool {
+    let life = not_after.saturating_sub(not_before).max(1);
+    now >= not_after.saturating_sub(life / 3)
 }
 
 /// The stored certificate if it is not due and names what is asked, else a new one from
@@ -123,7 +123,7 @@ fn own_certificate(
                 w.sort();
                 w == have
             };
-            if !due(&l, now) && (fits(&full) || fits(&short)) {
+            if !due((l.not_before, l.not_after), now) && (fits(&full) || fits(&short)) {
                 return Ok(l);
             }
         }
@@ -241,7 +241,9 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         });
     }
 
-    // Renewal of the server's own certificate.
+    // Renewal of the server's own certificate. Each completed check is counted
+    // (`tlskit_acme_own_certificate_checks_total`): a watcher (or a test that moved the
+    // clock) knows a check has run on the clock it set, without guessing a delay.
     {
         let own = own.clone();
         let provider = provider.clone();
@@ -252,30 +254,33 @@ pub(crate) async fn run(r: Run, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
             loop {
                 tokio::time::sleep(every).await;
                 let now = i64::try_from(svc.clock.unix_secs()).unwrap_or(i64::MAX);
-                let life = (current_not.1 - current_not.0).max(1);
-                if now < current_not.1 - life / 3 {
-                    continue;
-                }
-                let (c, a, p, x) = (
-                    svc.ca.clone(),
-                    acme_dir.clone(),
-                    provider.clone(),
-                    extra.clone(),
-                );
-                match tokio::task::spawn_blocking(move || own_certificate(&c, &a, &x, &p, now))
-                    .await
-                {
-                    Ok(Ok(l)) => {
-                        current_not = (l.not_before, l.not_after);
-                        *own.0.write().unwrap_or_else(|p| p.into_inner()) = l.key;
+                if due(current_not, now) {
+                    let (c, a, p, x) = (
+                        svc.ca.clone(),
+                        acme_dir.clone(),
+                        provider.clone(),
+                        extra.clone(),
+                    );
+                    match tokio::task::spawn_blocking(move || own_certificate(&c, &a, &x, &p, now))
+                        .await
+                    {
+                        Ok(Ok(l)) => {
+                            current_not = (l.not_before, l.not_after);
+                            let mut served = own.0.write().unwrap_or_else(|p| p.into_inner());
+                            if served.cert != l.key.cert {
+                                svc.counters.own_renewals.fetch_add(1, Ordering::Relaxed);
+                            }
+                            *served = l.key;
+                        }
+                        Ok(Err(e)) => log::event(
+                            Level::Error,
+                            "acme_server_certificate_renewal_failed",
+                            &[("reason", &e)],
+                        ),
+                        Err(_) => {}
                     }
-                    Ok(Err(e)) => log::event(
-                        Level::Error,
-                        "acme_server_certificate_renewal_failed",
-                        &[("reason", &e)],
-                    ),
-                    Err(_) => {}
                 }
+                svc.counters.own_checks.fetch_add(1, Ordering::Release);
             }
         });
     }
@@ -361,7 +366,7 @@ async fn metrics_loop(l: tokio::net::TcpListener, svc: Arc<Service>) {
 
 fn metrics_text(svc: &Service) -> String {
     let c = &svc.counters;
-    let rows: [(&str, &str, u64); 8] = [
+    let rows: [(&str, &str, u64); 11] = [
         (
             "tlskit_acme_requests_total",
             "Requests answered.",
@@ -401,6 +406,21 @@ fn metrics_text(svc: &Service) -> String {
             "tlskit_acme_revocations_total",
             "Certificates revoked.",
             c.revocations.load(Ordering::Relaxed),
+        ),
+        (
+            "tlskit_acme_own_certificate_checks_total",
+            "Checks whether the server's own certificate is due for renewal, completed.",
+            c.own_checks.load(Ordering::Acquire),
+        ),
+        (
+            "tlskit_acme_own_certificate_renewals_total",
+            "Renewals of the server's own certificate since it started.",
+            c.own_renewals.load(Ordering::Relaxed),
+        ),
+        (
+            "tlskit_acme_state_sweeps_total",
+            "Sweeps of expired orders, authorizations and certificate records, completed.",
+            c.sweeps.load(Ordering::Acquire),
         ),
     ];
     let mut out = String::new();

@@ -49,6 +49,15 @@ pub(crate) struct Counters {
     pub(crate) validations_failed: AtomicU64,
     pub(crate) certificates: AtomicU64,
     pub(crate) revocations: AtomicU64,
+    /// Completed checks of whether the server's own certificate is due (a renewal the
+    /// check made included); counted with Release, so a reader that loads it with
+    /// Acquire sees the certificate that check left in place.
+    pub(crate) own_checks: AtomicU64,
+    /// Renewals of the server's own certificate (after the first, at start).
+    pub(crate) own_renewals: AtomicU64,
+    /// Sweeps of expired state that ran (at start, from the timer or from requests),
+    /// counted with Release once the sweep is done.
+    pub(crate) sweeps: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -250,6 +259,7 @@ impl Service {
             ),
             Err(e) => log::event(Level::Warn, "acme_state_sweep_failed", &[("reason", &e)]),
         }
+        self.counters.sweeps.fetch_add(1, Ordering::Release);
     }
 
     fn now(&self) -> u64 {

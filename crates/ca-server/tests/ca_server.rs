@@ -20,6 +20,8 @@ struct Server {
     _t: tempfile::TempDir,
     ca: PathBuf,
     addr: SocketAddr,
+    /// The metrics listener (plain HTTP).
+    metrics: SocketAddr,
     http_port: u16,
     tls: Arc<rustls::ClientConfig>,
 }
@@ -37,7 +39,8 @@ fn start(acme_toml: &str) -> Server {
     start_at(acme_toml, tlskit_tls::clock::system())
 }
 
-/// [`start`] with the server's clock, checking its own certificate every 50 ms.
+/// [`start`] with the server's clock, checking its own certificate every 20 ms, metrics
+/// served.
 fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server {
     let t = tempfile::tempdir().expect("tempdir");
     let ca = t.path().join("ca");
@@ -50,10 +53,12 @@ fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server
     .expect("ca init");
     std::fs::write(ca.join("acme.toml"), acme_toml).expect("acme.toml");
     let http_port = free_port();
+    let metrics = SocketAddr::from(([127, 0, 0, 1], free_port()));
     let mut opts =
         tlskit_ca_server::ServeOptions::new(ca.clone(), "127.0.0.1:0".parse().expect("addr"))
             .validation_ports(http_port, free_port())
-            .renewal_check(Duration::from_millis(50));
+            .metrics(Some(metrics))
+            .renewal_check(Duration::from_millis(20));
     opts.clock = clock;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -83,6 +88,7 @@ fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server
         _t: t,
         ca,
         addr,
+        metrics,
         http_port,
         tls: Arc::new(tls),
     }
@@ -627,14 +633,18 @@ fn expired_orders_and_authorizations_are_swept_on_the_clock() {
             })
             .count()
     };
+    let sweeps = || srv.metric("tlskit_acme_state_sweeps_total");
     assert_eq!(
         (count("orders"), count("authz"), count("accounts")),
         (1, 1, 1)
     );
-    // Six days on: not expired yet, nothing goes.
+    assert_eq!(sweeps(), 1, "one sweep at start, none before the interval");
+    // Six days on: the interval has passed, so the request sweeps, but nothing has
+    // expired yet and nothing goes.
     clock.advance(Duration::from_secs(6 * 86_400));
     assert_eq!(c.post(&order_url, None).json()["status"], "pending");
     assert_eq!((count("orders"), count("authz")), (1, 1));
+    assert_eq!(sweeps(), 2);
     // Past the order's seven days (and the sweep interval): the next request sweeps.
     clock.advance(Duration::from_secs(86_400 + 1));
     let _ = srv.nonce();
@@ -642,6 +652,7 @@ fn expired_orders_and_authorizations_are_swept_on_the_clock() {
         (count("orders"), count("authz"), count("accounts")),
         (0, 0, 1)
     );
+    assert_eq!(sweeps(), 3);
     let r = c.post(&order_url, None);
     assert_eq!(
         (r.status, r.problem().as_str()),
@@ -672,38 +683,69 @@ impl Server {
     }
 }
 
+impl Server {
+    /// A counter from the metrics page (absent: a panic).
+    fn metric(&self, name: &str) -> u64 {
+        let mut tcp = TcpStream::connect(self.metrics).expect("metrics connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n")
+            .expect("metrics request");
+        let mut page = String::new();
+        tcp.read_to_string(&mut page).expect("metrics page");
+        page.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in the metrics:\n{page}"))
+    }
+
+    /// Wait (at most 20 s) until `n` more checks of the server's own certificate have
+    /// completed. The second of them read the clock after this was called: whatever the
+    /// test set on the clock before has been seen by a whole check.
+    fn after_own_checks(&self, n: u64) {
+        let name = "tlskit_acme_own_certificate_checks_total";
+        let want = self.metric(name) + n;
+        let t0 = Instant::now();
+        while self.metric(name) < want {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{n} checks of the own certificate did not complete within 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 /// The server's own certificate (7 days) is renewed, on its clock, once a third of its
 /// life is left: the new one is served without a restart and written to
-/// `acme/https.pem`; one that is not due stays.
+/// `acme/https.pem`; one that is not due stays. The test waits for the server's checks
+/// (its metrics count them), never for a guessed time.
 #[test]
 fn the_servers_own_certificate_is_renewed_when_due_on_the_clock() {
     let clock = Arc::new(tlskit_tls::clock::ManualClock::new(
         std::time::SystemTime::now(),
     ));
     let srv = start_at("", clock.clone());
+    let renewals = || srv.metric("tlskit_acme_own_certificate_renewals_total");
     let first = srv.served_serial();
     let pem = srv.ca.join("acme/https.pem");
     let first_pem = std::fs::read(&pem).expect("https.pem");
     // Four days on, three of seven left: not due.
     clock.advance(Duration::from_secs(4 * 86_400));
-    std::thread::sleep(Duration::from_millis(300));
+    srv.after_own_checks(2);
     assert_eq!(srv.served_serial(), first, "renewed before it was due");
-    // Five days on, two of seven left: due, renewed within a check.
+    assert_eq!(renewals(), 0);
+    // Five days on, two of seven left: due, renewed by the next check.
     clock.advance(Duration::from_secs(86_400));
-    let t0 = Instant::now();
-    let renewed = loop {
-        let now = srv.served_serial();
-        if now != first || t0.elapsed() > Duration::from_secs(20) {
-            break now;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_ne!(renewed, first, "not renewed within 20 s");
+    srv.after_own_checks(2);
+    assert_ne!(srv.served_serial(), first, "not renewed when due");
+    assert!(renewals() >= 1);
     assert_ne!(std::fs::read(&pem).expect("https.pem"), first_pem);
-    // Back to the real time: the new certificate is not due and stays.
+    // Back to the real time: the new certificate (valid from the real now) is not due.
+    // A check that read the clock before it moved back may still renew once more; after
+    // two checks nothing renews again.
     clock.set_wall(std::time::SystemTime::now());
-    std::thread::sleep(Duration::from_millis(200));
-    let settled = srv.served_serial();
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(srv.served_serial(), settled);
+    srv.after_own_checks(2);
+    let settled = (srv.served_serial(), renewals());
+    srv.after_own_checks(2);
+    assert_eq!((srv.served_serial(), renewals()), settled);
 }

@@ -1489,22 +1489,45 @@ fn ca_issue_says_when_it_waits_for_the_lock() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tlskit"))
         .args(["ca", "issue", "ca", "--csr", "l.csr", "-o", "l.pem"])
         .current_dir(d)
-        .stdout(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Still waiting after a while: nothing issued yet.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Its stderr line by line, and all of it at the end.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            all.push_str(&line);
+            all.push('\n');
+            let _ = tx.send(line);
+        }
+        all
+    });
+    // It says it waits once its first try found the lock held (no guessed delay), and
+    // while the lock is held nothing is issued.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(l) if l.contains("waiting for the CA lock") => break,
+            Ok(_) => {}
+            Err(_) => panic!("`ca issue` did not say it waits for the lock"),
+        }
+    }
     assert!(
         child.try_wait().unwrap().is_none(),
         "did not wait for the lock"
     );
     assert!(!d.join("l.pem").exists());
+    // Released: it takes the lock and issues.
     lock.unlock().unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("waiting for the CA lock"), "{err}");
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
     assert!(d.join("l.pem").exists());
 }
 

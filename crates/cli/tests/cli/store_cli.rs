@@ -163,9 +163,17 @@ fn store_build_then_every_command_accepts_the_snapshot() {
     let o = tlskit(&["bench", "store", s(&snap), "--json", "--runs", "1"]);
     assert_eq!(o.status.code(), Some(0));
 
-    // Stale: a source changes after the build.
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    fs::write(d.path().join("a.pem"), ca("CLI Root A2")).unwrap();
+    // Stale: a source changes after the build (its modification time set, not waited
+    // for: a write within the same clock tick would keep the old one).
+    let a = d.path().join("a.pem");
+    let built = fs::metadata(&a).unwrap().modified().unwrap();
+    fs::write(&a, ca("CLI Root A2")).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(built + std::time::Duration::from_secs(1))
+        .unwrap();
     let j = json(&tlskit(&["store", "show", s(&snap), "--json"]));
     let errs = j["errors"].as_array().unwrap();
     assert!(errs.iter().any(|e| e["kind"] == "stale-snapshot"), "{j}");

@@ -66,8 +66,16 @@ fn stale_snapshot_is_reported() {
     let (_d, bundle, snap) = fixture(3);
     let mut text = fs::read_to_string(&bundle).unwrap();
     text.push_str(&ca("New").pem);
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    // The new modification time is set, not waited for (a write within the same clock
+    // tick would keep the old one).
+    let built = fs::metadata(&bundle).unwrap().modified().unwrap();
     fs::write(&bundle, text).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&bundle)
+        .unwrap()
+        .set_modified(built + std::time::Duration::from_secs(1))
+        .unwrap();
     let (store, report) = load(&[Source::Snapshot(snap)]).unwrap();
     assert_eq!(store.len(), 3, "the snapshot still serves what it holds");
     assert_eq!(report.errors.len(), 1);
