@@ -285,7 +285,10 @@ pub fn account_rollover(o: &AccountOptions) -> Result<AccountReport, AcmeError> 
     rollover_with(o, &Pacing::real())
 }
 
-pub(crate) fn rollover_with(o: &AccountOptions, pacing: &Pacing) -> Result<AccountReport, AcmeError> {
+pub(crate) fn rollover_with(
+    o: &AccountOptions,
+    pacing: &Pacing,
+) -> Result<AccountReport, AcmeError> {
     runtime()?.block_on(async {
         let storage = open_storage(o)?;
         let ep = Endpoint::of(&o.settings);
@@ -432,7 +435,12 @@ async fn store_new(
 /// Write `json` (credentials) to `<16 hex of the directory URL>.<label>.json` in the
 /// first of `dirs` that takes it (created 0700 when missing, tightened to 0700; the file
 /// 0600, atomically, never over another): its path, or why each directory failed.
-fn write_rescue(dirs: &[PathBuf], directory: &str, label: &str, json: &[u8]) -> Result<PathBuf, String> {
+fn write_rescue(
+    dirs: &[PathBuf],
+    directory: &str,
+    label: &str,
+    json: &[u8],
+) -> Result<PathBuf, String> {
     let mut why = Vec::new();
     for d in dirs {
         match rescue_in(d, directory, label, json) {
@@ -626,4 +634,353 @@ pub fn account_deactivate(o: &AccountOptions) -> Result<AccountReport, AcmeError
             at: now,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Rollover against the in-process ACME server of tlskit-ca-server (keyChange), with
+    //! a storage whose `replace_account` fails: no external peer, no real sleep (the
+    //! retries' pauses move a manual clock).
+
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Mutex;
+
+    use tlskit_tls::clock::ManualClock;
+
+    use crate::storage::{DnsRecord, IssuanceLock, StoredCert};
+
+    /// An [`FsStorage`] whose `replace_account` fails its first `fail` calls (as a full
+    /// disk or a Redis that went away would).
+    struct Failing {
+        fs: FsStorage,
+        fail: u32,
+        calls: AtomicU32,
+    }
+
+    impl AcmeStorage for Failing {
+        fn load_account(&self, d: &str) -> Result<Option<Vec<u8>>, AcmeError> {
+            self.fs.load_account(d)
+        }
+        fn store_account(&self, d: &str, c: &[u8]) -> Result<(), AcmeError> {
+            self.fs.store_account(d, c)
+        }
+        fn load_cert(&self, n: &str) -> Result<Option<StoredCert>, AcmeError> {
+            self.fs.load_cert(n)
+        }
+        fn store_cert(&self, n: &str, c: &StoredCert) -> Result<(), AcmeError> {
+            self.fs.store_cert(n, c)
+        }
+        fn put_challenge(&self, k: &str, a: &str) -> Result<(), AcmeError> {
+            self.fs.put_challenge(k, a)
+        }
+        fn challenge(&self, k: &str) -> Option<String> {
+            self.fs.challenge(k)
+        }
+        fn remove_challenge(&self, k: &str) {
+            self.fs.remove_challenge(k)
+        }
+        fn lock(&self, n: &str, w: Duration) -> Result<Box<dyn IssuanceLock>, AcmeError> {
+            self.fs.lock(n, w)
+        }
+        fn dns_records(&self, n: &str) -> Result<Vec<DnsRecord>, AcmeError> {
+            self.fs.dns_records(n)
+        }
+        fn set_dns_records(&self, n: &str, r: &[DnsRecord]) -> Result<(), AcmeError> {
+            self.fs.set_dns_records(n, r)
+        }
+        fn account_location(&self, d: &str) -> String {
+            self.fs.account_location(d)
+        }
+        fn backup_account(&self, d: &str, l: &str) -> Result<Option<String>, AcmeError> {
+            self.fs.backup_account(d, l)
+        }
+        fn remove_account_backup(&self, d: &str, l: &str) -> Result<(), AcmeError> {
+            self.fs.remove_account_backup(d, l)
+        }
+        fn replace_account(&self, d: &str, c: &[u8]) -> Result<(), AcmeError> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) < self.fail {
+                return Err(AcmeError::Storage {
+                    path: self.fs.dir().join("accounts"),
+                    reason: std::io::Error::other("no space left on device (test)"),
+                });
+            }
+            self.fs.replace_account(d, c)
+        }
+    }
+
+    /// A CA directory with its ACME server on a loopback port, and the settings of a
+    /// client that trusts it, storing in `TMP/acme`.
+    struct Ca {
+        t: tempfile::TempDir,
+        settings: AcmeSettings,
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("free port: {e}"))
+    }
+
+    fn start_ca() -> Ca {
+        let t = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let ca = t.path().join("ca");
+        tlskit_pki::ca::init(
+            &ca,
+            &tlskit_pki::ca::InitOptions::new()
+                .days(3650)
+                .permit_dns(vec!["localhost".into()]),
+        )
+        .unwrap_or_else(|e| panic!("ca init: {e}"));
+        std::fs::write(ca.join("acme.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+        let listen = "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}"));
+        let opts = tlskit_ca_server::ServeOptions::new(ca.clone(), listen)
+            .validation_ports(free_port(), free_port());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = tlskit_ca_server::serve(opts, |a| {
+                let _ = tx.send(Ok(a));
+            });
+            if let Err(e) = r {
+                let _ = tx.send(Err(e.to_string()));
+            }
+        });
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("ACME server start: {e}"))
+            .unwrap_or_else(|e| panic!("ACME server: {e}"));
+        let mut settings = AcmeSettings::new(
+            format!("https://{addr}/directory"),
+            Vec::new(),
+            t.path().join("acme"),
+        );
+        settings.roots = vec![tlskit_store::Source::File(ca.join("ca.pem"))];
+        Ca { t, settings }
+    }
+
+    impl Ca {
+        /// A new account in `storage`; its id.
+        fn account(&self, storage: &Arc<dyn AcmeStorage>) -> String {
+            let rt = runtime().unwrap_or_else(|e| panic!("{e}"));
+            let ep = Endpoint::of(&self.settings);
+            let (a, created) = rt
+                .block_on(client::account(&ep, storage, None))
+                .unwrap_or_else(|e| panic!("new account: {e}"));
+            assert!(created);
+            a.id().to_string()
+        }
+
+        fn options(&self, storage: Arc<dyn AcmeStorage>) -> AccountOptions {
+            let mut o = AccountOptions::new(self.settings.clone(), Some(storage));
+            o.rescue_dirs = vec![self.t.path().join("rescue")];
+            o
+        }
+
+        /// What the CA says of the key in `bytes`: status and account URL.
+        fn ask(&self, bytes: &[u8]) -> (AccountStatus, Option<String>, String) {
+            let rt = runtime().unwrap_or_else(|e| panic!("{e}"));
+            rt.block_on(ask_ca(&Endpoint::of(&self.settings), bytes))
+                .unwrap_or_else(|e| panic!("asking the CA: {e}"))
+        }
+    }
+
+    /// Pauses that move a manual clock and are recorded, instead of sleeping.
+    fn manual_pacing() -> (Pacing, Arc<Mutex<Vec<Duration>>>) {
+        let clock = Arc::new(ManualClock::at_unix(1_800_000_000));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (c, s) = (clock.clone(), seen.clone());
+        let pacing = Pacing {
+            clock,
+            pause: Box::new(move |d| {
+                c.advance(d);
+                s.lock().unwrap_or_else(|p| p.into_inner()).push(d);
+                Box::pin(async {})
+            }),
+        };
+        (pacing, seen)
+    }
+
+    fn failing(ca: &Ca, fail: u32) -> Arc<Failing> {
+        let fs = FsStorage::open(&ca.settings.storage).unwrap_or_else(|e| panic!("{e}"));
+        Arc::new(Failing {
+            fs,
+            fail,
+            calls: AtomicU32::new(0),
+        })
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    /// The storage refuses the new credentials after the CA took the key: five tries
+    /// with the pauses of the schedule, then a 0600 rescue file that the error names,
+    /// holding the key the CA now knows the account by (the stored one it no longer
+    /// does); `account_restore` puts it back and the account is usable again.
+    #[test]
+    fn a_refused_write_leaves_the_new_key_in_a_rescue_file() {
+        let ca = start_ca();
+        let storage = failing(&ca, u32::MAX);
+        let dynamic: Arc<dyn AcmeStorage> = storage.clone();
+        let id = ca.account(&dynamic);
+        let o = ca.options(dynamic.clone());
+        let old = dynamic
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("stored account"));
+        let (pacing, pauses) = manual_pacing();
+
+        let err = rollover_with(&o, &pacing)
+            .err()
+            .unwrap_or_else(|| panic!("a rollover whose storage fails must fail"));
+        let text = err.to_string();
+        let AcmeError::RolloverUnstored {
+            rescue,
+            tries,
+            id: eid,
+            ..
+        } = err
+        else {
+            panic!("not a rescued rollover: {text}");
+        };
+        assert_eq!(tries, 5, "{text}");
+        assert_eq!(storage.calls.load(Ordering::SeqCst), 5);
+        assert_eq!(
+            *pauses.lock().unwrap_or_else(|p| p.into_inner()),
+            REPLACE_BACKOFF.to_vec()
+        );
+        assert_eq!(eid, id);
+        assert!(rescue.starts_with(ca.t.path().join("rescue")), "{text}");
+        assert!(text.contains(&rescue.display().to_string()), "{text}");
+        assert!(
+            text.contains("tlskit acme account restore --from"),
+            "{text}"
+        );
+        assert!(text.contains("no space left on device (test)"), "{text}");
+        assert_eq!(mode(&rescue), 0o600);
+        assert_eq!(
+            mode(rescue.parent().unwrap_or_else(|| panic!("parent"))),
+            0o700
+        );
+
+        // The rescue file holds the account's key now; the stored one is not it any more.
+        let rescued = std::fs::read(&rescue).unwrap_or_else(|e| panic!("{e}"));
+        let key: serde_json::Value =
+            serde_json::from_slice(&rescued).unwrap_or_else(|e| panic!("{e}"));
+        let key = key["key_pkcs8"].as_str().unwrap_or_default().to_string();
+        assert!(key.len() > 40, "a key in the rescue file");
+        assert!(!text.contains(&key), "the error must not print the key");
+        let (status, found, new_thumb) = ca.ask(&rescued);
+        assert_eq!(
+            (status, found.as_deref()),
+            (AccountStatus::Valid, Some(id.as_str()))
+        );
+        let stored = dynamic
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("stored account"));
+        assert_eq!(stored, old, "the failing storage kept the old credentials");
+        assert_ne!(ca.ask(&old).0, AccountStatus::Valid);
+
+        // Restored through a storage that works: in place, confirmed, file removed.
+        let plain: Arc<dyn AcmeStorage> =
+            Arc::new(FsStorage::open(&ca.settings.storage).unwrap_or_else(|e| panic!("{e}")));
+        let r = account_restore(&ca.options(plain.clone()), &rescue)
+            .unwrap_or_else(|e| panic!("restore: {e}"));
+        assert_eq!(r.status, AccountStatus::Valid);
+        assert_eq!(r.id, id);
+        assert_eq!(r.key_thumbprint, new_thumb);
+        assert!(!rescue.exists(), "the rescue file is removed once restored");
+        let back = plain
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.as_deref(), Some(rescued.as_slice()));
+        let shown = account_show(&ca.options(plain)).unwrap_or_else(|e| panic!("show: {e}"));
+        assert_eq!(shown.status, AccountStatus::Valid);
+        assert_eq!(shown.key_thumbprint, new_thumb);
+    }
+
+    /// A storage that fails twice takes the third try: the rollover succeeds after the
+    /// first two pauses, with no rescue file.
+    #[test]
+    fn a_storage_that_recovers_takes_the_key_on_a_later_try() {
+        let ca = start_ca();
+        let storage = failing(&ca, 2);
+        let dynamic: Arc<dyn AcmeStorage> = storage.clone();
+        let id = ca.account(&dynamic);
+        let (pacing, pauses) = manual_pacing();
+        let r = rollover_with(&ca.options(dynamic.clone()), &pacing)
+            .unwrap_or_else(|e| panic!("rollover: {e}"));
+        assert_eq!(
+            (r.status, r.id.as_str()),
+            (AccountStatus::Valid, id.as_str())
+        );
+        assert_eq!(r.backup, None);
+        assert_eq!(storage.calls.load(Ordering::SeqCst), 3);
+        assert_eq!(
+            *pauses.lock().unwrap_or_else(|p| p.into_inner()),
+            REPLACE_BACKOFF[..2].to_vec()
+        );
+        assert!(!ca.t.path().join("rescue").exists());
+        let stored = dynamic
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("stored account"));
+        assert_eq!(ca.ask(&stored).2, r.key_thumbprint);
+    }
+
+    /// Nowhere to write: the error says the key is lost and why each place failed, and
+    /// a restore of a file that is not credentials, or whose key the CA does not take,
+    /// changes nothing.
+    #[test]
+    fn no_rescue_directory_is_told_and_restore_checks_the_file() {
+        let ca = start_ca();
+        let dynamic: Arc<dyn AcmeStorage> = failing(&ca, u32::MAX);
+        ca.account(&dynamic);
+        let blocker = ca.t.path().join("not-a-dir");
+        std::fs::write(&blocker, b"x").unwrap_or_else(|e| panic!("{e}"));
+        let mut o = ca.options(dynamic.clone());
+        o.rescue_dirs = vec![blocker.join("rescue")];
+        let (pacing, _) = manual_pacing();
+        let err = rollover_with(&o, &pacing)
+            .err()
+            .unwrap_or_else(|| panic!("must fail"));
+        let text = err.to_string();
+        assert!(matches!(err, AcmeError::RolloverLost { .. }), "{text}");
+        assert!(text.contains("the new key is lost"), "{text}");
+        assert!(text.contains(&blocker.display().to_string()), "{text}");
+
+        let before = dynamic
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let junk = ca.t.path().join("junk.json");
+        std::fs::write(&junk, b"{\"id\": 1}").unwrap_or_else(|e| panic!("{e}"));
+        let e = account_restore(&o, &junk).err().map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("not ACME account credentials")),
+            "{e:?}"
+        );
+        // The stored credentials hold a key the CA no longer takes (rolled over above).
+        let stale = ca.t.path().join("stale.json");
+        std::fs::write(&stale, before.clone().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e = account_restore(&o, &stale).err().map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("nothing was changed")),
+            "{e:?}"
+        );
+        assert!(stale.exists());
+        let after = dynamic
+            .load_account(&ca.settings.directory)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(before, after);
+    }
 }
