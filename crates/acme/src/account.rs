@@ -212,8 +212,33 @@ async fn ask_ca(
     }
 }
 
+/// Rescue files a rollover left for this directory URL and not yet restored (at most
+/// 100 entries of each rescue directory looked at): each is logged as a warning.
+fn warn_rescued(o: &AccountOptions) {
+    let prefix = format!("{}.", hex16(&o.settings.directory));
+    for d in &o.rescue_dirs {
+        let Ok(entries) = std::fs::read_dir(d) else {
+            continue;
+        };
+        for e in entries.flatten().take(100) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&prefix) && name.ends_with(".json") {
+                log::event(
+                    Level::Warn,
+                    "acme_account_rescue_found",
+                    &[
+                        ("file", &clean(&e.path().display().to_string())),
+                        ("restore_with", &"tlskit acme account restore --from FILE"),
+                    ],
+                );
+            }
+        }
+    }
+}
+
 /// `tlskit acme account show`: the stored account and what the CA says of it.
 pub fn account_show(o: &AccountOptions) -> Result<AccountReport, AcmeError> {
+    warn_rescued(o);
     runtime()?.block_on(async {
         let storage = open_storage(o)?;
         let ep = Endpoint::of(&o.settings);
@@ -289,6 +314,7 @@ pub(crate) fn rollover_with(
     o: &AccountOptions,
     pacing: &Pacing,
 ) -> Result<AccountReport, AcmeError> {
+    warn_rescued(o);
     runtime()?.block_on(async {
         let storage = open_storage(o)?;
         let ep = Endpoint::of(&o.settings);
@@ -486,7 +512,8 @@ fn rescue_in(dir: &Path, directory: &str, label: &str, json: &[u8]) -> std::io::
 /// `tlskit acme account restore --from FILE`: put credentials back in the storage (a
 /// rescue file a rollover wrote when the storage failed), under the account lock, once
 /// the CA confirmed that their key is the account's and that the storage holds no other
-/// account. What was stored is backed up meanwhile; the file is removed once written.
+/// account. What was stored is backed up meanwhile (and kept, named in the report, when
+/// it could not be read as credentials); the file is removed once written.
 pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport, AcmeError> {
     runtime()?.block_on(async {
         let storage = open_storage(o)?;
@@ -543,7 +570,7 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
         }
         let now = unix(std::time::SystemTime::now());
         let label = format!("restore-{now}");
-        let backup = {
+        let mut backup = {
             let (s, d, l) = (storage.clone(), dir.clone(), label.clone());
             blocking(move || s.backup_account(&d, &l)).await?
         };
@@ -551,11 +578,13 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
             let (s, d, j) = (storage.clone(), dir.clone(), bytes.clone());
             blocking(move || s.replace_account(&d, &j)).await?;
         }
-        // The CA confirmed the restored key before it was written: what it replaced is
-        // not the account's key.
-        if backup.is_some() {
+        // The CA confirmed the restored key before it was written: the same account's
+        // credentials it replaced hold a key that is not the account's any more. What
+        // could not be read stays as a backup.
+        if backup.is_some() && previous.is_some() {
             let (s, d, l) = (storage.clone(), dir.clone(), label.clone());
             blocking(move || s.remove_account_backup(&d, &l)).await?;
+            backup = None;
         }
         if let Err(e) = std::fs::remove_file(from) {
             log::event(
@@ -583,7 +612,7 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
             key_thumbprint: thumb,
             previous_key_thumbprint: previous,
             storage: location,
-            backup: None,
+            backup,
             at: now,
         })
     })

@@ -374,9 +374,15 @@ fn acme_account_restore_puts_rescued_credentials_back() {
     let rolled = json(&out);
     let new_creds = std::fs::read(&file).expect("account");
     // What a refusing storage leaves: the old credentials in place, the new ones rescued.
-    let rescue_dir = t.path().join("rescue");
+    // (Where a rollover writes it: DIR/rescue/<hash>.rollover-<time>.json.)
+    let rescue_dir = storage.join("rescue");
     std::fs::create_dir_all(&rescue_dir).expect("dir");
-    let rescue = rescue_dir.join("0000000000000000.rollover-1.json");
+    let hash = file
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let rescue = rescue_dir.join(format!("{hash}.rollover-1.json"));
     std::fs::write(&rescue, &new_creds).expect("rescue");
     std::fs::write(&file, &old_creds).expect("old back");
     let (code, out, err) = account_cmd(&p, &storage, "show", &["--json"]);
@@ -385,6 +391,9 @@ fn acme_account_restore_puts_rescued_credentials_back() {
         (1, "unknown".into()),
         "{err}"
     );
+    // The rescue file waiting to be restored is pointed at.
+    assert!(err.contains("event=acme_account_rescue_found"), "{err}");
+    assert!(err.contains(&s(&rescue)), "{err}");
 
     // A file with the stale key: refused, nothing changed.
     let stale = t.path().join("stale.json");
