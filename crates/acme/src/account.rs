@@ -520,9 +520,9 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
         let ep = Endpoint::of(&o.settings);
         let dir = o.settings.directory.clone();
         let bytes = read_bounded(from)
-            .map_err(|e| AcmeError::Storage {
+            .map_err(|e| AcmeError::File {
                 path: from.to_path_buf(),
-                reason: e,
+                reason: clean(&e.to_string()),
             })?
             .ok_or_else(|| AcmeError::File {
                 path: from.to_path_buf(),
@@ -539,7 +539,7 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
             return Err(AcmeError::Config(format!(
                 "{}: the CA at {} does not answer for the account {} with this key (it says \
                  {}): nothing was changed",
-                from.display(),
+                clean(&from.display().to_string()),
                 clean(&dir),
                 clean(&id),
                 status.name()
@@ -558,7 +558,7 @@ pub fn account_restore(o: &AccountOptions, from: &Path) -> Result<AccountReport,
                         "{} holds another account ({}) than {} ({}): nothing was changed",
                         clean(&location),
                         clean(&cur_id),
-                        from.display(),
+                        clean(&from.display().to_string()),
                         clean(&id)
                     )));
                 }
