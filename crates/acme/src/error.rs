@@ -86,6 +86,49 @@ pub enum AcmeError {
     /// DNS-01: a TXT record could not be written, removed or seen in time.
     #[error("DNS-01: {0}")]
     Dns(#[from] tlskit_dns::DnsError),
+    /// The CA took a rolled-over account key, but the storage did not take the new
+    /// credentials (every try failed): they were written to a rescue file instead, which
+    /// `tlskit acme account restore --from FILE` puts in place.
+    #[error(
+        "the CA took the new key of the ACME account {id}, but the storage {location} could \
+         not be written ({tries} tries; last: {reason}); the new credentials (the key the \
+         account now needs) are saved in {} (mode 0600): once the storage works again, put \
+         them back with `tlskit acme account restore --from {}` and the same --directory \
+         and storage flags",
+        .rescue.display(),
+        .rescue.display()
+    )]
+    RolloverUnstored {
+        /// The account URL (escaped).
+        id: String,
+        /// Where the credentials should have gone (a path, a Redis key).
+        location: String,
+        /// How many times the storage was tried.
+        tries: u32,
+        /// The storage's last error.
+        reason: String,
+        /// The rescue file holding the new credentials.
+        rescue: PathBuf,
+    },
+    /// The CA took a rolled-over account key, and neither the storage nor any rescue
+    /// directory took the new credentials: the account's key is lost.
+    #[error(
+        "the CA took the new key of the ACME account {id}, but neither the storage \
+         {location} ({tries} tries; last: {reason}) nor a rescue file ({rescue}) could be \
+         written: the new key is lost, and the stored key is no longer the account's"
+    )]
+    RolloverLost {
+        /// The account URL (escaped).
+        id: String,
+        /// Where the credentials should have gone.
+        location: String,
+        /// How many times the storage was tried.
+        tries: u32,
+        /// The storage's last error.
+        reason: String,
+        /// Each rescue file tried and why it failed.
+        rescue: String,
+    },
 }
 
 impl AcmeError {

@@ -16,8 +16,8 @@ mod account;
 pub mod fuzzing;
 
 pub use account::{
-    account_deactivate, account_rollover, account_show, AccountOptions, AccountReport,
-    AccountStatus,
+    account_deactivate, account_restore, account_rollover, account_show, default_rescue_dirs,
+    AccountOptions, AccountReport, AccountStatus,
 };
 pub use challenge::{accept, Accepted, Challenges};
 pub use error::{AcmeError, Refusal, Refused};

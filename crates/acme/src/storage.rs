@@ -148,7 +148,8 @@ pub trait AcmeStorage: Send + Sync {
     }
 
     /// Replace the stored credentials for `directory` without a backup (the caller made
-    /// one: a key rollover).
+    /// one: a key rollover). A rollover tries again when this fails, then writes the
+    /// credentials to a local rescue file: an error here never loses the new key.
     fn replace_account(&self, directory: &str, credentials: &[u8]) -> Result<(), AcmeError> {
         let _ = (directory, credentials);
         Err(AcmeError::Config(

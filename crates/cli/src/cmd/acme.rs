@@ -57,6 +57,10 @@ Examples:
   # A new account key (RFC 8555 7.3.5); the old credentials are kept as a backup
   # until the CA has confirmed the new key
   tlskit acme account rollover --directory URL --acme-storage /var/lib/tlskit/acme
+  # If the storage refused the new key after the CA took it, the error names a rescue
+  # file (0600, DIR/rescue/...): put it back once the storage works again
+  tlskit acme account restore --directory URL --acme-storage /var/lib/tlskit/acme \\
+      --from /var/lib/tlskit/acme/rescue/0f1e2d3c4b5a6978.rollover-1795000000.json
   # A fleet's account, kept in its Redis
   tlskit acme account show --directory URL --shared-state rediss://redis:6380/0 \\
       --shared-state-key /etc/tlskit/fleet.kek --json
@@ -66,7 +70,8 @@ Examples:
 
 Exit 0 done (show: the CA says the account is valid), 1 show: the CA says the account
 is deactivated or does not know it, 2 error. JSON: schema tlskit.acme.account.show/1,
-tlskit.acme.account.rollover/1, tlskit.acme.account.deactivate/1 (docs/json.md).";
+tlskit.acme.account.rollover/1, tlskit.acme.account.deactivate/1,
+tlskit.acme.account.restore/1 (docs/json.md).";
 
 /// `tlskit acme account ...`.
 #[derive(clap::Subcommand)]
@@ -80,6 +85,10 @@ pub(crate) enum AccountCmd {
     /// Deactivate the account at the CA (RFC 8555 7.3.6; cannot be undone).
     #[command(after_help = ACCOUNT_EXAMPLES)]
     Deactivate(DeactivateArgs),
+    /// Put credentials from a file (a rollover's rescue file) in the storage, once the CA
+    /// confirmed their key is the account's; the file is removed then.
+    #[command(after_help = ACCOUNT_EXAMPLES)]
+    Restore(RestoreArgs),
 }
 
 #[derive(clap::Args)]
@@ -105,6 +114,15 @@ pub(crate) struct DeactivateArgs {
     /// Deactivate without asking (otherwise asked on a terminal, refused elsewhere).
     #[arg(long)]
     yes: bool,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct RestoreArgs {
+    #[command(flatten)]
+    account: AccountArgs,
+    /// The credentials file (JSON, as a failed rollover's error names it).
+    #[arg(long, value_name = "FILE")]
+    from: PathBuf,
 }
 
 /// CA and account flags shared by every subcommand.
@@ -335,6 +353,7 @@ fn run_account(cmd: AccountCmd) -> CmdResult {
         AccountCmd::Show(a) => (a, "account"),
         AccountCmd::Rollover(a) => (a, "rolled over"),
         AccountCmd::Deactivate(d) => (&d.account, "deactivated"),
+        AccountCmd::Restore(r) => (&r.account, "restored"),
     };
     let o = account_options(args)?;
     let r = match &cmd {
@@ -346,6 +365,7 @@ fn run_account(cmd: AccountCmd) -> CmdResult {
             }
             tlskit_acme::account_deactivate(&o)?
         }
+        AccountCmd::Restore(r) => tlskit_acme::account_restore(&o, &r.from)?,
     };
     if args.ca.json {
         print_json(&r)?;
@@ -376,6 +396,7 @@ pub(crate) fn run(cmd: AcmeCmd) -> CmdResult {
         AcmeCmd::Revoke(a) => &a.ca,
         AcmeCmd::Account(AccountCmd::Show(a) | AccountCmd::Rollover(a)) => &a.ca,
         AcmeCmd::Account(AccountCmd::Deactivate(d)) => &d.account.ca,
+        AcmeCmd::Account(AccountCmd::Restore(r)) => &r.account.ca,
     })?;
     match cmd {
         AcmeCmd::Account(c) => return run_account(c),

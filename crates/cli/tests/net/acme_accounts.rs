@@ -1,6 +1,6 @@
 //! ACME accounts against a real Pebble (issue 26): external account binding (Pebble's
 //! `externalAccountBindingRequired`), `tlskit acme account show|rollover|deactivate` on
-//! a directory and on a fleet's Redis, and one account for a fleet whose nodes start
+//! a directory and on a fleet's Redis, `restore` of a rescued key, and one account for a fleet whose nodes start
 //! together. Pebble and its helpers are `acme.rs`'s.
 
 use std::os::unix::fs::PermissionsExt;
@@ -337,6 +337,105 @@ fn acme_account_show_rollover_deactivate() {
     let (code, out, _) = account_cmd(&p, &storage, "show", &["--json"]);
     assert_eq!(code, 0);
     assert_ne!(json(&out)["id"], id.as_str());
+}
+
+/// `tlskit acme account restore --from FILE` puts a rollover's rescued credentials back:
+/// the storage is left holding the old credentials after a rollover (as when it refused
+/// the new ones, which went to a rescue file), so the CA no longer knows the stored key
+/// (exit 1); a file whose key the CA does not take changes nothing (exit 2); the rescue
+/// file is restored (0600, the CA answers for the account with its key) and removed.
+#[test]
+fn acme_account_restore_puts_rescued_credentials_back() {
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let storage = t.path().join("acme");
+    let http = format!("127.0.0.1:{}", p.http_port);
+    let (key, chain) = (s(&t.path().join("key.pem")), s(&t.path().join("chain.pem")));
+    let (code, _, err) = acme(
+        &p,
+        &storage,
+        &[
+            "issue",
+            "--domain",
+            "restore.test",
+            "--key",
+            &key,
+            "-o",
+            &chain,
+            "--http-listen",
+            &http,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let file = account_file(&storage);
+    let old_creds = std::fs::read(&file).expect("account");
+    let (code, out, err) = account_cmd(&p, &storage, "rollover", &["--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rolled = json(&out);
+    let new_creds = std::fs::read(&file).expect("account");
+    // What a refusing storage leaves: the old credentials in place, the new ones rescued.
+    // (Where a rollover writes it: DIR/rescue/<hash>.rollover-<time>.json.)
+    let rescue_dir = storage.join("rescue");
+    std::fs::create_dir_all(&rescue_dir).expect("dir");
+    let hash = file
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let rescue = rescue_dir.join(format!("{hash}.rollover-1.json"));
+    std::fs::write(&rescue, &new_creds).expect("rescue");
+    std::fs::write(&file, &old_creds).expect("old back");
+    let (code, out, err) = account_cmd(&p, &storage, "show", &["--json"]);
+    assert_eq!(
+        (code, json(&out)["status"].clone()),
+        (1, "unknown".into()),
+        "{err}"
+    );
+    // The rescue file waiting to be restored is pointed at.
+    assert!(err.contains("event=acme_account_rescue_found"), "{err}");
+    assert!(err.contains(&s(&rescue)), "{err}");
+
+    // A file with the stale key: refused, nothing changed.
+    let stale = t.path().join("stale.json");
+    std::fs::write(&stale, &old_creds).expect("stale");
+    let (code, _, err) = account_cmd(&p, &storage, "restore", &["--from", &s(&stale)]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read(&file).expect("account"), old_creds);
+
+    let (code, out, err) = account_cmd(
+        &p,
+        &storage,
+        "restore",
+        &["--from", &s(&rescue), "--json", "--log-level", "info"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let r = json(&out);
+    assert_eq!(r["schema"], "tlskit.acme.account.restore/1");
+    assert_eq!(r["status"], "valid");
+    assert_eq!(r["id"], rolled["id"]);
+    assert_eq!(r["key_thumbprint"], rolled["key_thumbprint"]);
+    assert_eq!(
+        r["previous_key_thumbprint"],
+        rolled["previous_key_thumbprint"]
+    );
+    assert!(err.contains("event=acme_account_restored"), "{err}");
+    assert!(
+        !out.contains("key_pkcs8") && !err.contains("key_pkcs8"),
+        "{err}"
+    );
+    assert!(!rescue.exists(), "the rescue file is removed once restored");
+    assert_eq!(std::fs::read(&file).expect("account"), new_creds);
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(
+        account_files(&storage).len(),
+        1,
+        "{:?}",
+        account_files(&storage)
+    );
+    let (code, out, _) = account_cmd(&p, &storage, "show", &["--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["key_thumbprint"], rolled["key_thumbprint"]);
 }
 
 fn redis_cli(port: u16, args: &[&str]) -> String {
