@@ -247,8 +247,8 @@ fn ask(path: &Path, request: &str, wait: Duration) -> anyhow::Result<ControlRepl
     loop {
         let late = || {
             anyhow::anyhow!(
-                "{shown}: no complete reply from the server within {} s",
-                wait.as_secs()
+                "{shown}: no complete reply from the server within {}",
+                seconds(wait)
             )
         };
         let left = deadline.saturating_duration_since(Instant::now());
@@ -282,6 +282,15 @@ fn ask(path: &Path, request: &str, wait: Duration) -> anyhow::Result<ControlRepl
     }
     serde_json::from_slice(&text)
         .with_context(|| format!("{shown}: the reply is not a control reply"))
+}
+
+/// A wait as people say it: `6 s`, or `0.3 s` below a second.
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 || d.as_secs() >= 10 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 /// Seconds since the epoch as RFC 3339 (UTC).
@@ -394,5 +403,50 @@ fn print_status(s: &ControlStatus) {
     match &s.last_reload {
         Some(r) => print_reload(r),
         None => println!("no reload since start"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+
+    /// A control socket that answers one byte every 20 ms for ever: `ask` gives up at its
+    /// one deadline for the whole reply (not one per read) and says so. The end-to-end
+    /// form (`ctl renew --timeout 1`, 6 s) is in the slow tier (bounds_cli.rs).
+    #[test]
+    fn ask_gives_up_on_a_socket_that_trickles_at_its_deadline() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sock = dir.path().join("control.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
+        std::thread::spawn(move || {
+            let Ok((conn, _)) = listener.accept() else {
+                return;
+            };
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+            let mut conn = conn;
+            for _ in 0..3000 {
+                if conn.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let t0 = Instant::now();
+        let e = ask(&sock, "renew x", Duration::from_millis(300)).expect_err("a reply");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        let text = e.to_string();
+        assert!(
+            text.ends_with("control.sock: no complete reply from the server within 0.3 s"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        assert_eq!(seconds(Duration::from_secs(6)), "6 s");
+        assert_eq!(seconds(Duration::from_millis(300)), "0.3 s");
+        assert_eq!(seconds(Duration::from_millis(65_500)), "65 s");
     }
 }
