@@ -378,13 +378,17 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
         err.contains("a wildcard name needs --acme-challenge dns-01"),
         "{err}"
     );
-    // A wrong TSIG key: the server's refusal, in words, and the secret not shown.
+    // A wrong TSIG key: the server's refusal, in words, and the secret not shown. A new
+    // account (storage), so that Pebble cannot hand back the valid authorization of the
+    // first order: even with PEBBLE_AUTHZREUSE=0, Pebble 2.10 reuses one in a hundred
+    // (`rand.Intn(100) > percent`), and then no record is written and the issue succeeds.
     let bad = t.path().join("bad.key");
     std::fs::write(
         &bad,
         "key \"acme-update\" { algorithm hmac-sha256; secret \"c2VjcmV0LXNlY3JldC1zZWNyZXQhIQ==\"; };\n",
     )
     .expect("write");
+    let st_bad = s(&t.path().join("acme-bad-key"));
     let (code, _, err) = run(&[
         "acme",
         "issue",
@@ -393,7 +397,7 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
         "--acme-roots",
         &roots,
         "--acme-storage",
-        &st,
+        &st_bad,
         "--domain",
         "*.example.test",
         "--acme-challenge",
