@@ -1,7 +1,8 @@
 //! ACME accounts against a real Pebble (issue 26): external account binding (Pebble's
 //! `externalAccountBindingRequired`), `tlskit acme account show|rollover|deactivate` on
-//! a directory and on a fleet's Redis, `restore` of a rescued key, and one account for a fleet whose nodes start
-//! together. Pebble and its helpers are `acme.rs`'s.
+//! a directory and on a fleet's Redis, `restore` of a rescued key (also after a real Redis
+//! refused the rolled-over key), and one account for a fleet whose nodes start together.
+//! Pebble and its helpers are `acme.rs`'s.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -597,4 +598,208 @@ fn acme_fleet_nodes_started_together_make_one_account() {
     let (code, out, _) = account("show");
     assert_eq!(code, 0);
     assert_eq!(json(&out)["key_thumbprint"], r["key_thumbprint"]);
+}
+
+/// A rollover on a fleet's Redis that refuses the new credentials after the CA took the
+/// key: the rollover's user (an ACL of its own) may take the account lock and write the
+/// backup but only read the account key, so every `SET` of the new credentials meets
+/// NOPERM. Exit 2, an error naming the rescue file (0600, under --acme-storage/rescue,
+/// the key printed nowhere), the Redis key unchanged and no longer the account's; once
+/// the user may write again, `restore --from` puts the rescued credentials in Redis, the
+/// CA answers for the account with them, and a node orders with that account.
+#[test]
+fn acme_fleet_rollover_refused_by_redis_is_rescued_and_restored() {
+    net_support::require("redis-server");
+    net_support::require("redis-cli");
+    let Some(p) = Pebble::start() else { return };
+    let t = tempfile::tempdir().expect("tempdir");
+    let rport = free_port();
+    let _redis = net_support::redis_server(t.path(), rport);
+    let full = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
+    let kek = t.path().join("fleet.kek");
+    std::fs::write(&kek, [0x3cu8; 32]).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = s(&kek);
+    let (dir, roots) = (p.directory(), s(&p.roots));
+    let tls = format!("127.0.0.1:{}", p.tls_port);
+    // A node of the fleet makes the account (and a certificate), then stops.
+    let node = |domain: &str, url: &str| {
+        Serve::start(&[
+            "--listen",
+            &tls,
+            "--respond",
+            "echo",
+            "--acme",
+            &dir,
+            "--domain",
+            domain,
+            "--acme-roots",
+            &roots,
+            "--shared-state",
+            url,
+            "--shared-state-key",
+            &kek,
+        ])
+    };
+    {
+        let first = node("roll.test", &full);
+        until(Duration::from_secs(60), || {
+            served_serial(p.tls_port, "roll.test")
+        })
+        .unwrap_or_else(|| panic!("no certificate served: {}\n{}", first.stderr(), p.log()));
+        assert!(
+            first.stderr().contains("event=acme_account_created"),
+            "{}",
+            first.stderr()
+        );
+    }
+    let keys = redis_cli(rport, &["--scan", "--pattern", "tlskit:acme:account:*"]);
+    let account_key = keys.trim().to_string();
+    assert!(
+        account_key.starts_with("tlskit:acme:account:") && !account_key.contains('\n'),
+        "one account key: {keys}"
+    );
+    let stored_before = redis_cli(rport, &["GET", &account_key]);
+
+    // The rollover's user: the account lock and backups read-write, the account itself
+    // read-only.
+    let ok = redis_cli(
+        rport,
+        &[
+            "ACL",
+            "SETUSER",
+            "roller",
+            "on",
+            ">roller-pw",
+            "+@all",
+            "~tlskit:acme:lock:*",
+            "~tlskit:acme:account:*:backup:*",
+            "%R~tlskit:acme:account:*",
+        ],
+    );
+    assert_eq!(ok.trim(), "OK", "{ok}");
+    let as_roller = |args: &[&str]| {
+        let out = Command::new("redis-cli")
+            .args(["-p", &rport.to_string(), "--user", "roller", "--pass"])
+            .args(["roller-pw", "--no-auth-warning"])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The premise: that user reads the account key and may not write it.
+    assert_eq!(as_roller(&["GET", &account_key]), stored_before);
+    let refused = as_roller(&["SET", &account_key, "x"]);
+    assert!(refused.contains("NOPERM"), "{refused}");
+    let roller = format!("redis://roller:roller-pw@127.0.0.1:{rport}/0");
+    let local = t.path().join("local");
+    let account = |sub: &str, extra: &[&str]| {
+        let local = s(&local);
+        let mut args = vec![
+            "acme",
+            "account",
+            sub,
+            "--directory",
+            &dir,
+            "--acme-roots",
+            &roots,
+            "--acme-storage",
+            &local,
+            "--shared-state",
+            &roller,
+            "--shared-state-key",
+            &kek,
+        ];
+        args.extend_from_slice(extra);
+        let o = net_support::tlskit(&args);
+        net_support::assert_sentences("tlskit acme account", &String::from_utf8_lossy(&o.stderr));
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = account("show", &["--json"]);
+    assert_eq!(code, 0, "{err}");
+    let shown = json(&out);
+    let old_thumb = shown["key_thumbprint"].as_str().expect("thumb").to_string();
+
+    let (code, out, err) = account("rollover", &["--json", "--log-level", "info"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("event=acme_account_key_rolled_over"), "{err}");
+    assert!(err.contains("event=acme_account_store_retry"), "{err}");
+    assert!(
+        err.contains("(5 tries; last: ") && err.contains("NOPERM"),
+        "every try, and Redis's refusal as the reason: {err}"
+    );
+    assert!(!err.contains("roller-pw"), "{err}");
+    assert!(err.contains("event=acme_account_rescued"), "{err}");
+    // The error sentence names the rescue file and how to put it back.
+    let rescue = err
+        .split("are saved in ")
+        .nth(1)
+        .and_then(|r| r.split(" (mode 0600)").next())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| panic!("no rescue file named: {err}"));
+    assert!(
+        err.contains(&format!(
+            "tlskit acme account restore --from {}",
+            s(&rescue)
+        )),
+        "{err}"
+    );
+    assert!(rescue.starts_with(local.join("rescue")), "{err}");
+    assert_eq!(mode(&rescue), 0o600);
+    assert_eq!(mode(&local.join("rescue")), 0o700);
+    let rescued: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&rescue).expect("rescue")).expect("json");
+    let secret = rescued["key_pkcs8"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no key in the rescue file: {rescued}"));
+    assert!(secret.len() > 40, "a key in the rescue file");
+    for text in [&out, &err] {
+        assert!(
+            !text.contains(secret) && !text.contains("key_pkcs8") && !text.contains("PRIVATE KEY"),
+            "{text}"
+        );
+    }
+    // Redis still holds the old credentials, whose key the CA no longer takes.
+    assert_eq!(redis_cli(rport, &["GET", &account_key]), stored_before);
+    let (code, out, err) = account("show", &["--json"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert_eq!(json(&out)["status"], "unknown");
+
+    // Redis takes the user's writes again: the rescued credentials go back.
+    let ok = redis_cli(rport, &["ACL", "SETUSER", "roller", "allkeys"]);
+    assert_eq!(ok.trim(), "OK", "{ok}");
+    let (code, out, err) = account(
+        "restore",
+        &["--from", &s(&rescue), "--json", "--log-level", "info"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let r = json(&out);
+    assert_eq!(r["status"], "valid");
+    assert_eq!(r["id"], shown["id"]);
+    assert_ne!(r["key_thumbprint"], old_thumb.as_str());
+    assert!(err.contains("event=acme_account_restored"), "{err}");
+    assert!(!out.contains(secret) && !err.contains(secret), "{err}");
+    assert!(!rescue.exists(), "the rescue file is removed once restored");
+    assert_ne!(redis_cli(rport, &["GET", &account_key]), stored_before);
+    let (code, out, err) = account("show", &["--json"]);
+    assert_eq!(code, 0, "{err}");
+    let now = json(&out);
+    assert_eq!(now["status"], "valid");
+    assert_eq!(now["id"], shown["id"]);
+    assert_eq!(now["key_thumbprint"], r["key_thumbprint"]);
+
+    // A node orders with the restored account (a new name: no stored certificate).
+    let second = node("roll2.test", &roller);
+    until(Duration::from_secs(60), || {
+        served_serial(p.tls_port, "roll2.test")
+    })
+    .unwrap_or_else(|| panic!("no certificate served: {}\n{}", second.stderr(), p.log()));
+    let log = second.stderr();
+    assert!(log.contains("from=order"), "{log}");
+    assert!(!log.contains("event=acme_account_created"), "{log}");
+    assert!(!log.contains(secret), "{log}");
 }
