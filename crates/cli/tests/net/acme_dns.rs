@@ -301,6 +301,10 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
     assert_eq!(named.challenge_txt(), "", "records left in the zone");
 
     // Wildcard and apex in one renewal: two records at one name, both checked and removed.
+    // A new account, so that neither authorization can be one Pebble hands back from the
+    // orders above (one in a hundred even at PEBBLE_AUTHZREUSE=0): two records for sure.
+    let renew_storage = t.path().join("acme-renew");
+    let st_renew = s(&renew_storage);
     let (code, out, err) = run(&[
         "acme",
         "renew",
@@ -313,7 +317,7 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
         "--acme-roots",
         &roots,
         "--acme-storage",
-        &st,
+        &st_renew,
         "--domain",
         "*.example.test",
         "--domain",
@@ -352,7 +356,7 @@ fn acme_dns01_wildcard_via_rfc2136_exact_form() {
     assert!(err.contains("event=acme_dns_propagated"), "{err}");
     assert!(!err.contains(secret));
     assert_eq!(named.challenge_txt(), "", "records left in the zone");
-    assert!(!storage.join("dns/_.example.test.json").exists());
+    assert!(!renew_storage.join("dns/_.example.test.json").exists());
 
     // A wildcard without DNS-01: a clear error, exit 2.
     let (code, _, err) = run(&[
@@ -575,6 +579,9 @@ fn acme_dns01_exec_hook_with_nsupdate() {
     )
     .expect("hook");
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // A new account: an authorization Pebble hands back from the order above (one in a
+    // hundred even at PEBBLE_AUTHZREUSE=0) would need no record, and no hook would run.
+    let st_bad = s(&t.path().join("acme-bad-hook"));
     let (code, _, err) = run(&[
         "acme",
         "issue",
@@ -583,7 +590,7 @@ fn acme_dns01_exec_hook_with_nsupdate() {
         "--acme-roots",
         &roots,
         "--acme-storage",
-        &st,
+        &st_bad,
         "--domain",
         "*.example.test",
         "--acme-challenge",

@@ -284,7 +284,6 @@ fn acme_ip_identifier_over_http01_and_tls_alpn01_served_by_ip() {
     let t = tempfile::tempdir().expect("tempdir");
     let root = t.path().join("pebble-root.pem");
     p.issuing_root(&root);
-    let storage = t.path().join("acme");
     let key = s(&t.path().join("ip.key"));
     let http = format!("127.0.0.1:{}", p.http_port);
     let tls = format!("127.0.0.1:{}", p.tls_port);
@@ -293,6 +292,10 @@ fn acme_ip_identifier_over_http01_and_tls_alpn01_served_by_ip() {
         ("--tls-listen", &tls, "tls-alpn-01"),
     ] {
         let chain = t.path().join(format!("{challenge}.pem"));
+        // An account per challenge: Pebble hands back a valid authorization of the same
+        // account one order in a hundred even at PEBBLE_AUTHZREUSE=0, and then the second
+        // order would be validated by no challenge at all.
+        let storage = t.path().join(format!("acme-{challenge}"));
         let (code, out, err) = acme(
             &p,
             &storage,
