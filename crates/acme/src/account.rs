@@ -767,19 +767,9 @@ mod tests {
         let listen = "127.0.0.1:0".parse().unwrap_or_else(|e| panic!("{e}"));
         let opts = tlskit_ca_server::ServeOptions::new(ca.clone(), listen)
             .validation_ports(free_port(), free_port());
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let r = tlskit_ca_server::serve(opts, |a| {
-                let _ = tx.send(Ok(a));
-            });
-            if let Err(e) = r {
-                let _ = tx.send(Err(e.to_string()));
-            }
+        let addr = tlskit_testkit::serve_thread::serve_in_thread("the ACME server", |ready| {
+            tlskit_ca_server::serve(opts, ready)
         });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("ACME server start: {e}"))
-            .unwrap_or_else(|e| panic!("ACME server: {e}"));
         let mut settings = AcmeSettings::new(
             format!("https://{addr}/directory"),
             Vec::new(),

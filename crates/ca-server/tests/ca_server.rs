@@ -60,19 +60,9 @@ fn start_at(acme_toml: &str, clock: Arc<dyn tlskit_tls::clock::Clock>) -> Server
             .metrics(Some(metrics))
             .renewal_check(Duration::from_millis(20));
     opts.clock = clock;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let r = tlskit_ca_server::serve(opts, |a| {
-            let _ = tx.send(Ok(a));
-        });
-        if let Err(e) = r {
-            let _ = tx.send(Err(e.to_string()));
-        }
+    let addr = tlskit_testkit::serve_thread::serve_in_thread("ca serve", |ready| {
+        tlskit_ca_server::serve(opts, ready)
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("server start")
-        .expect("server error");
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls::pki_types::CertificateDer::pem_file_iter(ca.join("ca.pem")).expect("ca.pem") {
         roots.add(c.expect("cert")).expect("root");

@@ -13,3 +13,4 @@ pub mod verify_pki;
 pub mod net_support;
 pub mod store_pki;
 pub mod tree;
+pub mod serve_thread;
