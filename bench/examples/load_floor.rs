@@ -13,7 +13,9 @@
 //!   loader uses both cores;
 //!
 //! and prints the medians and the ratios rustls / tlskit and tlskit / floor. `JOB=NAME`
-//! (env) runs only that one, `RUNS` times (for instruction counts under callgrind).
+//! (env) runs only that one, `RUNS` times (for instruction counts under callgrind), and
+//! prints the first call's time (a one-shot command's load, in a fresh process) and the
+//! median of the others.
 //! `cargo run --release -p tlskit-bench --example load_floor -- BUNDLE.pem`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -121,8 +123,20 @@ fn main() {
             .iter()
             .find(|(n, _)| *n == only)
             .expect("JOB: tlskit, rustls, floor1 or floor2");
+        let mut times = Vec::with_capacity(runs);
         for _ in 0..runs {
+            let t = Instant::now();
             std::hint::black_box(f(&path, &b));
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        // The first call is a one-shot command's load (fresh memory, first-time setup).
+        if let Some((first, rest)) = times.split_first() {
+            let rest = if rest.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.3} ms", median(rest.to_vec()))
+            };
+            println!("{only:7} first {first:9.3} ms  median of the rest {rest}");
         }
         return;
     }
