@@ -30,10 +30,11 @@ pub(crate) const MAP_MIN: usize = 8 << 20;
 /// In a large store, arrays of at least this many bytes are mapped.
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
 /// A builder that expects at least this much DER treats the store as large
-/// ([`Buf::reserve_large`] for its arrays). At 10,000 anchors (4.7 MB of DER) the arena
-/// then takes three huge-page faults instead of about 1,150 small ones, which a one-shot
-/// command's first load pays (issue 29; figures in bench/README.md).
-pub(crate) const LARGE_STORE: usize = 4 << 20;
+/// ([`Buf::reserve_large`] for its arrays). Not lower: at 10,000 anchors (4.7 MB of DER)
+/// huge pages cut a one-shot command's first load by a few faults' worth, but every warm
+/// load (a reload) then clears fresh pages that the heap would have handed back: 3.6–3.7
+/// ms became 4.2–5.0 ms (issue 29, `load_floor`, 2026-11-27).
+pub(crate) const LARGE_STORE: usize = MAP_MIN;
 
 /// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
 /// the module docs).

@@ -233,7 +233,7 @@ impl StoreBuilder {
     }
 
     /// Pre-size for about `anchors` certificates of `der_bytes` total. A large store
-    /// (`der_bytes` of at least 4 MiB) gets its arrays in huge pages (see crate::arena).
+    /// (`der_bytes` of at least 8 MiB) gets its arrays in huge pages (see crate::arena).
     pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
         let total = self.recs.len() + anchors;
         let large = der_bytes >= LARGE_STORE;
