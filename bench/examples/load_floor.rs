@@ -48,6 +48,18 @@ fn bodies(text: &[u8]) -> Vec<&[u8]> {
     out
 }
 
+/// The lines of a body without their breaks, into `clean` (one copy per line, as a
+/// decoder must gather them before one SIMD decode of the whole body).
+fn gather(body: &[u8], clean: &mut Vec<u8>) {
+    clean.clear();
+    let mut from = 0;
+    for nl in memchr::memchr_iter(b'\n', body).chain([body.len()]) {
+        let line = &body[from..nl];
+        clean.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        from = nl + 1;
+    }
+}
+
 /// Decode and hash each body; returns a checksum of the hashes (so nothing is optimised
 /// away) and the count.
 fn decode_hash(bodies: &[&[u8]]) -> (u8, usize) {
@@ -55,15 +67,7 @@ fn decode_hash(bodies: &[&[u8]]) -> (u8, usize) {
     let mut der = Vec::with_capacity(4096);
     let mut x = 0u8;
     for b in bodies {
-        // The lines without their breaks (one copy per line, as a decoder must gather
-        // them), then one SIMD decode of the whole body.
-        clean.clear();
-        let mut from = 0;
-        for nl in memchr::memchr_iter(b'\n', b).chain([b.len()]) {
-            let line = &b[from..nl];
-            clean.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-            from = nl + 1;
-        }
+        gather(b, &mut clean);
         der.clear();
         der.resize(clean.len() / 4 * 3, 0);
         let n = base64_simd::STANDARD
@@ -130,14 +134,7 @@ fn floor_io_part(f: &std::fs::File, from: usize, to: usize, out: &mut [u8]) -> (
                 p += b;
                 break;
             };
-            clean.clear();
-            let body = &buf[bs..bs + e];
-            let mut from = 0;
-            for nl in memchr::memchr_iter(b'\n', body).chain([body.len()]) {
-                let line = &body[from..nl];
-                clean.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
-                from = nl + 1;
-            }
+            gather(&buf[bs..bs + e], &mut clean);
             let n = base64_simd::STANDARD
                 .decode(&clean, base64_simd::Out::from_slice(&mut out[o..]))
                 .unwrap()
