@@ -14,8 +14,10 @@
 //!
 //! When is an array large? One that grows past [`MAP_MIN`] is mapped. A builder that
 //! knows it is loading a large store ([`Buf::reserve_large`], used when its DER estimate
-//! reaches `MAP_MIN`) maps each of its arrays of at least [`HUGE_PAGE`]; below that, the
-//! allocator's reused heap memory is cheaper than a fresh huge page.
+//! reaches [`LARGE_STORE`]) maps each of its arrays of at least [`HUGE_PAGE`]; below that,
+//! the allocator's reused heap memory is cheaper than a fresh huge page. A finished array
+//! becomes the store's memory as it is, without a copy, when its memory is already the
+//! stored form ([`Buf::into_stored`]).
 //!
 //! No `unsafe`: memmap2's anonymous mappings are safe, and bytemuck checks each view.
 
@@ -27,6 +29,12 @@ use bytemuck::Pod;
 pub(crate) const MAP_MIN: usize = 8 << 20;
 /// In a large store, arrays of at least this many bytes are mapped.
 pub(crate) const HUGE_PAGE: usize = 2 << 20;
+/// A builder that expects at least this much DER treats the store as large
+/// ([`Buf::reserve_large`] for its arrays). Not lower: at 10,000 anchors (4.7 MB of DER)
+/// huge pages cut a one-shot command's first load by a few faults' worth, but every warm
+/// load (a reload) then clears fresh pages that the heap would have handed back: 3.6–3.7
+/// ms became 4.2–5.0 ms (issue 29, `load_floor`, 2026-11-27).
+pub(crate) const LARGE_STORE: usize = MAP_MIN;
 
 /// Bytes owned in memory (a `Vec`, or for a large store an anonymous mapping: see
 /// the module docs).
@@ -37,6 +45,9 @@ pub(crate) enum Bytes {
         map: memmap2::MmapMut,
         len: usize,
     },
+    /// An array of 8-byte-aligned elements (the records) kept in its own allocation:
+    /// its memory is the stored form, so it is handed over rather than copied.
+    Words(Vec<u64>),
 }
 
 impl Bytes {
@@ -46,6 +57,7 @@ impl Bytes {
         match self {
             Bytes::Owned(v) => v.capacity(),
             Bytes::Anon { map, .. } => map.len(),
+            Bytes::Words(v) => v.capacity() * 8,
         }
     }
     #[inline]
@@ -54,6 +66,7 @@ impl Bytes {
             Bytes::Owned(v) => v,
             // The arena keeps len <= map.len().
             Bytes::Anon { map, len } => map.get(..*len).unwrap_or(&[]),
+            Bytes::Words(v) => bytemuck::cast_slice(v),
         }
     }
 }
@@ -123,6 +136,14 @@ impl<T: Pod> Buf<T> {
     /// `n` zero elements; mapped when `large` and at least [`HUGE_PAGE`] bytes, or when
     /// at least [`MAP_MIN`] bytes.
     pub(crate) fn zeroed(n: usize, large: bool) -> Self {
+        let bytes = n.saturating_mul(size_of::<T>());
+        if bytes < MAP_MIN && !(large && bytes >= HUGE_PAGE) {
+            // `vec![0; n]` asks the allocator for zeroed memory: fresh pages are not
+            // written twice (calloc skips clearing what the kernel cleared).
+            return Buf {
+                repr: Repr::Heap(vec![T::zeroed(); n]),
+            };
+        }
         let mut b = Self::new();
         if large {
             b.reserve_large(n);
@@ -283,26 +304,36 @@ impl<T: Pod> Buf<T> {
 
 impl<T: Pod> Buf<T> {
     /// The finished array in its stored form, read-only from now on. `raw`: the
-    /// elements' memory is their stored form (then a mapping is handed over as it is,
-    /// without copying); otherwise, and for a small array, each element is written with
-    /// `put` into a buffer of `size_of::<T>()` bytes per element.
+    /// elements' memory is their stored form; then a mapping is handed over as it is,
+    /// and so is a heap array whose allocation can be viewed as bytes or as 8-byte words
+    /// (bytemuck checks alignment and size), without copying. Otherwise each element is
+    /// written with `put` into a buffer of `size_of::<T>()` bytes per element.
     pub(crate) fn into_stored(mut self, raw: bool, put: impl Fn(&T, &mut [u8])) -> Bytes {
         self.trim();
         let size = size_of::<T>();
-        match self.repr {
-            Repr::Map { map, len, .. } if raw => Bytes::Anon {
-                map,
-                len: len * size,
-            },
-            _ => {
-                let mut out = Arena::with_capacity(self.len() * size);
-                out.resize(self.len() * size, 0);
-                for (dst, x) in out.chunks_exact_mut(size).zip(self.iter()) {
-                    put(x, dst);
+        let repr = match self.repr {
+            Repr::Map { map, len, .. } if raw => {
+                return Bytes::Anon {
+                    map,
+                    len: len * size,
                 }
-                out.into_bytes()
             }
+            Repr::Heap(v) if raw => match bytemuck::allocation::try_cast_vec::<T, u8>(v) {
+                Ok(b) => return Bytes::Owned(b),
+                Err((_, v)) => match bytemuck::allocation::try_cast_vec::<T, u64>(v) {
+                    Ok(w) => return Bytes::Words(w),
+                    Err((_, v)) => Repr::Heap(v),
+                },
+            },
+            other => other,
+        };
+        self.repr = repr;
+        let mut out = Arena::with_capacity(self.len() * size);
+        out.resize(self.len() * size, 0);
+        for (dst, x) in out.chunks_exact_mut(size).zip(self.iter()) {
+            put(x, dst);
         }
+        out.into_bytes()
     }
 }
 
@@ -421,6 +452,60 @@ mod tests {
         assert!(is_mapped(&w));
         let z: Buf<u32> = Buf::zeroed(HUGE_PAGE / 4, true);
         assert!(is_mapped(&z) && z.len() == HUGE_PAGE / 4 && z.iter().all(|&x| x == 0));
+    }
+
+    /// A finished heap array whose memory is its stored form is handed over, not copied:
+    /// byte arrays as bytes, 8-byte-aligned records as words; the stored bytes equal what
+    /// `put` writes. Without `raw`, `put` decides.
+    #[test]
+    fn into_stored_hands_over_heap_arrays() {
+        #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+        #[repr(C)]
+        struct R {
+            a: u32,
+            b: u32,
+            c: i64,
+        }
+        let put = |r: &R, out: &mut [u8]| {
+            out[..4].copy_from_slice(&r.a.to_le_bytes());
+            out[4..8].copy_from_slice(&r.b.to_le_bytes());
+            out[8..].copy_from_slice(&r.c.to_le_bytes());
+        };
+        let mut recs: Buf<R> = Buf::new();
+        for i in 0..1000u32 {
+            recs.push(R {
+                a: i,
+                b: !i,
+                c: -i64::from(i),
+            });
+        }
+        let mut want = vec![0u8; 1000 * 16];
+        for (r, out) in recs.iter().zip(want.chunks_exact_mut(16)) {
+            put(r, out);
+        }
+        let at = recs.as_ptr() as usize;
+        let stored = recs.into_stored(cfg!(target_endian = "little"), put);
+        assert_eq!(stored.as_slice(), &want[..]);
+        if cfg!(target_endian = "little") {
+            assert!(matches!(stored, Bytes::Words(_)));
+            assert_eq!(stored.as_slice().as_ptr() as usize, at);
+        }
+
+        let mut sha: Buf<[u8; 32]> = Buf::new();
+        for i in 0..100u8 {
+            sha.push([i; 32]);
+        }
+        let at = sha.as_ptr() as usize;
+        let stored = sha.into_stored(true, |s, out| out.copy_from_slice(s));
+        assert!(matches!(stored, Bytes::Owned(_)));
+        assert_eq!(stored.as_slice().as_ptr() as usize, at);
+        assert_eq!(stored.as_slice()[32 * 7..32 * 8], [7u8; 32]);
+
+        // Not raw: written element by element into a new buffer.
+        let mut w: Buf<u32> = Buf::new();
+        w.extend_from_slice(&[1, 2, 3]);
+        let stored = w.into_stored(false, |x, out| out.copy_from_slice(&x.to_be_bytes()));
+        assert_eq!(stored.as_slice(), &[0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3]);
     }
 
     /// The same operations on a Buf (crossing into a mapping, then growing the mapping)

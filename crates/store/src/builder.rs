@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::Digest;
 
-use crate::arena::{Arena, Buf, MAP_MIN};
+use crate::arena::{Arena, Buf, LARGE_STORE};
 use crate::error::{IssueKind, LoadIssue};
 use crate::origin::SourceRecord;
 use crate::store::{
@@ -236,7 +236,7 @@ impl StoreBuilder {
     /// (`der_bytes` of at least 8 MiB) gets its arrays in huge pages (see crate::arena).
     pub fn reserve(&mut self, anchors: usize, der_bytes: usize) {
         let total = self.recs.len() + anchors;
-        let large = der_bytes >= MAP_MIN;
+        let large = der_bytes >= LARGE_STORE;
         self.sha_tab.reserve(total, large);
         self.subj_tab.reserve(self.names.len() + anchors, large);
         self.ski_tab.reserve(total, large);

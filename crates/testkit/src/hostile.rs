@@ -252,3 +252,30 @@ pub fn assert_no_key_material(what: &str, key: &BadKey, out: &str) {
         );
     }
 }
+
+/// A Unix-socket server at `path` that takes one connection, reads one request line, then
+/// answers one space every `every`, `count` times, and never a complete reply: a peer
+/// that trickles, to check that a client's deadline covers the whole reply. Runs on a
+/// thread of its own; stops when the client goes away.
+pub fn trickling_unix_server(
+    path: &Path,
+    every: std::time::Duration,
+    count: usize,
+) -> std::thread::JoinHandle<()> {
+    use std::io::{BufRead, Write};
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        let Ok((conn, _)) = listener.accept() else {
+            return;
+        };
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(&conn).read_line(&mut line);
+        let mut conn = conn;
+        for _ in 0..count {
+            if conn.write_all(b" ").is_err() {
+                return;
+            }
+            std::thread::sleep(every);
+        }
+    })
+}

@@ -409,7 +409,6 @@ fn print_status(s: &ControlStatus) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::BufRead;
 
     /// A control socket that answers one byte every 20 ms for ever: `ask` gives up at its
     /// one deadline for the whole reply (not one per read) and says so. The end-to-end
@@ -418,21 +417,7 @@ mod tests {
     fn ask_gives_up_on_a_socket_that_trickles_at_its_deadline() {
         let dir = tempfile::tempdir().expect("tempdir");
         let sock = dir.path().join("control.sock");
-        let listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
-        std::thread::spawn(move || {
-            let Ok((conn, _)) = listener.accept() else {
-                return;
-            };
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(&conn).read_line(&mut line);
-            let mut conn = conn;
-            for _ in 0..3000 {
-                if conn.write_all(b" ").is_err() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
+        tlskit_testkit::hostile::trickling_unix_server(&sock, Duration::from_millis(20), 3000);
         let t0 = Instant::now();
         let e = ask(&sock, "renew x", Duration::from_millis(300)).expect_err("a reply");
         assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());

@@ -661,25 +661,10 @@ fn bounds_every_reader_refuses_devices_fifos_and_huge_files() {
 #[test]
 #[cfg_attr(not(feature = "slow-tests"), ignore = "slow tier: 6 s of real time")]
 fn ctl_gives_up_on_a_control_socket_that_trickles() {
-    use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("control.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    std::thread::spawn(move || {
-        let Ok((conn, _)) = listener.accept() else {
-            return;
-        };
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(&conn).read_line(&mut line);
-        let mut conn = conn;
-        // One byte every 100 ms for a minute, unless the client goes away first.
-        for _ in 0..600 {
-            if conn.write_all(b" ").is_err() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    });
+    // One byte every 100 ms for a minute, unless the client goes away first.
+    tlskit_testkit::hostile::trickling_unix_server(&sock, Duration::from_millis(100), 600);
     let r = run_measured(
         &[
             "ctl",
