@@ -211,11 +211,21 @@ mod tests {
     /// hold the caller past the deadline; the program's own status is returned.
     #[test]
     fn a_grandchild_holding_the_pipe_is_not_waited_for_past_the_deadline() {
-        let mut c = sh("(sleep 3 &) ; echo done >&2; exit 0");
+        // The grandchild holds the pipe for longer than the bound below (with a shorter
+        // hold, a call that waits for the pipe to close would return inside it too).
+        let d = tempfile::tempdir().unwrap();
+        let pidfile = d.path().join("pid");
+        let mut c = sh(&format!(
+            "(sleep 30 & echo $! > {}) ; echo done >&2; exit 0",
+            pidfile.display()
+        ));
         let t0 = Instant::now();
         let f = run(&mut c, t0 + Duration::from_millis(600), 100).unwrap();
+        let took = t0.elapsed();
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        let _ = Command::new("kill").arg(pid.trim()).status();
         assert!(f.status.success());
-        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 
     #[test]

@@ -213,6 +213,12 @@ fn serve_refuses_out_of_range_config_keys_naming_the_file_key_and_range() {
 #[test]
 fn serve_accepts_the_largest_value_of_every_range() {
     let (pki, c, k) = setup();
+    let (kek, storage) = (
+        pki.path("fleet.kek").to_string_lossy().into_owned(),
+        pki.path("acme").to_string_lossy().into_owned(),
+    );
+    // Every range of CASES: the fleet's and ACME's take their feature's flags (Redis and
+    // the CA unreachable: the server starts all the same, on --cert).
     let mut srv = crate::net_support::Serve::start(&[
         "--cert",
         &c,
@@ -236,6 +242,22 @@ fn serve_accepts_the_largest_value_of_every_range() {
         "21600",
         "--expiry-warning-days",
         "3650",
+        "--shared-state",
+        "redis://127.0.0.1:1/0",
+        "--shared-state-key",
+        &kek,
+        "--shared-state-reread",
+        "3600",
+        "--acme",
+        "https://127.0.0.1:1/directory",
+        "--domain",
+        "a.test",
+        "--acme-storage",
+        &storage,
+        "--acme-recheck",
+        "604800",
+        "--acme-retry",
+        "3600",
     ]);
     // A connection is served (the budget's one allocation is made on it).
     use std::io::Write;

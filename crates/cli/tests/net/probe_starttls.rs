@@ -3,8 +3,8 @@
 //! - Against a tiny fake mail server written here: it speaks just enough of each
 //!   protocol's STARTTLS dance, then splices the connection to `tlskit serve`, so the
 //!   handshake after the upgrade is a real one (all three protocols, both commands).
-//! - Against a real one, Debian's exim4 (`starttls_against_exim4`; skipped with a message
-//!   when exim4 is not installed, `scripts/setup` installs exim4-daemon-light): probe and
+//! - Against a real one, Debian's exim4 (`starttls_against_exim4`; a missing exim4 fails
+//!   it, `scripts/setup` installs exim4-daemon-light): probe and
 //!   connect --json verify the handshake, connect relays EHLO/QUIT over TLS and sees
 //!   exim's 250 and 221.
 //!

@@ -142,13 +142,14 @@ fn serve_in(ns: &str, pki: &Pki, listen: &str, compress: &str) -> Serve {
 
 /// Probe `addr` from `ns_b` while tshark captures on ns_b's link; returns the probe's
 /// report and the capture's server bursts (bytes, segments), split at gaps >= 25 ms, as
-/// many as the probe reported. None when the interface is missing.
+/// many as the probe reported. netdelay's link (`ndb...`) is there once it said ready: a
+/// missing one fails the test rather than leave the capture unchecked.
 fn probe_captured(
     ns_b: &str,
     pki: &Pki,
     addr: &str,
     port: u16,
-) -> Option<(serde_json::Value, Vec<(u64, u64)>)> {
+) -> (serde_json::Value, Vec<(u64, u64)>) {
     require("tshark");
     let links = Command::new("ip")
         .args(["-n", ns_b, "-o", "link"])
@@ -157,7 +158,8 @@ fn probe_captured(
     let text = String::from_utf8_lossy(&links.stdout).into_owned();
     let iface = text
         .split(|c: char| c == ':' || c.is_whitespace())
-        .find(|w| w.starts_with("ndb"))?
+        .find(|w| w.starts_with("ndb"))
+        .unwrap_or_else(|| panic!("no netdelay link (ndb...) in {ns_b}: {text}"))
         .to_string();
     let pcap = pki.path(&format!("probe-{port}.pcap"));
     let mut ts = Command::new("ip")
@@ -238,7 +240,7 @@ fn probe_captured(
     }
     let n = v["server_flights"].as_array().map(|a| a.len()).unwrap_or(0);
     bursts.truncate(n);
-    Some((v, bursts))
+    (v, bursts)
 }
 
 fn check_capture(label: &str, v: &serde_json::Value, cap: &[(u64, u64)]) {
@@ -254,6 +256,11 @@ fn check_capture(label: &str, v: &serde_json::Value, cap: &[(u64, u64)]) {
         })
         .collect();
     eprintln!("probe_rtt capture {label}: probe (bytes, segments) {probe:?} tshark {cap:?}");
+    // Equal and empty would compare nothing: the server sent its flight.
+    assert!(
+        !probe.is_empty(),
+        "{label}: the probe reported no server flight: {v}"
+    );
     let pb: Vec<u64> = probe.iter().map(|p| p.0).collect();
     let cb: Vec<u64> = cap.iter().map(|p| p.0).collect();
     assert_eq!(pb, cb, "{label}: burst bytes, probe vs tshark");
@@ -439,9 +446,8 @@ fn probe_rtt_counts_on_a_50ms_link() {
         summary("openssl s_server", &v);
         assert_eq!(v["handshake_rtts"], 2, "{v}");
         assert_eq!(v["compression"], serde_json::Value::Null);
-        if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8444", 8444) {
-            check_capture("openssl s_server", &v, &cap);
-        }
+        let (v, cap) = probe_captured(&ns_b, &pki, "10.78.0.1:8444", 8444);
+        check_capture("openssl s_server", &v, &cap);
     }
     require("gnutls-serv");
     {
@@ -461,9 +467,8 @@ fn probe_rtt_counts_on_a_50ms_link() {
         let v = best_of_three(&ns_b, &pki, "10.78.0.1:8446");
         summary("gnutls-serv", &v);
         assert_eq!(v["handshake_rtts"], 2, "{v}");
-        if let Some((v, cap)) = probe_captured(&ns_b, &pki, "10.78.0.1:8446", 8446) {
-            check_capture("gnutls-serv", &v, &cap);
-        }
+        let (v, cap) = probe_captured(&ns_b, &pki, "10.78.0.1:8446", 8446);
+        check_capture("gnutls-serv", &v, &cap);
     }
     require("nginx");
     {

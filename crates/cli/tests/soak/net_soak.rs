@@ -545,7 +545,9 @@ fn net_soak_mixed_load_with_reloads() {
                 let _ = leaf_done_tx.send(());
             }
             if Instant::now() >= next_sample {
-                let rss = rss_kib(pid).unwrap_or(0);
+                // Read, never defaulted: RSS samples of 0 would make the flat-memory check
+                // below pass on nothing.
+                let rss = rss_kib(pid).expect("the server's VmRSS");
                 samples.push((t0.elapsed().as_secs_f64(), rss, counts.handshakes()));
                 next_sample += Duration::from_secs(1);
             }
@@ -562,7 +564,7 @@ fn net_soak_mixed_load_with_reloads() {
         for w in workers {
             w.join().expect("worker");
         }
-        let rss_end = rss_kib(pid).unwrap_or(0);
+        let rss_end = rss_kib(pid).expect("the server's VmRSS");
         samples.push((t0.elapsed().as_secs_f64(), rss_end, counts.handshakes()));
 
         eprintln!("soak {secs} s: t_s rss_kib handshakes");
