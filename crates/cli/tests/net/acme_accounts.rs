@@ -19,7 +19,7 @@ const WRONG_KEY: &str = "hJD7D7DrBNQ4zGoqCMZtmQo2PTZM1mXNfq9XEbYW9mrCkzN0WqhzH4P
 
 /// Pebble requiring an external account binding, with key ID `kid-1` bound to
 /// [`EAB_KEY`].
-fn pebble_with_eab() -> Option<Pebble> {
+fn pebble_with_eab() -> Pebble {
     Pebble::start_config(
         serde_json::json!({
             "default": {"description": "90 days", "validityPeriod": 7776000}
@@ -40,7 +40,7 @@ fn key_file(dir: &Path, name: &str, key: &str) -> String {
 
 #[test]
 fn acme_eab_binds_the_account_and_refuses_without_or_with_a_wrong_key() {
-    let Some(p) = pebble_with_eab() else { return };
+    let p = pebble_with_eab();
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let good = key_file(t.path(), "eab.key", EAB_KEY);
@@ -214,7 +214,7 @@ fn account_files(storage: &Path) -> Vec<String> {
 /// order making a new account).
 #[test]
 fn acme_account_show_rollover_deactivate() {
-    let Some(p) = Pebble::start() else { return };
+    let p = Pebble::start();
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let http = format!("127.0.0.1:{}", p.http_port);
@@ -347,7 +347,7 @@ fn acme_account_show_rollover_deactivate() {
 /// file is restored (0600, the CA answers for the account with its key) and removed.
 #[test]
 fn acme_account_restore_puts_rescued_credentials_back() {
-    let Some(p) = Pebble::start() else { return };
+    let p = Pebble::start();
     let t = tempfile::tempdir().expect("tempdir");
     let storage = t.path().join("acme");
     let http = format!("127.0.0.1:{}", p.http_port);
@@ -463,7 +463,7 @@ fn redis_cli(port: u16, args: &[&str]) -> String {
 fn acme_fleet_nodes_started_together_make_one_account() {
     net_support::require("redis-server");
     net_support::require("redis-cli");
-    let Some(p) = Pebble::start() else { return };
+    let p = Pebble::start();
     let t = tempfile::tempdir().expect("tempdir");
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
@@ -611,7 +611,7 @@ fn acme_fleet_nodes_started_together_make_one_account() {
 fn acme_fleet_rollover_refused_by_redis_is_rescued_and_restored() {
     net_support::require("redis-server");
     net_support::require("redis-cli");
-    let Some(p) = Pebble::start() else { return };
+    let p = Pebble::start();
     let t = tempfile::tempdir().expect("tempdir");
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
