@@ -101,11 +101,9 @@ impl Pki {
     /// A fleet's key-encryption key file `fleet.kek` (32 bytes of `byte`, mode 0600, as
     /// `--shared-state-key` requires); its path as text.
     pub fn fleet_kek(&self, byte: u8) -> String {
-        use std::os::unix::fs::PermissionsExt;
-        let kek = self.path("fleet.kek");
-        std::fs::write(&kek, [byte; 32]).expect("kek");
-        std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-        kek.to_string_lossy().into_owned()
+        kek_file(self.dir.path(), &[byte; 32])
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// Write a server leaf (signed by the intermediate) + intermediate as `chain`, key as `key`.
@@ -585,6 +583,16 @@ fn spawn_redis(dir: &Path, port: u16, args: &mut Command, what: &str) -> Guard {
     );
     assert!(wait_port(port, Duration::from_secs(10)), "{what} not up");
     g
+}
+
+/// A fleet's key-encryption key file `fleet.kek` in `dir` holding `contents` (32 bytes, or
+/// their 64 hex digits), mode 0600 as `--shared-state-key` requires; its path.
+pub fn kek_file(dir: &std::path::Path, contents: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let kek = dir.join("fleet.kek");
+    std::fs::write(&kek, contents).expect("kek");
+    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    kek
 }
 
 /// A redis-server of the test's own: loopback, random port, a password, no persistence.

@@ -1160,9 +1160,7 @@ fn acme_fleet_of_three_orders_once_through_redis() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, [0x5au8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
     let shared = [
         "--shared-state",
         url.as_str(),
@@ -1300,9 +1298,7 @@ fn acme_fleet_renewal_ordered_once_reaches_every_node() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, "ab".repeat(32)).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), "ab".repeat(32).as_bytes());
     let k = s(&kek);
     let shared = [
         "--shared-state",
@@ -1390,9 +1386,7 @@ fn acme_fleet_validating_node_fetches_each_new_answer() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, [0x6bu8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), &[0x6bu8; 32]);
     let k = s(&kek);
     let shared = [
         "--shared-state",

@@ -468,9 +468,7 @@ fn acme_fleet_nodes_started_together_make_one_account() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, [0x5au8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
     let kek = s(&kek);
     let dir = p.directory();
     let roots = s(&p.roots);
@@ -616,9 +614,7 @@ fn acme_fleet_rollover_refused_by_redis_is_rescued_and_restored() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let full = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, [0x3cu8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), &[0x3cu8; 32]);
     let kek = s(&kek);
     let (dir, roots) = (p.directory(), s(&p.roots));
     let tls = format!("127.0.0.1:{}", p.tls_port);

@@ -707,9 +707,7 @@ fn acme_dns01_fleet_one_writer() {
     let rport = free_port();
     let _redis = net_support::redis_server(t.path(), rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = t.path().join("fleet.kek");
-    std::fs::write(&kek, [0x5au8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
     let calls = t.path().join("calls.log");
     let hook = t.path().join("dns-hook");
     // $PPID: the tlskit node that ran the hook.

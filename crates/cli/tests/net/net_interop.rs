@@ -1088,13 +1088,10 @@ fn wait_metric(srv: &Serve, name: &str, want: f64, limit: Duration) -> bool {
 /// adopts the key node A rotated to within a few seconds of A's rotation.
 #[test]
 fn net_interop_fleet_key_changes_announced_through_pubsub() {
-    use std::os::unix::fs::PermissionsExt;
     require("redis-server");
     let pki = Pki::new();
     let dir = pki.dir.path();
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [0x24u8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(dir, &[0x24u8; 32]);
     let rport = free_port();
     let _redis = redis_server(dir, rport);
     let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
@@ -1189,9 +1186,7 @@ fn net_interop_fleet_state_in_ctl_status() {
     require("redis-server");
     let pki = Pki::new();
     let dir = pki.dir.path();
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [0x42u8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(dir, &[0x42u8; 32]);
     let wrong = pki.path("wrong.kek");
     std::fs::write(&wrong, [0x11u8; 32]).expect("kek");
     std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
@@ -1343,9 +1338,7 @@ fn net_interop_fleet_shares_ticket_keys_through_redis() {
     require("openssl");
     let pki = Pki::new();
     let dir = pki.dir.path();
-    let kek = pki.path("fleet.kek");
-    std::fs::write(&kek, [0x42u8; 32]).expect("kek");
-    std::fs::set_permissions(&kek, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let kek = net_support::kek_file(dir, &[0x42u8; 32]);
     let wrong = pki.path("wrong.kek");
     std::fs::write(&wrong, "11".repeat(32)).expect("kek");
     std::fs::set_permissions(&wrong, std::fs::Permissions::from_mode(0o600)).expect("chmod");
