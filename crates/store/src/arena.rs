@@ -136,8 +136,8 @@ impl<T: Pod> Buf<T> {
     /// `n` zero elements; mapped when `large` and at least [`HUGE_PAGE`] bytes, or when
     /// at least [`MAP_MIN`] bytes.
     pub(crate) fn zeroed(n: usize, large: bool) -> Self {
-        let bytes = n.saturating_mul(size_of::<T>());
-        if bytes < MAP_MIN && !(large && bytes >= HUGE_PAGE) {
+        let map_min = if large { HUGE_PAGE } else { MAP_MIN };
+        if n.saturating_mul(size_of::<T>()) < map_min {
             // `vec![0; n]` asks the allocator for zeroed memory: fresh pages are not
             // written twice (calloc skips clearing what the kernel cleared).
             return Buf {
@@ -145,11 +145,7 @@ impl<T: Pod> Buf<T> {
             };
         }
         let mut b = Self::new();
-        if large {
-            b.reserve_large(n);
-        } else {
-            b.reserve(n);
-        }
+        b.grow(n, map_min);
         b.resize(n, T::zeroed());
         b
     }
