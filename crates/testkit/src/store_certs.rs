@@ -109,3 +109,17 @@ pub fn self_signed_leaf(cn: &str) -> (String, Vec<u8>) {
 pub const FAKE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nTUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8=\n-----END PRIVATE KEY-----\n";
 /// The body of [`FAKE_KEY`]: a test asserts that no finding or message contains it.
 pub const SECRET_MARKER: &str = "TUlJU0VDUkVUS0VZTUFURVJJQUxET05PVEVDSE8";
+
+/// Replace the contents of `path` and give it a modification time one second after the
+/// old one: a change that a staleness check sees even within one tick of the file
+/// system's clock (no sleeping).
+pub fn rewrite_later(path: &std::path::Path, contents: impl AsRef<[u8]>) {
+    let before = std::fs::metadata(path).unwrap().modified().unwrap();
+    std::fs::write(path, contents).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(before + std::time::Duration::from_secs(1))
+        .unwrap();
+}

@@ -166,14 +166,7 @@ fn store_build_then_every_command_accepts_the_snapshot() {
     // Stale: a source changes after the build (its modification time set, not waited
     // for: a write within the same clock tick would keep the old one).
     let a = d.path().join("a.pem");
-    let built = fs::metadata(&a).unwrap().modified().unwrap();
-    fs::write(&a, ca("CLI Root A2")).unwrap();
-    fs::File::options()
-        .write(true)
-        .open(&a)
-        .unwrap()
-        .set_modified(built + std::time::Duration::from_secs(1))
-        .unwrap();
+    tlskit_testkit::store_certs::rewrite_later(&a, ca("CLI Root A2"));
     let j = json(&tlskit(&["store", "show", s(&snap), "--json"]));
     let errs = j["errors"].as_array().unwrap();
     assert!(errs.iter().any(|e| e["kind"] == "stale-snapshot"), "{j}");

@@ -70,14 +70,7 @@ fn stale_snapshot_is_reported() {
     text.push_str(&ca("New").pem);
     // The new modification time is set, not waited for (a write within the same clock
     // tick would keep the old one).
-    let built = fs::metadata(&bundle).unwrap().modified().unwrap();
-    fs::write(&bundle, text).unwrap();
-    fs::File::options()
-        .write(true)
-        .open(&bundle)
-        .unwrap()
-        .set_modified(built + std::time::Duration::from_secs(1))
-        .unwrap();
+    tlskit_testkit::store_certs::rewrite_later(&bundle, text);
     let (store, report) = load(&[Source::Snapshot(snap)]).unwrap();
     assert_eq!(store.len(), 3, "the snapshot still serves what it holds");
     assert_eq!(report.errors.len(), 1);
