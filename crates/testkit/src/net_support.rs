@@ -595,6 +595,45 @@ pub fn kek_file(dir: &std::path::Path, contents: &[u8]) -> PathBuf {
     kek
 }
 
+/// What a fleet of `serve --shared-state` nodes shares in a test: a redis-server of the
+/// test's own ([`redis_server`]: password `fleet-pw`, its files in `dir`), the URL the
+/// nodes are given and a key-encryption key file ([`kek_file`]), that is what
+/// `--shared-state URL --shared-state-key FILE` take. Redis is killed on drop, before
+/// `dir` is removed.
+pub struct FleetState {
+    /// The redis-server (declared first: dropped before `dir`).
+    _redis: Guard,
+    /// Redis's port on 127.0.0.1.
+    pub port: u16,
+    /// `redis://:fleet-pw@127.0.0.1:PORT/0`.
+    pub url: String,
+    /// The key-encryption key file, `dir/fleet.kek` (mode 0600).
+    pub kek: PathBuf,
+    /// The test's temporary directory (Redis's and the key file's; free for the test's
+    /// own files).
+    pub dir: tempfile::TempDir,
+}
+
+impl FleetState {
+    /// Start Redis on a free port with a key file holding `kek` (32 bytes or 64 hex
+    /// digits); fails the test when redis-server is not installed.
+    #[track_caller]
+    pub fn start(kek: &[u8]) -> FleetState {
+        require("redis-server");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let redis = redis_server(dir.path(), port);
+        let kek = kek_file(dir.path(), kek);
+        FleetState {
+            _redis: redis,
+            port,
+            url: format!("redis://:fleet-pw@127.0.0.1:{port}/0"),
+            kek,
+            dir,
+        }
+    }
+}
+
 /// A redis-server of the test's own: loopback, random port, a password, no persistence.
 pub fn redis_server(dir: &std::path::Path, port: u16) -> Guard {
     let mut cmd = Command::new("redis-server");

@@ -18,11 +18,12 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tlskit");
 
-/// A finished run: output, peak RSS of the child in KiB, wall time.
+/// A finished run: output, peak RSS of the child in KiB (when a sample was read), wall time.
 struct Run {
     out: Output,
-    peak_kib: u64,
+    peak: Option<u64>,
     wall: Duration,
+    args: Vec<String>,
 }
 
 impl Run {
@@ -41,6 +42,17 @@ impl Run {
             )
         })
     }
+    /// The child's peak RSS in KiB. A run of which no VmHWM sample was read fails here
+    /// rather than reporting 0 (which every `peak < N` bound would accept).
+    fn peak_kib(&self) -> u64 {
+        self.peak.unwrap_or_else(|| {
+            panic!(
+                "tlskit {:?}: no VmHWM sample was read from /proc before it exited, so its \
+                 peak RSS is unknown and no memory bound can be checked",
+                self.args
+            )
+        })
+    }
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
@@ -51,10 +63,29 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// Runs of a command that exited with 2 before any sample was read, tried again.
+const UNSAMPLED_RETRIES: usize = 3;
+
 /// Run `tlskit ARGS` with stdout/stderr in files (no pipe can fill up), sampling the
-/// child's VmHWM every few milliseconds until it exits; killed after `limit` (a hang is
-/// a failure, reported as such).
+/// child's VmHWM right after the spawn (the child has exec'd by then), then as often as
+/// it can for 200 ms and every 5 ms after that until it exits; killed after `limit` (a hang is a failure, reported as
+/// such). A child can still exit before the first read (a refusal takes a millisecond or
+/// two; the test thread may be descheduled): such a run is made again when it exited 2,
+/// which by the CLI's contract wrote nothing; otherwise, or after [`UNSAMPLED_RETRIES`]
+/// tries, [`Run::peak_kib`] fails.
 fn run_measured(args: &[&str], limit: Duration) -> Run {
+    let mut tries = 1;
+    loop {
+        let r = run_sampled(args, limit);
+        if r.peak.is_some() || r.code() != Some(2) || tries > UNSAMPLED_RETRIES {
+            return r;
+        }
+        eprintln!("tlskit {args:?} exited before its VmHWM was read (try {tries}); again");
+        tries += 1;
+    }
+}
+
+fn run_sampled(args: &[&str], limit: Duration) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let (o, e) = (dir.path().join("out"), dir.path().join("err"));
     let t0 = Instant::now();
@@ -67,10 +98,10 @@ fn run_measured(args: &[&str], limit: Duration) -> Run {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut peak = 0;
+    let mut peak: Option<u64> = None;
     let status = loop {
         if let Some(h) = vm_hwm_kib(pid) {
-            peak = peak.max(h);
+            peak = Some(peak.map_or(h, |p| p.max(h)));
         }
         if let Some(st) = child.try_wait().unwrap() {
             break st;
@@ -83,7 +114,12 @@ fn run_measured(args: &[&str], limit: Duration) -> Run {
                 fs::read_to_string(&e).unwrap_or_default()
             );
         }
-        std::thread::sleep(Duration::from_millis(5));
+        // Densely at first (a refusal is over in a few milliseconds), then every 5 ms.
+        if t0.elapsed() < Duration::from_millis(200) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     };
     let wall = t0.elapsed();
     Run {
@@ -92,9 +128,29 @@ fn run_measured(args: &[&str], limit: Duration) -> Run {
             stdout: fs::read(&o).unwrap(),
             stderr: fs::read(&e).unwrap(),
         },
-        peak_kib: peak,
+        peak,
         wall,
+        args: args.iter().map(|a| a.to_string()).collect(),
     }
+}
+
+/// A run of which no VmHWM sample was read has no peak: asking for it fails (it used to
+/// be 0, under every bound).
+#[test]
+#[should_panic(expected = "no VmHWM sample was read")]
+fn bounds_runner_fails_without_a_sample() {
+    use std::os::unix::process::ExitStatusExt;
+    let r = Run {
+        out: Output {
+            status: std::process::ExitStatus::from_raw(0),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+        },
+        peak: None,
+        wall: Duration::ZERO,
+        args: vec!["show".into()],
+    };
+    assert!(r.peak_kib() < 64 * 1024);
 }
 
 fn s(p: &Path) -> &str {
@@ -149,7 +205,7 @@ fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration, text_too: bool) {
          {} stderr lines",
         made.as_secs_f64(),
         r.wall.as_secs_f64(),
-        r.peak_kib / 1024,
+        r.peak_kib() / 1024,
         r.stderr().lines().count()
     );
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
@@ -179,9 +235,9 @@ fn dir_of_many_files(n: usize, max_mib: u64, limit: Duration, text_too: bool) {
         "{err}"
     );
     assert!(
-        r.peak_kib < max_mib * 1024,
+        r.peak_kib() < max_mib * 1024,
         "peak RSS {} KiB over {max_mib} MiB",
-        r.peak_kib
+        r.peak_kib()
     );
     if !text_too {
         return;
@@ -248,7 +304,7 @@ fn bounds_store_2gb_file_fifo_and_device() {
     eprintln!(
         "2 GiB sparse file: {:.3} s, peak RSS {} MiB",
         r.wall.as_secs_f64(),
-        r.peak_kib / 1024
+        r.peak_kib() / 1024
     );
     assert_eq!(r.code(), Some(2));
     assert!(
@@ -259,7 +315,7 @@ fn bounds_store_2gb_file_fifo_and_device() {
         "{}",
         r.stderr()
     );
-    assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib() < 64 * 1024, "{} KiB", r.peak_kib());
     // In a directory with a good CA: the CA loads, the big file is one JSON error.
     let r = run_measured(&["store", "show", s(d.path()), "--json"], limit);
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
@@ -267,7 +323,7 @@ fn bounds_store_2gb_file_fifo_and_device() {
     assert_eq!(j["anchors"], 1);
     assert_eq!(j["errors"][0]["kind"], "too-large", "{j}");
     assert_eq!(j["errors"][0]["path"], s(&big));
-    assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib() < 64 * 1024, "{} KiB", r.peak_kib());
 
     // A FIFO nobody writes to: refused at once (opening it would block forever).
     let fifo = d.path().join("fifo.pem");
@@ -327,7 +383,7 @@ fn bounds_store_million_tiny_pem_blocks() {
     eprintln!(
         "{N} tiny PEM blocks (59 MB): {:.2} s, peak RSS {} MiB",
         r.wall.as_secs_f64(),
-        r.peak_kib / 1024
+        r.peak_kib() / 1024
     );
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     let j = r.json();
@@ -345,7 +401,7 @@ fn bounds_store_million_tiny_pem_blocks() {
         err.contains("999980 more malformed-der problem(s) not shown (1000000 in all"),
         "{err}"
     );
-    assert!(r.peak_kib < 512 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib() < 512 * 1024, "{} KiB", r.peak_kib());
 }
 
 #[cfg(unix)]
@@ -391,7 +447,7 @@ fn bounds_store_symlink_loops_and_deep_chains() {
     eprintln!(
         "symlink tree: {:.3} s, peak RSS {} MiB",
         r.wall.as_secs_f64(),
-        r.peak_kib / 1024
+        r.peak_kib() / 1024
     );
     assert_eq!(r.code(), Some(0), "{}", r.stderr());
     let j = r.json();
@@ -539,13 +595,13 @@ fn bounds_verify_2gb_cert_file() {
         "{}",
         r.stderr()
     );
-    assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib() < 64 * 1024, "{} KiB", r.peak_kib());
     // An endless source (a character device): refused before a byte is read.
     let r = verify_json(&roots, Path::new("/dev/zero"));
     eprintln!(
         "--cert /dev/zero: {:.2} s, peak RSS {} MiB",
         r.wall.as_secs_f64(),
-        r.peak_kib / 1024
+        r.peak_kib() / 1024
     );
     assert_eq!(r.code(), Some(2), "{}", r.stderr());
     assert!(
@@ -554,7 +610,7 @@ fn bounds_verify_2gb_cert_file() {
         "{}",
         r.stderr()
     );
-    assert!(r.peak_kib < 64 * 1024, "{} KiB", r.peak_kib);
+    assert!(r.peak_kib() < 64 * 1024, "{} KiB", r.peak_kib());
 }
 
 /// Every command that reads a user-named file goes through the one bounded reader
@@ -616,7 +672,7 @@ fn bounds_every_reader_refuses_devices_fifos_and_huge_files() {
             eprintln!(
                 "{args:?}: {:.3} s, peak RSS {} MiB",
                 r.wall.as_secs_f64(),
-                r.peak_kib / 1024
+                r.peak_kib() / 1024
             );
             assert_eq!(r.code(), Some(2), "{args:?}: {}", r.stderr());
             let want = if input == big.as_path() {
@@ -627,7 +683,7 @@ fn bounds_every_reader_refuses_devices_fifos_and_huge_files() {
                 format!("{f}: not a regular file (character device)")
             };
             assert!(r.stderr().contains(&want), "{args:?}: {}", r.stderr());
-            assert!(r.peak_kib < 64 * 1024, "{args:?}: {} KiB", r.peak_kib);
+            assert!(r.peak_kib() < 64 * 1024, "{args:?}: {} KiB", r.peak_kib());
             assert!(r.wall < Duration::from_secs(20), "{args:?}: {:?}", r.wall);
         }
     }

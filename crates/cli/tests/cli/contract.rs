@@ -594,6 +594,19 @@ fn every_json_document_matches_its_schema() {
             2,
             &["store", "prune", "system", "--backup", &p("bak3")],
         ),
+        // Applied: results[] filled in (one copy of the duplicate moved, one kept).
+        case(
+            "store.prune",
+            0,
+            &[
+                "store",
+                "prune",
+                &p("dups"),
+                "--backup",
+                &p("bak4"),
+                "--apply",
+            ],
+        ),
         case("verify", 0, &v1),
         case("verify", 1, &v2),
         case("error", 2, &v3),
@@ -646,6 +659,8 @@ fn every_json_document_matches_its_schema() {
         ),
         case("error", 2, &["ca", "revoke", &p("ca"), "--serial", "01"]),
         case("ca.crl", 0, &["ca", "crl", &p("ca"), "-o", &p("ca.crl")]),
+        // A CRL with an entry (leaf2 revoked above): show's crls[] and revoked[] objects.
+        case("show", 0, &["show", &p("ca.crl")]),
         // EAB keys: enrolled (the key in the document), a repeated key id refused, listed.
         case(
             "ca.eab.add",
@@ -846,8 +861,10 @@ fn every_json_document_matches_its_schema() {
             failures.push(format!("tlskit {cmd}: exit {code}, expected {}", c.code));
         }
         let validator = schema_validator(c.schema);
+        // The first few errors say enough (a repeated key fails once per array item).
         let errors: Vec<String> = validator
             .iter_errors(&v)
+            .take(5)
             .map(|e| format!("{} at {}", e, e.instance_path))
             .collect();
         if !errors.is_empty() {
@@ -883,6 +900,48 @@ fn every_json_document_matches_its_schema() {
     let (_, partial, _) =
         json_of(&case("show", 0, &["show", &p("leaf.pem"), &p("missing.pem")]).args);
     assert_eq!(partial["input_errors"][0]["path"], p("missing.pem"));
+    // The optional objects the strict schemas check were really emitted above.
+    let (_, crl, _) = json_of(&case("show", 0, &["show", &p("ca.crl")]).args);
+    assert_eq!(
+        crl["crls"][0]["revoked"].as_array().map(Vec::len),
+        Some(1),
+        "{crl}"
+    );
+    let (_, pruned, _) = json_of(
+        &case(
+            "store.prune",
+            0,
+            &["store", "prune", &p("dups"), "--backup", &p("bak5")],
+        )
+        .args,
+    );
+    assert_eq!(
+        pruned["moves"].as_array().map(Vec::len),
+        Some(0),
+        "{pruned}"
+    );
+    // doctor's copy of the probe report (its `probe` and `loopback` sections) lists the
+    // probe document's keys, less `schema`.
+    let keys = |s: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = s["properties"]
+            .as_object()
+            .map(|o| o.keys().filter(|k| *k != "schema").cloned().collect())
+            .unwrap_or_default();
+        k.sort();
+        k
+    };
+    let schema_json = |name: &str| -> serde_json::Value {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/schemas")
+            .join(format!("{name}.schema.json"));
+        serde_json::from_str(&std::fs::read_to_string(path).expect("schema")).expect("JSON")
+    };
+    let (probe, doctor) = (schema_json("probe"), schema_json("doctor"));
+    assert!(!keys(&probe).is_empty());
+    assert_eq!(keys(&probe), keys(&doctor["$defs"]["probe_report"]));
+    let mut section = keys(&doctor["properties"]["sections"]["properties"]["probe"]["oneOf"][0]);
+    section.retain(|k| k != "status");
+    assert_eq!(keys(&probe), section);
     // The control socket's answers name what is served and the reload above.
     let (_, st, _) =
         json_of(&case("ctl.status", 0, &["ctl", "--control", &control, "status"]).args);

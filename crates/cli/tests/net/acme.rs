@@ -1156,11 +1156,8 @@ fn acme_serve_directory_down_serves_stored_certificate_and_retries_then_ca_reset
 fn acme_fleet_of_three_orders_once_through_redis() {
     net_support::require("redis-server");
     let p = Pebble::start();
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
+    let fleet = net_support::FleetState::start(&[0x5au8; 32]);
+    let (t, rport, url, kek) = (&fleet.dir, fleet.port, fleet.url.clone(), fleet.kek.clone());
     let shared = [
         "--shared-state",
         url.as_str(),
@@ -1294,11 +1291,8 @@ fn acme_fleet_renewal_ordered_once_reaches_every_node() {
     let p = Pebble::start_with(serde_json::json!({
         "tiny": {"description": "12 seconds", "validityPeriod": 12}
     }));
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), "ab".repeat(32).as_bytes());
+    let fleet = net_support::FleetState::start("ab".repeat(32).as_bytes());
+    let (t, url, kek) = (&fleet.dir, fleet.url.clone(), fleet.kek.clone());
     let k = s(&kek);
     let shared = [
         "--shared-state",
@@ -1382,11 +1376,8 @@ fn acme_fleet_validating_node_fetches_each_new_answer() {
     let p = Pebble::start_with(serde_json::json!({
         "tiny": {"description": "12 seconds", "validityPeriod": 12}
     }));
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), &[0x6bu8; 32]);
+    let fleet = net_support::FleetState::start(&[0x6bu8; 32]);
+    let (url, kek) = (fleet.url.clone(), fleet.kek.clone());
     let k = s(&kek);
     let shared = [
         "--shared-state",

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::acme::{account_file, acme, json, mode, s, serve_acme, served_serial, until, Pebble};
-use crate::net_support::{self, free_port, Serve};
+use crate::net_support::{self, Serve};
 
 /// An EAB HMAC key as a CA hands it out: base64url of 32 bytes, no padding.
 const EAB_KEY: &str = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W";
@@ -439,6 +439,15 @@ fn acme_account_restore_puts_rescued_credentials_back() {
     assert_eq!(json(&out)["key_thumbprint"], rolled["key_thumbprint"]);
 }
 
+/// The fleet tests' set-up: Pebble, then a Redis of the test's own and a key file
+/// (`kek`); redis-cli, which the tests use to look into Redis, must be installed.
+fn pebble_and_fleet(kek: &[u8]) -> (Pebble, net_support::FleetState) {
+    net_support::require("redis-server");
+    net_support::require("redis-cli");
+    let p = Pebble::start();
+    (p, net_support::FleetState::start(kek))
+}
+
 fn redis_cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
         .args([
@@ -461,15 +470,8 @@ fn redis_cli(port: u16, args: &[&str]) -> String {
 /// fleet's account through `tlskit acme account show|rollover --shared-state`.
 #[test]
 fn acme_fleet_nodes_started_together_make_one_account() {
-    net_support::require("redis-server");
-    net_support::require("redis-cli");
-    let p = Pebble::start();
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
-    let kek = s(&kek);
+    let (p, fleet) = pebble_and_fleet(&[0x5au8; 32]);
+    let (rport, url, kek) = (fleet.port, fleet.url.clone(), s(&fleet.kek));
     let dir = p.directory();
     let roots = s(&p.roots);
     // Node A listens where Pebble validates; B and C anywhere. All three at once.
@@ -607,15 +609,8 @@ fn acme_fleet_nodes_started_together_make_one_account() {
 /// CA answers for the account with them, and a node orders with that account.
 #[test]
 fn acme_fleet_rollover_refused_by_redis_is_rescued_and_restored() {
-    net_support::require("redis-server");
-    net_support::require("redis-cli");
-    let p = Pebble::start();
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let full = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), &[0x3cu8; 32]);
-    let kek = s(&kek);
+    let (p, fleet) = pebble_and_fleet(&[0x3cu8; 32]);
+    let (t, rport, full, kek) = (&fleet.dir, fleet.port, fleet.url.clone(), s(&fleet.kek));
     let (dir, roots) = (p.directory(), s(&p.roots));
     let tls = format!("127.0.0.1:{}", p.tls_port);
     // A node of the fleet makes the account (and a certificate), then stops.

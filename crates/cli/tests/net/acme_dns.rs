@@ -703,11 +703,8 @@ fn acme_dns01_fleet_one_writer() {
     require("nsupdate");
     let named = Named::start();
     let p = Pebble::start_dns(&named.addr());
-    let t = tempfile::tempdir().expect("tempdir");
-    let rport = free_port();
-    let _redis = net_support::redis_server(t.path(), rport);
-    let url = format!("redis://:fleet-pw@127.0.0.1:{rport}/0");
-    let kek = net_support::kek_file(t.path(), &[0x5au8; 32]);
+    let fleet = net_support::FleetState::start(&[0x5au8; 32]);
+    let (t, url, kek) = (&fleet.dir, fleet.url.clone(), fleet.kek.clone());
     let calls = t.path().join("calls.log");
     let hook = t.path().join("dns-hook");
     // $PPID: the tlskit node that ran the hook.
