@@ -68,8 +68,8 @@ const UNSAMPLED_RETRIES: usize = 3;
 
 /// Run `tlskit ARGS` with stdout/stderr in files (no pipe can fill up), sampling the
 /// child's VmHWM right after the spawn (the child has exec'd by then), then as often as
-/// it can for 200 ms and every 5 ms after that until it exits; killed after `limit` (a hang is a failure, reported as
-/// such). A child can still exit before the first read (a refusal takes a millisecond or
+/// it can for 200 ms and every 5 ms after that until it exits; killed after `limit` (a
+/// hang is a failure, reported as such). A child can still exit before the first read (a refusal takes a millisecond or
 /// two; the test thread may be descheduled): such a run is made again when it exited 2,
 /// which by the CLI's contract wrote nothing; otherwise, or after [`UNSAMPLED_RETRIES`]
 /// tries, [`Run::peak_kib`] fails.
