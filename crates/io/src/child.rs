@@ -196,15 +196,19 @@ mod tests {
         };
         assert_eq!(stderr, b"started\n");
         let pid = std::fs::read_to_string(&pidfile).unwrap();
-        let alive = std::path::Path::new(&format!("/proc/{}", pid.trim())).exists();
-        // A killed grandchild may linger as a zombie until init reaps it: only a
-        // running one is a failure.
-        let state =
-            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        assert!(
-            !alive || state.contains(") Z"),
-            "grandchild still runs: {state}"
-        );
+        // SIGKILL takes effect when the grandchild next runs, and it may then linger as a
+        // zombie until init reaps it: it must be gone or a zombie within a few seconds
+        // (the `sleep 30` it runs would still be running if the group were not killed).
+        let gone_by = Instant::now() + Duration::from_secs(5);
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+            let Ok(state) = state else { break };
+            if state.contains(") Z") {
+                break;
+            }
+            assert!(Instant::now() < gone_by, "grandchild still runs: {state}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// A grandchild that outlives the program and keeps standard error open does not
